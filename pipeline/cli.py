@@ -1,0 +1,85 @@
+"""The ``chatlake`` command: one thin function per command over the library.
+
+Exit codes: 0 success (rejected records do not fail a job: see the report), 1 a job that failed
+while running, 2 a bad command line or job configuration (nothing was done).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import orjson
+
+from pipeline.convert import FORMATS, ConfigError, ConvertConfig, run_convert
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="chatlake")
+def cli() -> None:
+    """chatlake: exact, vectorized processing of LLM conversation datasets."""
+
+
+@cli.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--from", "source", required=True, type=click.Choice(FORMATS), help="Format of the inputs.")
+@click.option("--to", "target", required=True, type=click.Choice(FORMATS), help="Format to write.")
+@click.option("--output", "-o", required=True, type=click.Path(path_type=Path), help="Output file.")
+@click.option("--report", type=click.Path(path_type=Path), help="Write the JSON summary here.")
+@click.option("--workers", type=int, default=None, help="Worker processes (default: up to 2).")
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
+def convert(
+    inputs: tuple[Path, ...],
+    source: str,
+    target: str,
+    output: Path,
+    report: Path | None,
+    workers: int | None,
+    quiet: bool,
+) -> None:
+    """Convert JSONL conversations (one per line) or canonical Parquet.
+
+    Bad lines go to OUTPUT.rejected.jsonl with the reason; the job goes on.
+
+    \b
+    chatlake convert data/sample-responses.jsonl --from responses --to parquet -o out/c.parquet
+    """
+    cfg = ConvertConfig(list(inputs), source, target, output, report)
+    if workers is not None:
+        cfg.workers = workers
+    try:
+        cfg.validate()
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from None
+    summary = run_convert(cfg)
+    if not quiet:
+        _print_summary(summary)
+
+
+def _print_summary(summary: dict[str, object]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"chatlake convert {summary['from']} -> {summary['to']}", show_header=True)
+    for col in ("read", "written", "rejected", "seconds"):
+        table.add_column(col, justify="right")
+    table.add_row(*(str(summary[c]) for c in ("read", "written", "rejected", "seconds")))
+    console = Console(stderr=False)
+    console.print(table)
+    console.print(f"output: {summary['output']}")
+    if summary["rejected"]:
+        console.print(f"rejected records: {summary['rejected_file']}")
+        for reason, n in list(dict(summary["rejected_reasons"]).items())[:5]:  # type: ignore[call-overload]
+            console.print(f"  {n} x {reason}")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        cli(standalone_mode=True)
+    except BrokenPipeError:  # piping into head
+        sys.exit(0)
+
+
+__all__ = ["cli", "main", "orjson"]

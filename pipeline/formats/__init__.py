@@ -1,0 +1,151 @@
+"""Wire formats <-> the canonical table.
+
+>>> from pipeline.formats import decode_lines, encode_table
+>>> result = decode_lines([b'{"input": "hi", "model": "gpt-5"}'], "responses")
+>>> result.table.num_rows, result.rejected
+(1, [])
+>>> encode_table(result.table, "responses")
+[{'input': 'hi', 'model': 'gpt-5'}]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from pipeline.formats import anthropic, chat, responses
+from pipeline.formats._build import TableBuilder
+from pipeline.formats._common import ConversationView, RecordError, json_type
+
+CODECS: dict[str, ModuleType] = {"responses": responses, "chat": chat, "anthropic": anthropic}
+WIRE_FORMATS = tuple(CODECS)
+
+
+@dataclass
+class Rejected:
+    """A record that could not be decoded: where it was, its original text, and why."""
+
+    line: int
+    input: str
+    error: str
+    file: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"line": self.line, "input": self.input, "error": self.error}
+        if self.file is not None:
+            d["file"] = self.file
+        return d
+
+
+@dataclass
+class DecodeResult:
+    table: pa.Table
+    rejected: list[Rejected] = field(default_factory=list)
+    blank_lines: int = 0
+
+
+def conversation_id(raw: bytes, source_file: str | None, line: int) -> str:
+    """Stable id of a record: the same line of the same file always gets the same id."""
+    h = hashlib.blake2b(raw, digest_size=16)
+    h.update(f"\x00{source_file or ''}\x00{line}".encode())
+    return h.hexdigest()
+
+
+def _loads(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        # orjson stops at 64-bit integers; the standard parser takes any valid JSON.
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise e from None
+
+
+def decode_lines(
+    lines: Iterable[bytes],
+    fmt: str,
+    *,
+    source_file: str | None = None,
+    first_line: int = 1,
+) -> DecodeResult:
+    """Decode JSONL lines of one wire format into a canonical table plus the rejected lines.
+
+    Every non-blank line ends up in exactly one of the two; a bad line never raises.
+    """
+    decode: Callable[..., None] = CODECS[fmt].decode
+    tb = TableBuilder()
+    rejected: list[Rejected] = []
+    blank = 0
+    for n, raw in enumerate(lines, first_line):
+        if not raw.strip():
+            blank += 1
+            continue
+        try:
+            rec = _loads(raw)
+        except ValueError as e:
+            rejected.append(Rejected(n, _text(raw), f"$: invalid JSON: {e}", source_file))
+            continue
+        if type(rec) is not dict:
+            rejected.append(Rejected(n, _text(raw), f"$: expected object, got {json_type(rec)}", source_file))
+            continue
+        mark = tb.mark()
+        try:
+            decode(
+                tb,
+                rec,
+                conversation_id=conversation_id(raw, source_file, n),
+                source_file=source_file,
+                source_line=n,
+            )
+        except RecordError as e:
+            tb.rollback(mark)
+            rejected.append(Rejected(n, _text(raw), str(e), source_file))
+        except orjson.JSONEncodeError as e:
+            tb.rollback(mark)
+            rejected.append(Rejected(n, _text(raw), f"$: value cannot be stored: {e}", source_file))
+    return DecodeResult(tb.finish(), rejected, blank)
+
+
+def decode_records(records: Iterable[dict[str, Any]], fmt: str) -> DecodeResult:
+    """Decode already-parsed records (tests, notebooks); line numbers count from 1."""
+    return decode_lines((orjson.dumps(r) for r in records), fmt)
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace").rstrip("\r\n")
+
+
+def encode_table(table: pa.Table, fmt: str) -> list[dict[str, Any]]:
+    """Rebuild every row of a canonical table as a ``fmt`` record (same-format rows only)."""
+    view = ConversationView(table)
+    encode = CODECS[fmt].encode
+    out = []
+    for r in range(view.n):
+        if view.source_format[r] != fmt:
+            raise RecordError(
+                f"row {r}",
+                f"record is {view.source_format[r]}; converting to {fmt} is not supported yet",
+            )
+        out.append(encode(view, r))
+    return out
+
+
+__all__ = [
+    "CODECS",
+    "WIRE_FORMATS",
+    "DecodeResult",
+    "RecordError",
+    "Rejected",
+    "conversation_id",
+    "decode_lines",
+    "decode_records",
+    "encode_table",
+]

@@ -1,0 +1,1 @@
+"""Reading inputs and writing outputs: JSONL chunks, Parquet, rejected and loss files."""

@@ -1,0 +1,532 @@
+"""Hand-written conversations, one per edge case, shared by every test.
+
+Each case is ``(name, record)``; the name says what the record exercises. Records are wire bodies
+exactly as a user would hold them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Case = tuple[str, dict[str, Any]]
+
+RESPONSES: list[Case] = [
+    ("input_string", {"model": "gpt-5", "input": "  What is 2+2?\n"}),
+    ("instructions_absent_null_string", {"input": [], "instructions": None}),
+    ("instructions_empty_string", {"input": [{"role": "user", "content": "hi"}], "instructions": ""}),
+    (
+        "instructions_as_items",
+        {
+            "input": [{"role": "user", "content": "hi"}],
+            "instructions": [
+                {
+                    "type": "message",
+                    "role": "developer",
+                    "content": [{"type": "input_text", "text": "Be terse."}],
+                }
+            ],
+        },
+    ),
+    (
+        "easy_messages_without_type_and_inline_developer",
+        {
+            "model": "gpt-5.3-codex",
+            "instructions": "You are Codex.",
+            "input": [
+                {"role": "developer", "content": "sandbox: read-only"},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "input_text", "text": "list files"},
+                        {"type": "input_image", "detail": "auto", "image_url": "data:image/png;base64,AAAA"},
+                    ],
+                },
+                {"role": "system", "content": "   "},
+                {"type": "message", "role": "user", "content": "again", "status": "completed"},
+            ],
+            "temperature": 1.0,
+            "top_p": 1,
+            "store": False,
+            "metadata": {"run": "a", "n": 3},
+        },
+    ),
+    (
+        "assistant_phase_absent_null_set",
+        {
+            "input": [
+                {
+                    "type": "message",
+                    "id": "msg_1",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": "Looking.", "annotations": []}],
+                    "phase": "commentary",
+                },
+                {
+                    "type": "message",
+                    "id": "msg_2",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": "Done.", "annotations": [], "logprobs": []}],
+                    "phase": None,
+                },
+                {
+                    "type": "message",
+                    "id": "msg_3",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [
+                        {
+                            "type": "output_text",
+                            "text": "Final",
+                            "annotations": [
+                                {
+                                    "type": "url_citation",
+                                    "url": "https://e.x",
+                                    "title": "E",
+                                    "start_index": 0,
+                                    "end_index": 5,
+                                }
+                            ],
+                        },
+                        {"type": "refusal", "refusal": "no"},
+                    ],
+                    "phase": "final_answer",
+                },
+            ]
+        },
+    ),
+    (
+        "reasoning_parallel_calls_and_outputs",
+        {
+            "input": [
+                {"role": "user", "content": "weather in Paris and Rome?"},
+                {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA=="},
+                {
+                    "type": "reasoning",
+                    "id": "rs_2",
+                    "summary": [{"type": "summary_text", "text": "**Plan**\n\ncall twice"}],
+                    "content": [{"type": "reasoning_text", "text": "t"}],
+                    "encrypted_content": None,
+                    "status": "completed",
+                },
+                {
+                    "type": "function_call",
+                    "id": "fc_1",
+                    "call_id": "call_a",
+                    "name": "weather",
+                    "arguments": '{"city": "Paris" }',
+                    "status": "completed",
+                },
+                {
+                    "type": "function_call",
+                    "id": "fc_2",
+                    "call_id": "call_b",
+                    "name": "weather",
+                    "namespace": "tools",
+                    "arguments": "not json",
+                },
+                {
+                    "type": "function_call_output",
+                    "call_id": "call_b",
+                    "output": "18C",
+                    "status": None,
+                    "id": None,
+                },
+                {
+                    "type": "function_call_output",
+                    "call_id": "call_a",
+                    "output": [{"type": "input_text", "text": "21C"}],
+                },
+            ]
+        },
+    ),
+    (
+        "custom_tool_compaction_reference_hosted_unknown",
+        {
+            "input": [
+                {
+                    "type": "custom_tool_call",
+                    "call_id": "call_c",
+                    "name": "apply",
+                    "input": "*** Begin Patch\n",
+                    "id": "ctc_1",
+                },
+                {"type": "custom_tool_call_output", "call_id": "call_c", "output": "ok"},
+                {"type": "compaction", "encrypted_content": "enc", "id": None},
+                {"type": "compaction", "encrypted_content": "enc2"},
+                {"id": "msg_stored"},
+                {"type": "item_reference", "id": "msg_stored2"},
+                {"type": None, "id": "msg_stored3"},
+                {
+                    "type": "web_search_call",
+                    "id": "ws_1",
+                    "status": "completed",
+                    "action": {
+                        "type": "search",
+                        "query": "q",
+                        "sources": [{"type": "url", "url": "https://a"}],
+                    },
+                },
+                {
+                    "type": "local_shell_call",
+                    "id": "lsh_1",
+                    "call_id": "call_d",
+                    "status": "completed",
+                    "action": {"type": "exec", "command": ["ls"], "env": {}},
+                },
+                {"type": "brand_new_item", "payload": {"deep": [1, 1.0, True, None]}, "id": "x"},
+                {"type": "function_call_output", "call_id": "call_e", "output": {"stdout": "object output"}},
+                {"type": "compaction_trigger"},
+            ]
+        },
+    ),
+    (
+        "whitespace_and_unicode",
+        {
+            "input": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "input_text", "text": " \t\n"},
+                        {"type": "input_text", "text": "مرحبا 👋🏽 e\u0301 中文"},
+                        {"type": "input_text", "text": ""},
+                    ],
+                }
+            ]
+        },
+    ),
+    (
+        "response_object",
+        {
+            "id": "resp_1",
+            "object": "response",
+            "created_at": 1741476542,
+            "status": "completed",
+            "model": "gpt-5-mini",
+            "instructions": None,
+            "output": [
+                {
+                    "type": "reasoning",
+                    "id": "rs_9",
+                    "summary": [{"type": "summary_text", "text": "s"}],
+                    "encrypted_content": "e",
+                },
+                {
+                    "type": "message",
+                    "id": "msg_9",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [
+                        {
+                            "type": "output_text",
+                            "text": "hi",
+                            "annotations": [],
+                            "logprobs": [
+                                {"token": "hi", "bytes": [104, 105], "logprob": -0.1, "top_logprobs": []}
+                            ],
+                        }
+                    ],
+                },
+            ],
+            "tools": [{"type": "function", "name": "f", "parameters": None, "strict": True}],
+            "tool_choice": "auto",
+            "parallel_tool_calls": True,
+            "usage": {"input_tokens": 5, "output_tokens": 2, "total_tokens": 7},
+            "input_transformations": None,
+        },
+    ),
+]
+
+CHAT: list[Case] = [
+    ("minimal", {"messages": [{"role": "user", "content": "hi"}]}),
+    (
+        "assistant_content_four_states",
+        {
+            "model": "gpt-4o",
+            "messages": [
+                {"role": "system", "content": "policy"},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "a"},
+                        {"type": "image_url", "image_url": {"url": "https://i", "detail": "low"}},
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "call_1", "content": "r1"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_2",
+                            "type": "function",
+                            "function": {"name": "f", "arguments": '{"x":1}'},
+                        },
+                        {"id": "call_3", "type": "custom", "custom": {"name": "g", "input": "raw"}},
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "call_2", "content": [{"type": "text", "text": "r2"}]},
+                {"role": "tool", "tool_call_id": "call_3", "name": "g", "content": ""},
+                {"role": "assistant", "content": "", "refusal": None, "tool_calls": []},
+                {"role": "developer", "content": "inline developer"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "x"}, {"type": "refusal", "refusal": "y"}],
+                    "name": "bot",
+                    "tool_calls": None,
+                },
+            ],
+            "temperature": 0.0,
+            "n": 1,
+        },
+    ),
+    (
+        "provider_extras_and_legacy_function",
+        {
+            "messages": [
+                {"role": "user", "content": "q", "name": "alice"},
+                {
+                    "role": "assistant",
+                    "content": "thinking...",
+                    "reasoning_content": "r",
+                    "function_call": {"name": "f", "arguments": "{}"},
+                },
+                {"role": "function", "name": "f", "content": "fr"},
+                {"role": "tool", "content": "no id", "tool_call_ids": ["a", "b"]},
+                {
+                    "role": "assistant",
+                    "content": "x",
+                    "tool_calls": [
+                        {
+                            "id": "",
+                            "type": "function",
+                            "function": {"name": "f", "arguments": "{}", "thought_signature": "sig"},
+                            "extra_content": {"google": {}},
+                        }
+                    ],
+                },
+            ]
+        },
+    ),
+    (
+        "completion_object",
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "gpt-4o-mini",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "logprobs": None,
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "refusal": None,
+                        "annotations": [],
+                        "tool_calls": [
+                            {"id": "call_9", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                        ],
+                    },
+                },
+                {"index": 1, "finish_reason": "stop", "message": {"role": "assistant", "content": "alt"}},
+            ],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+            "system_fingerprint": None,
+        },
+    ),
+]
+
+ANTHROPIC: list[Case] = [
+    (
+        "minimal",
+        {"model": "claude-sonnet-4-5", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]},
+    ),
+    (
+        "system_blocks_and_thinking_tools",
+        {
+            "system": [
+                {"type": "text", "text": "Policy A", "cache_control": {"type": "ephemeral"}},
+                {"type": "text", "text": " B "},
+            ],
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "go", "citations": None},
+                        {"type": "image", "source": {"type": "url", "url": "https://i"}},
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "thinking", "thinking": "plan", "signature": "sig=="},
+                        {"type": "redacted_thinking", "data": "opaque"},
+                        {"type": "text", "text": "calling"},
+                        {"type": "text", "text": "two"},
+                        {
+                            "type": "tool_use",
+                            "id": "toolu_1",
+                            "name": "f",
+                            "input": {"a": 1, "b": 1.0, "c": [True, None], "é": {}},
+                        },
+                        {
+                            "type": "tool_use",
+                            "id": "toolu_2",
+                            "name": "g",
+                            "input": {},
+                            "cache_control": {"type": "ephemeral", "ttl": "1h"},
+                        },
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok", "is_error": False},
+                        {"type": "tool_result", "tool_use_id": "toolu_2"},
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "toolu_3",
+                            "content": [{"type": "text", "text": "r"}],
+                            "is_error": True,
+                        },
+                        {"type": "text", "text": "and then?"},
+                    ],
+                },
+                {"role": "system", "content": "inline system"},
+                {"role": "assistant", "content": []},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "server_tool_use",
+                            "id": "srvtoolu_1",
+                            "name": "web_search",
+                            "input": {"query": "q"},
+                        },
+                        {
+                            "type": "web_search_tool_result",
+                            "tool_use_id": "srvtoolu_1",
+                            "content": {"type": "web_search_tool_result_error", "error_code": "unavailable"},
+                        },
+                        {"type": "compaction", "content": None},
+                        {"type": "fallback", "from": "a", "to": "b"},
+                    ],
+                },
+            ],
+            "tools": [{"name": "f", "input_schema": {"type": "object"}}],
+            "tool_choice": {"type": "auto"},
+            "thinking": {"type": "enabled", "budget_tokens": 1024},
+        },
+    ),
+    (
+        "message_object",
+        {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-opus-4-6",
+            "content": [
+                {"type": "text", "text": "hello", "citations": None},
+                {"type": "tool_use", "id": "toolu_9", "name": "f", "input": {"q": "x"}},
+            ],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 2},
+        },
+    ),
+    (
+        "refusal_empty_content",
+        {
+            "id": "msg_2",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
+            "content": [],
+            "stop_reason": "refusal",
+        },
+    ),
+    (
+        "claude_code_extra_message_keys",
+        {
+            "messages": [
+                {
+                    "role": "assistant",
+                    "id": "msg_x",
+                    "type": "message",
+                    "model": "claude",
+                    "content": [{"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "ls"}}],
+                    "usage": {"output_tokens": 1},
+                }
+            ]
+        },
+    ),
+]
+
+CASES: dict[str, list[Case]] = {"responses": RESPONSES, "chat": CHAT, "anthropic": ANTHROPIC}
+
+# Lines that break their format: (format, line, expected error).
+BAD_LINES: list[tuple[str, bytes, str]] = [
+    ("responses", b'{"input": [{"role": "user", "content": "a"}', "$: invalid JSON"),
+    ("responses", b"[1, 2]", "$: expected object, got array"),
+    ("responses", b'"just a string"', "$: expected object, got string"),
+    (
+        "responses",
+        b'{"input": [{"content": "no type, no role"}]}',
+        "$.input[0]: item has neither 'type' nor 'role'",
+    ),
+    ("responses", b'{"input": [{"type": "message", "content": "x"}]}', "$.input[0]: message without role"),
+    (
+        "responses",
+        b'{"input": [{"role": "user", "content": 5}]}',
+        "$.input[0].content: expected string or array, got number",
+    ),
+    (
+        "responses",
+        b'{"input": [{"role": "user", "content": ["bare"]}]}',
+        "$.input[0].content[0]: expected object, got string",
+    ),
+    ("responses", b'{"input": 7}', "$.input: expected string or array, got number"),
+    ("responses", b'{"model": "gpt-5"}', "$: request body without 'input'"),
+    (
+        "responses",
+        b'{"input": [], "instructions": 3}',
+        "$.instructions: expected string, array or null, got number",
+    ),
+    ("chat", b'{"messages": [{"content": "no role"}]}', "$.messages[0]: message without role"),
+    (
+        "chat",
+        b'{"messages": [{"role": "user", "content": {"text": "x"}}]}',
+        "$.messages[0].content: expected string or array, got object",
+    ),
+    ("chat", b'{"messages": "hi"}', "$.messages: expected array, got string"),
+    (
+        "chat",
+        b'{"messages": [{"role": "assistant", "tool_calls": [{"id": "c", "type": "function"}]}]}',
+        "$.messages[0].tool_calls[0]: tool call without 'function'",
+    ),
+    (
+        "anthropic",
+        b'{"messages": [{"role": "user", "content": 1.5}]}',
+        "$.messages[0].content: expected string or array, got number",
+    ),
+    (
+        "anthropic",
+        b'{"messages": [{"role": "user", "content": ["x"]}]}',
+        "$.messages[0].content[0]: expected object, got string",
+    ),
+    (
+        "anthropic",
+        b'{"system": {"text": "x"}, "messages": []}',
+        "$.system: expected string or array, got object",
+    ),
+    ("anthropic", b'{"max_tokens": 5}', "$.messages: expected array, got nothing"),
+]

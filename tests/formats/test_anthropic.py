@@ -1,0 +1,64 @@
+"""Where Anthropic Messages values land in the canonical table."""
+
+from __future__ import annotations
+
+import orjson
+
+from pipeline.formats import decode_records
+from tests.cases import ANTHROPIC
+
+
+def _table(name: str):
+    return decode_records([dict(ANTHROPIC)[name]], "anthropic").table
+
+
+def test_blocks_split_into_items_that_remember_their_message() -> None:
+    items = _table("system_blocks_and_thinking_tools").column("items").to_pylist()[0]
+    assistant = [(i["group"], i["part"], i["type"], i["native_type"]) for i in items if i["group"] == 1]
+    assert assistant == [
+        (1, 0, "reasoning", "thinking"),
+        (1, 1, "reasoning", "redacted_thinking"),
+        (1, 2, "message", None),
+        (1, 4, "function_call", "tool_use"),
+        (1, 5, "function_call", "tool_use"),
+    ]
+    text_item = items[3]
+    assert [b["text"] for b in text_item["content"]] == ["calling", "two"]  # block boundary kept
+    thinking, redacted = items[1], items[2]
+    assert thinking["signature"] == "sig==" and thinking["content"][0]["text"] == "plan"
+    assert redacted["encrypted_content"] == "opaque"
+    call = items[4]
+    assert call["call_id"] == "toolu_1" and orjson.loads(call["arguments"]) == {
+        "a": 1,
+        "b": 1.0,
+        "c": [True, None],
+        "é": {},
+    }
+
+
+def test_system_blocks_keep_cache_control() -> None:
+    row = _table("system_blocks_and_thinking_tools").to_pylist()[0]
+    assert row["instructions"]["form"] == "parts"
+    assert [b["text"] for b in row["instructions"]["content"]] == ["Policy A", " B "]
+    assert orjson.loads(row["instructions"]["content"][0]["cache_control"]) == {"type": "ephemeral"}
+
+
+def test_tool_results_content_absent_string_parts() -> None:
+    items = _table("system_blocks_and_thinking_tools").column("items").to_pylist()[0]
+    results = [i for i in items if i["type"] == "function_call_output"]
+    assert [(r["call_id"], r["content_form"]) for r in results] == [
+        ("toolu_1", "string"),
+        ("toolu_2", "absent"),
+        ("toolu_3", "parts"),
+    ]
+    assert orjson.loads(results[2]["extra_json"]) == {"is_error": True}
+
+
+def test_message_keys_beyond_role_and_content_ride_on_the_first_item() -> None:
+    items = _table("claude_code_extra_message_keys").column("items").to_pylist()[0]
+    assert orjson.loads(items[0]["wrapper_json"]) == {
+        "id": "msg_x",
+        "type": "message",
+        "model": "claude",
+        "usage": {"output_tokens": 1},
+    }

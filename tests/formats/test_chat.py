@@ -1,0 +1,53 @@
+"""Where Chat Completions values land in the canonical table."""
+
+from __future__ import annotations
+
+import orjson
+
+from pipeline.formats import decode_records
+from tests.cases import CHAT
+
+
+def test_assistant_with_tool_calls_is_one_group_of_items() -> None:
+    table = decode_records([dict(CHAT)["assistant_content_four_states"]], "chat").table
+    items = table.column("items").to_pylist()[0]
+    view = [
+        (i["group"], i["part"], i["type"], i["native_type"], i["call_id"], i["content_form"]) for i in items
+    ]
+    assert view[2:8] == [
+        (2, None, "message", None, None, "absent"),
+        (2, 0, "function_call", "function", "call_1", None),
+        (3, None, "function_call_output", None, "call_1", "string"),
+        (4, None, "message", None, None, "null"),
+        (4, 0, "function_call", "function", "call_2", None),
+        (4, 1, "custom_tool_call", "custom", "call_3", None),
+    ]
+    assert items[7]["input"] == "raw"
+    empty = items[10]
+    assert empty["content_form"] == "string" and empty["content"][0]["text"] == ""
+    # Chat-only keys stay verbatim, explicit null and empty list included.
+    assert orjson.loads(empty["extra_json"]) == {"refusal": None, "tool_calls": []}
+
+
+def test_completion_choice_keys_ride_on_the_head_item() -> None:
+    table = decode_records([dict(CHAT)["completion_object"]], "chat").table
+    items = table.column("items").to_pylist()[0]
+    heads = [i for i in items if i["type"] == "message"]
+    assert [orjson.loads(h["wrapper_json"]) for h in heads] == [
+        {"index": 0, "finish_reason": "tool_calls", "logprobs": None},
+        {"index": 1, "finish_reason": "stop"},
+    ]
+    assert table.column("record_kind").to_pylist() == ["response"]
+
+
+def test_tool_message_without_id_and_provider_extras_are_kept() -> None:
+    table = decode_records([dict(CHAT)["provider_extras_and_legacy_function"]], "chat").table
+    items = table.column("items").to_pylist()[0]
+    assert orjson.loads(items[1]["extra_json"])["reasoning_content"] == "r"
+    tool = items[3]
+    assert tool["call_id"] is None and orjson.loads(tool["extra_json"]) == {"tool_call_ids": ["a", "b"]}
+    call = items[5]
+    assert call["call_id"] == "" and orjson.loads(call["extra_json"]) == {
+        "function": {"thought_signature": "sig"},
+        "extra_content": {"google": {}},
+    }

@@ -1,0 +1,53 @@
+"""One comparison helper and one round-trip helper for every test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from pipeline.formats import decode_records, encode_table
+from pipeline.schema import CONVERSATION_SCHEMA
+
+
+def json_diff(a: Any, b: Any, path: str = "") -> str | None:
+    """The first JSON-pointer path where ``a`` and ``b`` differ, with why; None when identical.
+
+    Stricter than ``==``: a bool is not an int, 1.0 is not 1, absent is not null.
+    """
+    if type(a) is not type(b):
+        return f"{path or '/'}: {type(a).__name__} {a!r:.60} != {type(b).__name__} {b!r:.60}"
+    if isinstance(a, dict):
+        if a.keys() != b.keys():
+            return f"{path or '/'}: keys differ {sorted(a.keys() ^ b.keys())}"
+        for k in a:
+            d = json_diff(a[k], b[k], f"{path}/{k}")
+            if d:
+                return d
+    elif isinstance(a, list):
+        if len(a) != len(b):
+            return f"{path or '/'}: length {len(a)} != {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            d = json_diff(x, y, f"{path}/{i}")
+            if d:
+                return d
+    elif a != b:
+        return f"{path or '/'}: {a!r:.60} != {b!r:.60}"
+    return None
+
+
+def assert_identical(a: Any, b: Any) -> None:
+    d = json_diff(a, b)
+    assert d is None, d
+
+
+def roundtrip(records: list[dict[str, Any]], fmt: str, tmp_path: Path) -> list[dict[str, Any]]:
+    """decode -> canonical -> Parquet on disk -> read back -> encode, asserting nothing is rejected."""
+    res = decode_records(records, fmt)
+    assert res.rejected == [], [r.error for r in res.rejected]
+    path = tmp_path / f"{fmt}.parquet"
+    pq.write_table(res.table, path, compression="zstd")
+    table = pq.read_table(path)
+    assert table.schema.equals(CONVERSATION_SCHEMA, check_metadata=False)
+    return encode_table(table, fmt)

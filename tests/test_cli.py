@@ -1,0 +1,51 @@
+"""The chatlake command: exit codes, output and help."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+from click.testing import CliRunner
+
+from pipeline.cli import cli
+
+
+def test_convert_prints_summary_and_writes_report(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b'{"messages": [{"role": "user", "content": "hi"}]}\nnot json\n')
+    result = CliRunner().invoke(
+        cli,
+        [
+            "convert",
+            str(src),
+            "--from",
+            "chat",
+            "--to",
+            "parquet",
+            "-o",
+            str(tmp_path / "o.parquet"),
+            "--report",
+            str(tmp_path / "r.json"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "read" in result.output and "rejected records" in result.output
+    report = orjson.loads((tmp_path / "r.json").read_bytes())
+    assert (report["read"], report["written"], report["rejected"]) == (2, 1, 1)
+
+
+def test_bad_config_exits_2_with_a_message(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["convert", str(tmp_path / "missing.jsonl"), "--from", "chat", "--to", "chat", "-o", "x.jsonl"]
+    )
+    assert result.exit_code == 2
+    assert "does not exist" in result.output
+
+
+def test_python_dash_m_works() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "pipeline", "--help"], capture_output=True, text=True, check=True
+    )
+    assert "convert" in out.stdout
