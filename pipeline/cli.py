@@ -57,6 +57,32 @@ def convert(
         _print_summary(summary)
 
 
+@cli.command()
+@click.option("--format", "fmt", required=True, type=click.Choice(("responses", "chat", "anthropic")))
+@click.option("--n", "n", type=click.IntRange(min=0), default=1000, show_default=True, help="Conversations.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--output", "-o", type=click.Path(path_type=Path), default=None, help="File (default: stdout).")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True)
+def synth(fmt: str, n: int, seed: int, output: Path | None, workers: int) -> None:
+    """Write N realistic synthetic conversations as JSONL request bodies.
+
+    Record i depends only on (seed, i): the same command always writes the same bytes.
+
+    \b
+    chatlake synth --format responses --n 1000 --seed 1 -o data/synth.jsonl
+    """
+    from pipeline import synth as gen
+
+    if output is None:
+        out = sys.stdout.buffer
+        for rec in gen.generate(fmt, n, seed):
+            out.write(orjson.dumps(rec) + b"\n")
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    gen.write_jsonl(output, fmt, n, seed, workers=workers)
+    click.echo(f"wrote {n} {fmt} conversations to {output}", err=True)
+
+
 def _print_summary(summary: dict[str, object]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -82,4 +108,4 @@ def main() -> None:
         sys.exit(0)
 
 
-__all__ = ["cli", "main", "orjson"]
+__all__ = ["cli", "main"]

@@ -23,7 +23,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.formats import CODECS, WIRE_FORMATS, Rejected, decode_lines
+from pipeline.formats import CODECS, WIRE_FORMATS, Rejected, decode_lines, gc_paused
 from pipeline.formats._common import ConversationView, RecordError
 from pipeline.io.jsonl import DEFAULT_CHUNK_BYTES, Chunk, iter_chunks
 from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
@@ -93,6 +93,13 @@ def _encode_rows(
     table: pa.Table, fmt: str, lines: list[int], source_file: str | None
 ) -> tuple[bytes, list[Rejected], Counter[str]]:
     """Encode every row; a row that cannot be encoded is rejected (its input is its id)."""
+    with gc_paused():
+        return _encode_rows_unpaused(table, fmt, lines, source_file)
+
+
+def _encode_rows_unpaused(
+    table: pa.Table, fmt: str, lines: list[int], source_file: str | None
+) -> tuple[bytes, list[Rejected], Counter[str]]:
     view = ConversationView(table)
     encode = CODECS[fmt].encode
     ids = table.column("conversation_id").to_pylist()

@@ -49,3 +49,21 @@ def test_python_dash_m_works() -> None:
         [sys.executable, "-m", "pipeline", "--help"], capture_output=True, text=True, check=True
     )
     assert "convert" in out.stdout
+
+
+def test_synth_is_deterministic_and_decodes(tmp_path: Path) -> None:
+    runner = CliRunner()
+    first = runner.invoke(cli, ["synth", "--format", "chat", "--n", "5", "--seed", "3"])
+    second = runner.invoke(cli, ["synth", "--format", "chat", "--n", "5", "--seed", "3"])
+    assert first.exit_code == 0 and first.stdout_bytes == second.stdout_bytes
+    lines = first.stdout_bytes.splitlines()
+    assert len(lines) == 5
+    from pipeline.formats import decode_lines
+
+    assert decode_lines(lines, "chat").rejected == []
+    out = tmp_path / "s.jsonl"
+    assert (
+        runner.invoke(cli, ["synth", "--format", "chat", "--n", "5", "--seed", "3", "-o", str(out)]).exit_code
+        == 0
+    )
+    assert out.read_bytes().splitlines() == lines

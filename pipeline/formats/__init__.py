@@ -10,9 +10,11 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -51,6 +53,22 @@ class DecodeResult:
     blank_lines: int = 0
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC while a batch builds millions of small acyclic objects.
+
+    Row tuples, block lists and decoded JSON hold no reference cycles, so reference counting frees
+    them; without the pause CPython rescans the growing heap and a batch decode runs ~2x slower.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def conversation_id(raw: bytes, source_file: str | None, line: int) -> str:
     """Stable id of a record: the same line of the same file always gets the same id."""
     h = hashlib.blake2b(raw, digest_size=16)
@@ -80,6 +98,11 @@ def decode_lines(
 
     Every non-blank line ends up in exactly one of the two; a bad line never raises.
     """
+    with gc_paused():
+        return _decode_lines(lines, fmt, source_file, first_line)
+
+
+def _decode_lines(lines: Iterable[bytes], fmt: str, source_file: str | None, first_line: int) -> DecodeResult:
     decode: Callable[..., None] = CODECS[fmt].decode
     tb = TableBuilder()
     rejected: list[Rejected] = []
@@ -123,10 +146,16 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
-def encode_table(table: pa.Table, fmt: str) -> list[dict[str, Any]]:
-    """Rebuild every row of a canonical table as a ``fmt`` record (same-format rows only)."""
+def encode_jsonl(table: pa.Table, fmt: str) -> list[bytes]:
+    """Rebuild every row of a canonical table as one JSON line of ``fmt`` (same-format rows only)."""
+    with gc_paused():
+        return _encode_jsonl(table, fmt)
+
+
+def _encode_jsonl(table: pa.Table, fmt: str) -> list[bytes]:
     view = ConversationView(table)
     encode = CODECS[fmt].encode
+    dumps = orjson.dumps
     out = []
     for r in range(view.n):
         if view.source_format[r] != fmt:
@@ -134,8 +163,13 @@ def encode_table(table: pa.Table, fmt: str) -> list[dict[str, Any]]:
                 f"row {r}",
                 f"record is {view.source_format[r]}; converting to {fmt} is not supported yet",
             )
-        out.append(encode(view, r))
+        out.append(dumps(encode(view, r)))
     return out
+
+
+def encode_table(table: pa.Table, fmt: str) -> list[dict[str, Any]]:
+    """Rebuild every row of a canonical table as a ``fmt`` record (same-format rows only)."""
+    return [orjson.loads(line) for line in encode_jsonl(table, fmt)]
 
 
 __all__ = [
@@ -147,5 +181,6 @@ __all__ = [
     "conversation_id",
     "decode_lines",
     "decode_records",
+    "encode_jsonl",
     "encode_table",
 ]

@@ -78,14 +78,7 @@ def add_block(cols: BlockCols, part: Any, path: str) -> None:
         if extra is None:
             extra = {}
         extra[k] = v
-    cols.type.append(t)
-    cols.text.append(text)
-    cols.annotations.append(ann)
-    cols.logprobs.append(lp)
-    cols.cache_control.append(cc)
-    cols.citations.append(cit)
-    cols.extra.append(None if extra is None else dumps(extra))
-    cols.nulls.append(nulls)
+    cols.rows.append((t, text, ann, lp, cc, cit, None if extra is None else dumps(extra), nulls))
 
 
 def add_content(cols: BlockCols, it: Item, value: Any, path: str, *, strict: bool = True) -> bool:
@@ -127,6 +120,24 @@ def _list_offsets(arr: pa.ListArray) -> list[int]:
     return out
 
 
+def splice(d: dict[str, Any], extra: bytes | None) -> Any:
+    """``d`` plus the keys of ``extra`` (a JSON object's text), without parsing ``extra``.
+
+    Returns ``d`` itself or an ``orjson.Fragment``; both serialise with ``orjson.dumps``. Keys in
+    ``extra`` never repeat keys of ``d``: decoders only put keys there that have no column.
+    """
+    if extra is None or len(extra) <= 2:
+        return d
+    if not d:
+        return orjson.Fragment(extra)
+    return orjson.Fragment(orjson.dumps(d)[:-1] + b"," + extra[1:])
+
+
+def _bytes(arr: pa.Array) -> list[bytes | None]:
+    """A string column as ``bytes`` (zero-copy cast): JSON text goes out without a parse."""
+    return arr.cast(pa.binary()).to_pylist()
+
+
 class BlockView:
     """Flat columns of a ``list<Block>`` level, read with one ``to_pylist`` per field."""
 
@@ -135,42 +146,43 @@ class BlockView:
     def __init__(self, blocks: pa.StructArray) -> None:
         self.type = blocks.field("type").to_pylist()
         self.text = blocks.field("text").to_pylist()
-        self.annotations = blocks.field("annotations").to_pylist()
-        self.logprobs = blocks.field("logprobs").to_pylist()
-        self.cache_control = blocks.field("cache_control").to_pylist()
-        self.citations = blocks.field("citations").to_pylist()
-        self.extra = blocks.field("extra_json").to_pylist()
+        self.annotations = _bytes(blocks.field("annotations"))
+        self.logprobs = _bytes(blocks.field("logprobs"))
+        self.cache_control = _bytes(blocks.field("cache_control"))
+        self.citations = _bytes(blocks.field("citations"))
+        self.extra = _bytes(blocks.field("extra_json"))
         self.nulls = blocks.field("null_fields").to_pylist()
 
-    def block(self, j: int) -> dict[str, Any]:
-        """Rebuild block ``j`` as its wire object."""
-        nulls = self.nulls[j] or ()
+    def block(self, j: int) -> Any:
+        """Rebuild block ``j`` as its wire object (a dict or an ``orjson.Fragment``)."""
         d: dict[str, Any] = {}
         t = self.type[j]
         if t is not None:
             d["type"] = t
-        elif "type" in nulls:
-            d["type"] = None
         text = self.text[j]
         if text is not None:
             d[TEXT_KEY.get(t, "text") if t is not None else "text"] = text
-        elif "text" in nulls:
-            d[TEXT_KEY.get(t, "text") if t is not None else "text"] = None
-        for key, col in (
-            ("annotations", self.annotations),
-            ("logprobs", self.logprobs),
-            ("cache_control", self.cache_control),
-            ("citations", self.citations),
-        ):
-            v = col[j]
-            if v is not None:
-                d[key] = orjson.loads(v)
-            elif key in nulls:
-                d[key] = None
-        extra = self.extra[j]
-        if extra is not None:
-            d.update(orjson.loads(extra))
-        return d
+        x = self.annotations[j]
+        if x is not None:
+            d["annotations"] = orjson.Fragment(x)
+        x = self.logprobs[j]
+        if x is not None:
+            d["logprobs"] = orjson.Fragment(x)
+        x = self.cache_control[j]
+        if x is not None:
+            d["cache_control"] = orjson.Fragment(x)
+        x = self.citations[j]
+        if x is not None:
+            d["citations"] = orjson.Fragment(x)
+        nulls = self.nulls[j]
+        if nulls:
+            for name in nulls:
+                d[(TEXT_KEY.get(t, "text") if t is not None else "text") if name == "text" else name] = None
+        return splice(d, self.extra[j])
+
+    def blocks(self, start: int, end: int) -> list[Any]:
+        block = self.block
+        return [block(j) for j in range(start, end)]
 
 
 class ItemView:
@@ -181,8 +193,8 @@ class ItemView:
             setattr(self, name, items.field(name).to_pylist())
         self.group = items.field("group").to_pylist()
         self.part = items.field("part").to_pylist()
-        self.extra = items.field("extra_json").to_pylist()
-        self.wrapper = items.field("wrapper_json").to_pylist()
+        self.extra = _bytes(items.field("extra_json"))
+        self.wrapper = _bytes(items.field("wrapper_json"))
         self.nulls = items.field("null_fields").to_pylist()
         content = items.field("content")
         self.content_off = _list_offsets(content)
@@ -194,20 +206,18 @@ class ItemView:
 
     def content_value(self, i: int) -> Any:
         """The item's content/output as its wire value (string, list or None); ``...`` if absent."""
-        form = self.content_form[i]
+        form = self.content_form[i]  # type: ignore[attr-defined]
         if form == FORM_STRING:
             return self.content.text[self.content_off[i]]
         if form == FORM_PARTS:
-            block = self.content.block
-            return [block(j) for j in range(self.content_off[i], self.content_off[i + 1])]
+            return self.content.blocks(self.content_off[i], self.content_off[i + 1])
         if form == FORM_NULL:
             return None
         return ...
 
     def summary_value(self, i: int) -> Any:
         if self.summary_valid[i]:
-            block = self.summary.block
-            return [block(j) for j in range(self.summary_off[i], self.summary_off[i + 1])]
+            return self.summary.blocks(self.summary_off[i], self.summary_off[i + 1])
         return None if "summary" in (self.nulls[i] or ()) else ...
 
     def put(self, d: dict[str, Any], key: str, field: str, i: int) -> None:
@@ -218,11 +228,9 @@ class ItemView:
         elif field in (self.nulls[i] or ()):
             d[key] = None
 
-    def finish(self, d: dict[str, Any], i: int) -> dict[str, Any]:
-        extra = self.extra[i]
-        if extra is not None:
-            d.update(orjson.loads(extra))
-        return d
+    def finish(self, d: dict[str, Any], i: int) -> Any:
+        """``d`` plus the item's verbatim extra keys."""
+        return splice(d, self.extra[i])
 
 
 class ConversationView:
@@ -235,9 +243,9 @@ class ConversationView:
         self.record_kind = table.column("record_kind").to_pylist()
         self.model = table.column("model").to_pylist()
         self.items_form = table.column("items_form").to_pylist()
-        self.tools = table.column("tools").to_pylist()
-        self.tool_choice = table.column("tool_choice").to_pylist()
-        self.extra = table.column("extra_json").to_pylist()
+        self.tools = _bytes(table.column("tools").chunk(0)) if table.num_rows else []
+        self.tool_choice = _bytes(table.column("tool_choice").chunk(0)) if table.num_rows else []
+        self.extra = _bytes(table.column("extra_json").chunk(0)) if table.num_rows else []
         self.nulls = table.column("null_fields").to_pylist()
         instr = table.column("instructions").chunk(0) if table.num_rows else None
         if instr is not None:
@@ -254,27 +262,24 @@ class ConversationView:
         if form == FORM_STRING:
             return self.instr.text[self.instr_off[r]]
         if form == FORM_PARTS:
-            return [self.instr.block(j) for j in range(self.instr_off[r], self.instr_off[r + 1])]
+            return self.instr.blocks(self.instr_off[r], self.instr_off[r + 1])
         if form == FORM_NULL:
             return None
         return ...  # absent, or "items" (the encoder collects them)
 
-    def top(self, r: int, d: dict[str, Any]) -> dict[str, Any]:
+    def top(self, r: int, d: dict[str, Any]) -> Any:
         """Add model, tools, tool_choice and every other top-level key to ``d``."""
-        nulls = self.nulls[r] or ()
         if self.model[r] is not None:
             d["model"] = self.model[r]
-        elif "model" in nulls:
-            d["model"] = None
-        for key, col in (("tools", self.tools), ("tool_choice", self.tool_choice)):
-            v = col[r]
-            if v is not None:
-                d[key] = orjson.loads(v)
-            elif key in nulls:
-                d[key] = None
-        if self.extra[r] is not None:
-            d.update(orjson.loads(self.extra[r]))
-        return d
+        if self.tools[r] is not None:
+            d["tools"] = orjson.Fragment(self.tools[r])
+        if self.tool_choice[r] is not None:
+            d["tool_choice"] = orjson.Fragment(self.tool_choice[r])
+        nulls = self.nulls[r]
+        if nulls:
+            for name in nulls:
+                d[name] = None
+        return splice(d, self.extra[r])
 
 
 FORMS = (FORM_ABSENT, FORM_NULL, FORM_STRING, FORM_PARTS)

@@ -35,6 +35,7 @@ from pipeline.formats._common import (
     add_block,
     add_content,
     json_type,
+    splice,
 )
 from pipeline.formats._record import add_top_level
 from pipeline.schema import FORM_ABSENT, FORM_NULL, FORM_PARTS, FORM_STRING
@@ -247,14 +248,14 @@ def decode(
     )
 
 
-def _encode_item_block(v: ItemView, i: int) -> dict[str, Any]:
+def _encode_item_block(v: ItemView, i: int) -> Any:
     btype = v.native_type[i]
     d: dict[str, Any] = {"type": btype}
     if btype in _CALLS:
         v.put(d, "id", "call_id", i)
         v.put(d, "name", "name", i)
         if v.arguments[i] is not None:
-            d["input"] = orjson.loads(v.arguments[i])
+            d["input"] = orjson.Fragment(v.arguments[i])  # our own compact JSON text
         elif "arguments" in (v.nulls[i] or ()):
             d["input"] = None
     elif _is_result(btype):
@@ -286,14 +287,13 @@ def _encode_content(v: ItemView, start: int, end: int) -> Any:
     blocks: list[dict[str, Any]] = []
     for i in range(start, end):
         if v.type[i] == "message" and v.native_type[i] is None:
-            block = v.content.block
-            blocks.extend(block(j) for j in range(v.content_off[i], v.content_off[i + 1]))
+            blocks.extend(v.content.blocks(v.content_off[i], v.content_off[i + 1]))
         else:
             blocks.append(_encode_item_block(v, i))
     return blocks
 
 
-def encode(view: ConversationView, r: int) -> dict[str, Any]:
+def encode(view: ConversationView, r: int) -> Any:
     """Rebuild conversation ``r`` as an Anthropic request body or message object."""
     v = view.items
     start, end = view.items_off[r], view.items_off[r + 1]
@@ -314,9 +314,7 @@ def encode(view: ConversationView, r: int) -> dict[str, Any]:
             content = _encode_content(v, i, j)
             if content is not ...:
                 msg["content"] = content
-            if v.wrapper[i] is not None:
-                msg.update(orjson.loads(v.wrapper[i]))
-            messages.append(msg)
+            messages.append(splice(msg, v.wrapper[i]))
             i = j
         d["messages"] = messages
     return view.top(r, d)

@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from pipeline.formats._build import Item, ItemCols, TableBuilder, append_item, dumps
-from pipeline.formats._common import ConversationView, ItemView, RecordError, add_content, json_type
+from pipeline.formats._common import ConversationView, ItemView, RecordError, add_content, json_type, splice
 from pipeline.formats._record import add_top_level
 from pipeline.schema import FORM_PARTS
 
@@ -156,7 +156,7 @@ def decode(
     )
 
 
-def _encode_tool_call(v: ItemView, i: int) -> dict[str, Any]:
+def _encode_tool_call(v: ItemView, i: int) -> Any:
     custom = v.type[i] == "custom_tool_call"
     sub_key, value_key = ("custom", "input") if custom else ("function", "arguments")
     d: dict[str, Any] = {}
@@ -172,24 +172,26 @@ def _encode_tool_call(v: ItemView, i: int) -> dict[str, Any]:
     return d
 
 
-def _encode_head(v: ItemView, i: int) -> dict[str, Any]:
+def _encode_head(v: ItemView, i: int, calls: list[Any]) -> Any:
     d: dict[str, Any] = {"role": v.role[i]}
     content = v.content_value(i)
     if content is not ...:
         d["content"] = content
     v.put(d, "name", "name", i)
     v.put(d, "tool_call_id", "call_id", i)
+    if calls:
+        d["tool_calls"] = calls
     return v.finish(d, i)
 
 
-def encode(view: ConversationView, r: int) -> dict[str, Any]:
+def encode(view: ConversationView, r: int) -> Any:
     """Rebuild conversation ``r`` as a Chat request body or completion object."""
     v = view.items
-    messages: list[dict[str, Any]] = []
+    messages: list[Any] = []
     wrappers: list[bytes | None] = []
     i, end = view.items_off[r], view.items_off[r + 1]
     while i < end:
-        head = _encode_head(v, i)
+        head_index = i
         wrappers.append(v.wrapper[i])
         group = v.group[i]
         i += 1
@@ -197,16 +199,12 @@ def encode(view: ConversationView, r: int) -> dict[str, Any]:
         while i < end and v.group[i] == group and v.type[i] in _CALL_KINDS:
             calls.append(_encode_tool_call(v, i))
             i += 1
-        if calls:
-            head["tool_calls"] = calls
-        messages.append(head)
+        messages.append(_encode_head(v, head_index, calls))
     d: dict[str, Any]
     if view.record_kind[r] == "response":
         choices = []
         for msg, wrapper in zip(messages, wrappers, strict=True):
-            choice = orjson.loads(wrapper) if wrapper is not None else {}
-            choice["message"] = msg
-            choices.append(choice)
+            choices.append(splice({"message": msg}, wrapper))
         d = {"choices": choices}
     else:
         d = {"messages": messages}

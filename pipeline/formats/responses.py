@@ -171,12 +171,20 @@ def decode(
     )
 
 
-def encode_item(v: Any, i: int) -> dict[str, Any]:
+def encode_item(v: Any, i: int) -> Any:
     """Rebuild item ``i`` of an :class:`~pipeline.formats._common.ItemView` as a Responses item."""
     d: dict[str, Any] = {}
-    v.put(d, "type", "native_type", i)
-    for field in STRING_FIELDS:
-        v.put(d, field, field, i)
+    native = v.native_type[i]
+    if native is not None:
+        d["type"] = native
+    for key, col in v.responses_columns:
+        x = col[i]
+        if x is not None:
+            d[key] = x
+    nulls = v.nulls[i]
+    if nulls:
+        for name in nulls:
+            d["type" if name == "native_type" else name] = None
     payload_key = PAYLOAD_KEY.get(v.type[i])
     if payload_key is not None:
         value = v.content_value(i)
@@ -184,7 +192,7 @@ def encode_item(v: Any, i: int) -> dict[str, Any]:
             d[payload_key] = value
     if v.type[i] == "reasoning":
         summary = v.summary_value(i)
-        if summary is not ...:
+        if summary is not ... and summary is not None:
             d["summary"] = summary
     return v.finish(d, i)
 
@@ -192,6 +200,8 @@ def encode_item(v: Any, i: int) -> dict[str, Any]:
 def encode(view: ConversationView, r: int) -> dict[str, Any]:
     """Rebuild conversation ``r`` as a Responses request body or Response object."""
     v = view.items
+    if not hasattr(v, "responses_columns"):
+        v.responses_columns = [(f, getattr(v, f)) for f in STRING_FIELDS]
     start, end = view.items_off[r], view.items_off[r + 1]
     response = view.record_kind[r] == "response"
     key = "output" if response else "input"
