@@ -35,7 +35,7 @@ def _tree_rss(proc: psutil.Process) -> int:
     return total
 
 
-def measure(label: str, cmd: list[str], records: int, interval: float = 0.05) -> Measured:
+def measure(label: str, cmd: list[str], records: int, interval: float = 0.25) -> Measured:
     """Run ``cmd`` to completion, sampling the tree's RSS every ``interval`` seconds."""
     start = time.perf_counter()
     popen = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)

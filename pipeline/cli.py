@@ -13,6 +13,7 @@ import click
 import orjson
 
 from pipeline.convert import FORMATS, ConfigError, ConvertConfig, run_convert
+from pipeline.losses import LossPolicy
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -28,6 +29,16 @@ def cli() -> None:
 @click.option("--output", "-o", required=True, type=click.Path(path_type=Path), help="Output file.")
 @click.option("--report", type=click.Path(path_type=Path), help="Write the JSON summary here.")
 @click.option("--workers", type=int, default=None, help="Worker processes (default: up to 2).")
+@click.option(
+    "--on-loss",
+    type=click.Choice(("allow", "reject")),
+    default="allow",
+    show_default=True,
+    help="allow: convert and record losses; reject: send lossy records to the rejected file.",
+)
+@click.option(
+    "--allow-loss", default="", help="Comma-separated loss kinds to accept (implies --on-loss reject)."
+)
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 def convert(
     inputs: tuple[Path, ...],
@@ -36,16 +47,25 @@ def convert(
     output: Path,
     report: Path | None,
     workers: int | None,
+    on_loss: str,
+    allow_loss: str,
     quiet: bool,
 ) -> None:
     """Convert JSONL conversations (one per line) or canonical Parquet.
 
-    Bad lines go to OUTPUT.rejected.jsonl with the reason; the job goes on.
+    Bad lines go to OUTPUT.rejected.jsonl with the reason; the job goes on. Converting between
+    formats writes what each record lost to OUTPUT.losses.jsonl ({"line", "losses"}).
 
     \b
     chatlake convert data/sample-responses.jsonl --from responses --to parquet -o out/c.parquet
+    chatlake convert logs.jsonl --from responses --to chat -o chat.jsonl --allow-loss item_id,status
     """
-    cfg = ConvertConfig(list(inputs), source, target, output, report)
+    allowed = frozenset(k.strip() for k in allow_loss.split(",") if k.strip())
+    try:
+        policy = LossPolicy("reject" if allowed else on_loss, allowed)
+    except ValueError as e:
+        raise click.UsageError(f"--allow-loss: {e}") from None
+    cfg = ConvertConfig(list(inputs), source, target, output, report, policy=policy)
     if workers is not None:
         cfg.workers = workers
     try:
@@ -94,6 +114,10 @@ def _print_summary(summary: dict[str, object]) -> None:
     console = Console(stderr=False)
     console.print(table)
     console.print(f"output: {summary['output']}")
+    losses = dict(summary.get("losses") or {})  # type: ignore[call-overload]
+    if losses.get("records_with_losses"):
+        kinds = ", ".join(f"{k} {n}" for k, n in list(losses["by_kind"].items())[:6])
+        console.print(f"{losses['records_with_losses']} records lost something ({kinds}): {losses['file']}")
     if summary["rejected"]:
         console.print(f"rejected records: {summary['rejected_file']}")
         for reason, n in list(dict(summary["rejected_reasons"]).items())[:5]:  # type: ignore[call-overload]

@@ -23,9 +23,10 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.formats import CODECS, WIRE_FORMATS, Rejected, decode_lines, gc_paused
-from pipeline.formats._common import ConversationView, RecordError
+from pipeline.encoders import convert_table, supported
+from pipeline.formats import WIRE_FORMATS, Rejected, decode_lines
 from pipeline.io.jsonl import DEFAULT_CHUNK_BYTES, Chunk, iter_chunks
+from pipeline.losses import LossPolicy
 from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
 
 PARQUET = "parquet"
@@ -45,7 +46,8 @@ class ConvertConfig:
     report: Path | None = None
     workers: int = field(default_factory=lambda: min(2, os.cpu_count() or 1))
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
-    batch_rows: int = 20_000
+    batch_rows: int = 5_000  # Parquet rows per task: each becomes ~1M Python objects when encoded
+    policy: LossPolicy = field(default_factory=LossPolicy)
 
     def validate(self) -> None:
         """Fail before any work, with a message that says what to fix."""
@@ -53,7 +55,7 @@ class ConvertConfig:
             raise ConfigError(f"--from {self.source!r} is not a format; use one of {', '.join(FORMATS)}")
         if self.target not in FORMATS:
             raise ConfigError(f"--to {self.target!r} is not a format; use one of {', '.join(FORMATS)}")
-        if PARQUET not in (self.source, self.target) and self.source != self.target:
+        if PARQUET not in (self.source, self.target) and not supported(self.source, self.target):
             raise ConfigError(
                 f"converting {self.source} to {self.target} is not supported yet; "
                 f"convert to parquet, or to {self.source}"
@@ -77,6 +79,10 @@ def rejected_path(output: Path) -> Path:
     return output.with_name(output.name + ".rejected.jsonl")
 
 
+def losses_path(output: Path) -> Path:
+    return output.with_name(output.name + ".losses.jsonl")
+
+
 @dataclass
 class ChunkResult:
     table: pa.Table | None
@@ -87,41 +93,66 @@ class ChunkResult:
     formats: Counter[str]  # records read, by format
     rejected_formats: Counter[str]
     record_kinds: Counter[str]  # records decoded, by request/response
+    losses: bytes = b""  # {"line", "losses"} lines for written records that lost something
+    loss_kinds: Counter[str] = field(default_factory=Counter)
+    lossy_records: int = 0
+
+
+@dataclass
+class _Encoded:
+    data: bytes
+    rejected: list[Rejected]
+    rejected_formats: Counter[str]
+    losses: bytes
+    loss_kinds: Counter[str]
+    lossy_records: int
 
 
 def _encode_rows(
-    table: pa.Table, fmt: str, lines: list[int], source_file: str | None
-) -> tuple[bytes, list[Rejected], Counter[str]]:
-    """Encode every row; a row that cannot be encoded is rejected (its input is its id)."""
-    with gc_paused():
-        return _encode_rows_unpaused(table, fmt, lines, source_file)
-
-
-def _encode_rows_unpaused(
-    table: pa.Table, fmt: str, lines: list[int], source_file: str | None
-) -> tuple[bytes, list[Rejected], Counter[str]]:
-    view = ConversationView(table)
-    encode = CODECS[fmt].encode
+    table: pa.Table,
+    target: str,
+    lines: list[int],
+    source_file: str | None,
+    policy: LossPolicy,
+    raw: dict[int, bytes] | None = None,
+) -> _Encoded:
+    """Encode every row; a row that fails, or whose losses the policy refuses, is rejected."""
+    formats = table.column("source_format").to_pylist()
     ids = table.column("conversation_id").to_pylist()
     out: list[bytes] = []
+    loss_lines: list[bytes] = []
     rejected: list[Rejected] = []
     rejected_formats: Counter[str] = Counter()
-    for r in range(view.n):
-        try:
-            if view.source_format[r] != fmt:
-                raise RecordError(
-                    "$", f"record is {view.source_format[r]}; converting it to {fmt} is not supported yet"
-                )
-            out.append(orjson.dumps(encode(view, r)))
-        except (RecordError, ValueError, KeyError, TypeError) as e:
-            rejected.append(Rejected(lines[r], ids[r], f"encode: {e}", source_file))
-            rejected_formats[view.source_format[r]] += 1
-    return (b"\n".join(out) + b"\n") if out else b"", rejected, rejected_formats
+    kinds: Counter[str] = Counter()
+    lossy = 0
+    for r, c in enumerate(convert_table(table, target, as_bytes=True)):
+        line = lines[r]
+        text = raw[line].decode("utf-8", "replace") if raw is not None else ids[r]
+        if c.error is not None:
+            rejected.append(Rejected(line, text, f"encode: {c.error}", source_file))
+            rejected_formats[formats[r]] += 1
+            continue
+        refused = policy.refused(c.losses)
+        if refused:
+            kinds_refused = ", ".join(sorted({loss.kind for loss in refused}))
+            rej = Rejected(line, text, f"loss: {kinds_refused} (--on-loss reject)", source_file)
+            rej.losses = [loss.to_json() for loss in c.losses]
+            rejected.append(rej)
+            rejected_formats[formats[r]] += 1
+            continue
+        out.append(c.record)
+        if c.losses:
+            lossy += 1
+            kinds.update(loss.kind for loss in c.losses)
+            loss_lines.append(orjson.dumps({"line": line, "losses": [loss.to_json() for loss in c.losses]}))
+    data = (b"\n".join(out) + b"\n") if out else b""
+    losses = (b"\n".join(loss_lines) + b"\n") if loss_lines else b""
+    return _Encoded(data, rejected, rejected_formats, losses, kinds, lossy)
 
 
-def process_chunk(task: tuple[str, str, Any]) -> ChunkResult:
+def process_chunk(task: tuple[str, str, Any, LossPolicy]) -> ChunkResult:
     """Decode and/or encode one chunk (runs in a worker process)."""
-    source, target, payload = task
+    source, target, payload, policy = task
     if source == PARQUET:
         source_file, first_row, table = payload
         table = cast_to_canonical(table)
@@ -131,11 +162,11 @@ def process_chunk(task: tuple[str, str, Any]) -> ChunkResult:
             return ChunkResult(table, None, [], table.num_rows, 0, formats, Counter(), kinds)
         # For Parquet input the "line" of a rejected row is its 1-based row number in the file.
         rows = list(range(first_row + 1, first_row + 1 + table.num_rows))
-        data, rejected, rejected_formats = _encode_rows(table, target, rows, source_file)
-        if rejected:
-            all_kinds = table.column("record_kind").to_pylist()
-            kinds.subtract(all_kinds[r.line - first_row - 1] for r in rejected)
-        return ChunkResult(None, data, rejected, table.num_rows, 0, formats, rejected_formats, +kinds)
+        enc = _encode_rows(table, target, rows, source_file, policy)
+        return ChunkResult(
+            None, enc.data, enc.rejected, table.num_rows, 0, formats, enc.rejected_formats, kinds,
+            enc.losses, enc.loss_kinds, enc.lossy_records,
+        )  # fmt: skip
     chunk: Chunk = payload
     res = decode_lines(chunk.lines(), source, source_file=chunk.source_file, first_line=chunk.first_line)
     read = res.table.num_rows + len(res.rejected)
@@ -147,27 +178,33 @@ def process_chunk(task: tuple[str, str, Any]) -> ChunkResult:
             res.table, None, res.rejected, read, res.blank_lines, formats, rejected_formats, kinds
         )
     lines = res.table.column("source_line").to_pylist()
-    data, rejected, more = _encode_rows(res.table, target, lines, chunk.source_file)
-    rejected_formats.update(more)
-    return ChunkResult(
-        None, data, res.rejected + rejected, read, res.blank_lines, formats, rejected_formats, kinds
+    raw = (
+        dict(enumerate(chunk.lines(), chunk.first_line))
+        if target != source or policy.on_loss != "allow"
+        else None
     )
+    enc = _encode_rows(res.table, target, lines, chunk.source_file, policy, raw)
+    rejected_formats.update(enc.rejected_formats)
+    return ChunkResult(
+        None, enc.data, res.rejected + enc.rejected, read, res.blank_lines, formats, rejected_formats, kinds,
+        enc.losses, enc.loss_kinds, enc.lossy_records,
+    )  # fmt: skip
 
 
-def _tasks(cfg: ConvertConfig) -> Iterator[tuple[str, str, Any]]:
+def _tasks(cfg: ConvertConfig) -> Iterator[tuple[str, str, Any, LossPolicy]]:
     for path in cfg.inputs:
         if cfg.source == PARQUET:
             row = 0
             pf = pq.ParquetFile(path)
             for batch in pf.iter_batches(batch_size=cfg.batch_rows):
-                yield (cfg.source, cfg.target, (str(path), row, pa.Table.from_batches([batch])))
+                yield (cfg.source, cfg.target, (str(path), row, pa.Table.from_batches([batch])), cfg.policy)
                 row += batch.num_rows
         else:
             for chunk in iter_chunks(path, cfg.chunk_bytes):
-                yield (cfg.source, cfg.target, chunk)
+                yield (cfg.source, cfg.target, chunk, cfg.policy)
 
 
-def _ordered(tasks: Iterator[tuple[str, str, Any]], workers: int) -> Iterator[ChunkResult]:
+def _ordered(tasks: Iterator[tuple[str, str, Any, LossPolicy]], workers: int) -> Iterator[ChunkResult]:
     """Run tasks on a process pool with at most ``2 x workers`` in flight, yielding in order."""
     first = next(tasks, None)
     if first is None:
@@ -212,8 +249,14 @@ def run_convert(cfg: ConvertConfig, progress: Callable[[int], None] | None = Non
     rejected_by_format: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
     n_rejected = 0
+    loss_kinds: Counter[str] = Counter()
+    lossy = 0
     writer: pq.ParquetWriter | None = None
-    with open(rejected_path(cfg.output), "wb") as rej, open(cfg.output, "wb") as out:
+    with (
+        open(rejected_path(cfg.output), "wb") as rej,
+        open(cfg.output, "wb") as out,
+        open(losses_path(cfg.output), "wb") as loss_file,
+    ):
         if cfg.target == PARQUET:
             writer = pq.ParquetWriter(out, CONVERSATION_SCHEMA, compression="zstd")
         for res in _ordered(_tasks(cfg), cfg.workers):
@@ -228,6 +271,9 @@ def run_convert(cfg: ConvertConfig, progress: Callable[[int], None] | None = Non
             if res.jsonl is not None:
                 out.write(res.jsonl)
                 written += res.jsonl.count(b"\n")
+                loss_file.write(res.losses)
+                loss_kinds.update(res.loss_kinds)
+                lossy += res.lossy_records
             for r in res.rejected:
                 rej.write(orjson.dumps(r.to_json()) + b"\n")
                 reasons[reason_of(r.error)] += 1
@@ -258,6 +304,11 @@ def run_convert(cfg: ConvertConfig, progress: Callable[[int], None] | None = Non
         },
         "by_record_kind": dict(sorted(record_kinds.items())),
         "rejected_reasons": dict(reasons.most_common()),
+        "losses": {
+            "file": str(losses_path(cfg.output)),
+            "records_with_losses": lossy,
+            "by_kind": dict(loss_kinds.most_common()),
+        },
         "seconds": round(time.perf_counter() - started, 3),
     }
     if cfg.report is not None:

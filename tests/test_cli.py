@@ -67,3 +67,24 @@ def test_synth_is_deterministic_and_decodes(tmp_path: Path) -> None:
         == 0
     )
     assert out.read_bytes().splitlines() == lines
+
+
+def test_allow_loss_with_unknown_kind_exits_2(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b'{"messages": []}\n')
+    result = CliRunner().invoke(
+        cli,
+        [
+            "convert",
+            str(src),
+            "--from",
+            "chat",
+            "--to",
+            "responses",
+            "-o",
+            str(tmp_path / "o.jsonl"),
+            "--allow-loss",
+            "name,bogus",
+        ],
+    )
+    assert result.exit_code == 2 and "unknown loss kinds ['bogus']" in result.output

@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.convert import ConfigError, ConvertConfig, run_convert
+from pipeline.losses import LossPolicy
 from tests.cases import BAD_LINES, CASES
 from tests.helpers import assert_identical
 
@@ -112,7 +113,6 @@ def test_multiple_inputs_keep_input_order(tmp_path: Path) -> None:
     [
         ({"source": "xml"}, "--from 'xml' is not a format"),
         ({"target": "yaml"}, "--to 'yaml' is not a format"),
-        ({"target": "anthropic"}, "converting chat to anthropic is not supported yet"),
         ({"inputs": [Path("/nonexistent.jsonl")]}, "does not exist"),
         ({"inputs": []}, "no input files"),
         ({"output": "SAME"}, "would overwrite an input"),
@@ -128,3 +128,49 @@ def test_bad_config_fails_before_any_work(change: dict, message: str, tmp_path: 
     with pytest.raises(ConfigError, match=message):
         run_convert(ConvertConfig(**kwargs))
     assert not (tmp_path / "out").exists()
+
+
+def _policy_job(tmp_path: Path, policy: LossPolicy) -> dict:
+    lines = [
+        orjson.dumps({"messages": [{"role": "user", "content": "plain"}]}),
+        orjson.dumps({"messages": [{"role": "user", "content": "hi", "name": "alice"}]}),
+        orjson.dumps({"messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "x"}]}),
+    ]
+    src = _write_jsonl(tmp_path / "in.jsonl", lines)
+    return run_convert(
+        ConvertConfig([src], "chat", "responses", tmp_path / "out.jsonl", policy=policy, workers=1)
+    )
+
+
+def test_allow_policy_writes_all_and_records_losses(tmp_path: Path) -> None:
+    report = _policy_job(tmp_path, LossPolicy())
+    assert (report["read"], report["written"], report["rejected"]) == (3, 3, 0)
+    assert report["losses"]["records_with_losses"] == 2
+    assert report["losses"]["by_kind"] == {"name": 1, "instruction_position": 1}
+    lines = _read_jsonl(tmp_path / "out.jsonl.losses.jsonl")
+    assert [x["line"] for x in lines] == [2, 3]
+    assert lines[0]["losses"] == [
+        {"path": "/messages/0/name", "kind": "name", "detail": "'name' has no slot"}
+    ]
+
+
+def test_reject_policy_quarantines_exactly_the_lossy_records(tmp_path: Path) -> None:
+    report = _policy_job(tmp_path, LossPolicy("reject"))
+    assert (report["read"], report["written"], report["rejected"]) == (3, 1, 2)
+    rejected = _read_jsonl(tmp_path / "out.jsonl.rejected.jsonl")
+    assert [r["line"] for r in rejected] == [2, 3]
+    assert rejected[0]["error"] == "loss: name (--on-loss reject)"
+    assert rejected[0]["losses"][0]["path"] == "/messages/0/name"
+    assert orjson.loads(rejected[0]["input"])["messages"][0]["name"] == "alice"
+    assert _read_jsonl(tmp_path / "out.jsonl") == [{"input": [{"role": "user", "content": "plain"}]}]
+
+
+def test_allow_loss_accepts_only_the_listed_kinds(tmp_path: Path) -> None:
+    report = _policy_job(tmp_path, LossPolicy("reject", frozenset({"instruction_position"})))
+    assert (report["written"], report["rejected"]) == (2, 1)
+    assert report["rejected_reasons"] == {"loss: name (--on-loss reject)": 1}
+
+
+def test_unknown_loss_kind_is_a_config_error() -> None:
+    with pytest.raises(ValueError, match="unknown loss kinds"):
+        LossPolicy("reject", frozenset({"nope"}))

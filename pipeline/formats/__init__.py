@@ -38,11 +38,14 @@ class Rejected:
     input: str
     error: str
     file: str | None = None
+    losses: list[dict[str, str]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"line": self.line, "input": self.input, "error": self.error}
         if self.file is not None:
             d["file"] = self.file
+        if self.losses is not None:
+            d["losses"] = self.losses
         return d
 
 

@@ -161,31 +161,23 @@ ITEM_ROW = (
 class Item:
     """One item being decoded: set attributes, then :func:`append_item` it.
 
-    Unset attributes are missing (class defaults); names in ``nulls`` were explicit nulls.
+    Attributes left None are missing; names in ``nulls`` were explicit nulls.
     """
 
-    native_type: str | None = None
-    role: str | None = None
-    id: str | None = None
-    call_id: str | None = None
-    name: str | None = None
-    namespace: str | None = None
-    arguments: str | None = None
-    input: str | None = None
-    status: str | None = None
-    phase: str | None = None
-    encrypted_content: str | None = None
-    signature: str | None = None
-    content_form: str | None = None
-    extra: dict[str, Any] | None = None
-    wrapper: bytes | None = None
-    nulls: list[str] | None = None
+    __slots__ = (
+        "arguments", "call_id", "content_form", "encrypted_content", "extra", "group", "id", "input",
+        "name", "namespace", "native_type", "nulls", "part", "phase", "role", "section", "signature",
+        "status", "type", "wrapper",
+    )  # fmt: skip
 
     def __init__(self, section: str, group: int, part: int | None, kind: str) -> None:
         self.section = section
         self.group = group
         self.part = part
         self.type = kind
+        self.native_type = self.role = self.id = self.call_id = self.name = self.namespace = None
+        self.arguments = self.input = self.status = self.phase = self.encrypted_content = None
+        self.signature = self.content_form = self.extra = self.wrapper = self.nulls = None
 
     def null(self, name: str) -> None:
         if self.nulls is None:

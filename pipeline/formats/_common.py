@@ -239,6 +239,7 @@ class ConversationView:
     def __init__(self, table: pa.Table) -> None:
         table = table.combine_chunks()
         self.n = table.num_rows
+        self.conversation_id = table.column("conversation_id").to_pylist()
         self.source_format = table.column("source_format").to_pylist()
         self.record_kind = table.column("record_kind").to_pylist()
         self.model = table.column("model").to_pylist()

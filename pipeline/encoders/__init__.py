@@ -1,0 +1,76 @@
+"""Canonical table -> any wire format, with a per-record loss report.
+
+Same-format rows use the exact codecs in :mod:`pipeline.formats` (no loss by construction);
+other rows go through the target's cross-format encoder, which reports every loss.
+
+>>> from pipeline.formats import decode_records
+>>> t = decode_records([{"input": [{"type": "reasoning", "id": "rs_1", "summary": []},
+...                                {"role": "user", "content": "hi"}]}], "responses").table
+>>> [out] = convert_table(t, "chat")
+>>> out.record, [loss.kind for loss in out.losses]
+({'messages': [{'role': 'user', 'content': 'hi'}]}, ['reasoning'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from pipeline.encoders import to_chat, to_responses
+from pipeline.encoders._context import Ctx
+from pipeline.formats import CODECS, gc_paused
+from pipeline.formats._common import ConversationView
+from pipeline.losses import Loss
+
+ENCODERS: dict[str, ModuleType] = {"chat": to_chat, "responses": to_responses}
+
+
+@dataclass
+class Converted:
+    """One converted record: the wire record (None when it failed), its losses, or why it failed."""
+
+    record: Any
+    losses: list[Loss] = field(default_factory=list)
+    error: str | None = None
+
+
+def _finish(record: Any, as_bytes: bool) -> Any:
+    data = orjson.dumps(record)
+    return data if as_bytes else orjson.loads(data)
+
+
+def supported(source: str, target: str) -> bool:
+    return source == target or target in ENCODERS
+
+
+def convert_table(table: pa.Table, target: str, *, as_bytes: bool = False) -> list[Converted]:
+    """Convert every row of a canonical table to ``target``; a failing row never raises.
+
+    ``record`` is a plain dict, or its JSON text when ``as_bytes`` (the fast path for writers).
+    """
+    with gc_paused():
+        view = ConversationView(table)
+        same: Callable[[ConversationView, int], Any] = CODECS[target].encode
+        cross = ENCODERS.get(target)
+        out: list[Converted] = []
+        for r in range(view.n):
+            try:
+                if view.source_format[r] == target:
+                    out.append(Converted(_finish(same(view, r), as_bytes)))
+                elif view.record_kind[r] != "request":
+                    out.append(Converted(None, error="converting a response object to another format "
+                                                     "is not supported yet; convert request bodies"))
+                elif cross is None:
+                    out.append(Converted(None, error=f"converting {view.source_format[r]} to {target} "
+                                                     "is not supported yet"))
+                else:
+                    ctx = Ctx(view, r)
+                    out.append(Converted(_finish(cross.encode(ctx), as_bytes), ctx.losses))
+            except (ValueError, KeyError, TypeError) as e:  # a bad row is reported, not fatal
+                out.append(Converted(None, error=f"{type(e).__name__}: {e}"))
+        return out

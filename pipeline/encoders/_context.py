@@ -1,0 +1,159 @@
+"""What every cross-format encoder needs for one record: source pointers and the loss log.
+
+Each canonical item knows where it sat in its source (``section``/``group``/``part``), so a loss can
+name the exact JSON pointer in the *source* record (``/input/3/phase``,
+``/messages/2/content/1/cache_control``) whatever the target is.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import orjson
+
+from pipeline.formats._common import ConversationView
+from pipeline.losses import Loss, pointer
+from pipeline.schema import FORM_PARTS, FORM_STRING
+
+
+class Ctx:
+    """One record being converted: the view, its row, its item range and its losses."""
+
+    def __init__(self, view: ConversationView, r: int) -> None:
+        self.view = view
+        self.v = view.items
+        self.r = r
+        self.start = view.items_off[r]
+        self.end = view.items_off[r + 1]
+        self.source = view.source_format[r]
+        self.kind = view.record_kind[r]
+        self.losses: list[Loss] = []
+
+    # -- losses ---------------------------------------------------------------------------------
+    def lose(self, path: str, kind: str, detail: str) -> None:
+        self.losses.append(Loss(path, kind, detail))
+
+    # -- source pointers ------------------------------------------------------------------------
+    def item_ptr(self, i: int) -> str:
+        """Pointer to item ``i`` in the source record (its first block for a run of blocks)."""
+        v = self.v
+        section, group, part = v.section[i], v.group[i], v.part[i]
+        if self.source == "responses":
+            if self.view.items_form[self.r] == FORM_STRING and section == "input":
+                return "/input"
+            return pointer(section, group)
+        if self.source == "chat":
+            base = (
+                pointer("choices", group, "message") if section == "choices" else pointer("messages", group)
+            )
+            return base + (pointer("tool_calls", part) if part is not None else "")
+        # anthropic
+        base = "" if section == "output" else pointer("messages", group)
+        if part is None:
+            return base or "/"
+        return base + pointer("content", part)
+
+    def message_ptr(self, i: int) -> str:
+        """Pointer to the native message item ``i`` came from (Chat/Anthropic); the item itself otherwise."""
+        v = self.v
+        if self.source == "responses":
+            return self.item_ptr(i)
+        if self.source == "chat":
+            return (
+                pointer("choices", v.group[i], "message")
+                if v.section[i] == "choices"
+                else pointer("messages", v.group[i])
+            )
+        return "" if v.section[i] == "output" else pointer("messages", v.group[i])
+
+    def content_ptr(self, i: int, j: int | None = None) -> str:
+        """Pointer to item ``i``'s content (block ``j`` of it when given)."""
+        v = self.v
+        if self.source == "anthropic":
+            t = v.type[i]
+            if t == "message":
+                if v.content_form[i] != FORM_PARTS or v.part[i] is None:
+                    return self.message_ptr(i) + "/content"
+                return self.message_ptr(i) + pointer("content", v.part[i] + (j or 0))
+            # a tool_result's own content list
+            base = self.item_ptr(i) + "/content"
+            return base if j is None else base + pointer(j)
+        key = "output" if self.source == "responses" and v.type[i].endswith("_output") else "content"
+        base = self.item_ptr(i) + "/" + key
+        return base if j is None or v.content_form[i] != FORM_PARTS else base + pointer(j)
+
+    def wire_key(self, i: int, field: str) -> str:
+        """The source's key for a canonical field of item ``i`` (``call_id`` is ``tool_call_id`` in Chat)."""
+        t = self.v.type[i]
+        if self.source == "chat":
+            if field == "call_id":
+                return "id" if t in ("function_call", "custom_tool_call") else "tool_call_id"
+            if field == "native_type":
+                return "type"
+        elif self.source == "anthropic":
+            if field == "call_id":
+                return "id" if t in ("function_call", "server_tool_use", "mcp_tool_use") else "tool_use_id"
+            if field == "encrypted_content" and self.v.native_type[i] == "redacted_thinking":
+                return "data"
+            if field == "arguments":
+                return "input"
+        elif field == "native_type":
+            return "type"
+        return field
+
+    # -- reading --------------------------------------------------------------------------------
+    def extra(self, i: int) -> dict[str, Any]:
+        x = self.v.extra[i]
+        return orjson.loads(x) if x is not None else {}
+
+    def wrapper(self, i: int) -> dict[str, Any]:
+        x = self.v.wrapper[i]
+        return orjson.loads(x) if x is not None else {}
+
+    def blocks(self, i: int) -> list[int]:
+        """Indices into ``v.content`` of item ``i``'s content blocks (empty unless form is parts)."""
+        if self.v.content_form[i] != FORM_PARTS:
+            return []
+        return list(range(self.v.content_off[i], self.v.content_off[i + 1]))
+
+    FIELD_KINDS: ClassVar[dict[str, str]] = {
+        "id": "item_id", "status": "status", "phase": "phase", "namespace": "namespace", "name": "name",
+        "encrypted_content": "encrypted_reasoning", "signature": "thinking_signature",
+        "call_id": "unknown_field", "arguments": "argument_string", "input": "custom_tool",
+        "role": "unknown_field",
+    }  # fmt: skip
+
+    def lose_fields(self, i: int, base: str, fields: tuple[str, ...]) -> None:
+        """Report each of ``fields`` that item ``i`` had (a value or an explicit null): the target
+        has no slot for it in this position."""
+        v = self.v
+        nulls = v.nulls[i] or ()
+        for field in fields:
+            if getattr(v, field)[i] is not None or field in nulls:
+                key = self.wire_key(i, field)
+                self.lose(
+                    base + pointer(key), self.FIELD_KINDS.get(field, "unknown_field"), f"'{key}' has no slot"
+                )
+
+    BLOCK_KEY_KINDS: ClassVar[dict[str, str]] = {
+        "annotations": "annotations", "logprobs": "logprobs", "cache_control": "cache_control",
+        "citations": "citations", "image_url": "image", "detail": "image", "file_id": "file",
+        "source": "image",
+    }  # fmt: skip
+
+    def source_block(self, j: int) -> dict[str, Any]:
+        """Content block ``j`` exactly as it was in the source."""
+        return orjson.loads(orjson.dumps(self.v.content.block(j)))
+
+    def lose_block_keys(self, j: int, path: str, carried: frozenset[str] | set[str]) -> None:
+        """Report every key of source block ``j`` that the target part does not carry."""
+        for key in self.source_block(j).keys() - carried:
+            self.lose(
+                path + pointer(key), self.BLOCK_KEY_KINDS.get(key, "unknown_field"), f"'{key}' is not carried"
+            )
+
+    def lose_extra(self, i: int, base: str, keep: tuple[str, ...] = ()) -> None:
+        """Every unmodelled key of item ``i`` is a loss unless the target keeps it."""
+        for key in self.extra(i):
+            if key not in keep:
+                self.lose(base + pointer(key), "unknown_field", f"'{key}' has no slot in the target")

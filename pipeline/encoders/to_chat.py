@@ -1,0 +1,370 @@
+"""Canonical rows of any source -> OpenAI Chat Completions, with every loss reported.
+
+Semantics (fixing the peers' known faults):
+
+* reasoning and consecutive (parallel) calls form one assistant message whose ``tool_calls`` are
+  in call order; an assistant message followed by its calls stays one message;
+* tool outputs stay in source order, each a ``tool`` message paired by ``tool_call_id``;
+* inline system/developer messages stay in place with their role; top-level instructions become
+  a leading ``system`` message (``instruction_position``), and empty instructions none;
+* text parts keep their block boundaries (content stays a list when it was one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from pipeline.encoders._context import Ctx
+from pipeline.losses import pointer
+from pipeline.schema import FORM_ABSENT, FORM_NULL, FORM_PARTS, FORM_STRING
+
+TEXT_TYPES = frozenset(("input_text", "output_text", "text", None))
+CALLS = frozenset(("function_call", "custom_tool_call"))
+OUTPUTS = frozenset(("function_call_output", "custom_tool_call_output"))
+# Responses top-level request keys that mean the same in Chat.
+SAME_KEYS = frozenset(
+    ("temperature", "top_p", "parallel_tool_calls", "metadata", "store", "user", "n", "seed")
+)
+RENAMED_KEYS = {"max_output_tokens": "max_completion_tokens", "max_tokens": "max_completion_tokens"}
+
+
+def _text_part(ctx: Ctx, i: int, j: int, k: int, allow_media: bool) -> dict[str, Any] | None:
+    """One content block as a Chat part, or None (with a loss) when Chat cannot hold it."""
+    c = ctx.v.content
+    t = c.type[j]
+    path = ctx.content_ptr(i, k)
+    extra = orjson.loads(c.extra[j]) if c.extra[j] is not None else {}
+    if t in TEXT_TYPES:
+        expected = (
+            "output_text" if ctx.v.role[i] == "assistant" and ctx.v.type[i] == "message" else "input_text"
+        )
+        if ctx.source == "responses" and t != expected:
+            ctx.lose(path, "content_form", f"a '{t}' part comes back as '{expected}'")
+        # output_text comes back with "annotations": [], so an empty list is not a loss
+        empty_annotations = expected == "output_text" and c.annotations[j] == b"[]"
+        ctx.lose_block_keys(j, path, {"type", "text"} | ({"annotations"} if empty_annotations else set()))
+        if expected == "output_text" and c.annotations[j] is None and t == "output_text":
+            ctx.lose(path + "/annotations", "annotations", "no annotations: [] comes back")
+        if c.text[j] is None:
+            ctx.lose(path + "/text", "content_form", "a part without text gets ''")
+        return {"type": "text", "text": c.text[j] if c.text[j] is not None else ""}
+    if t == "refusal":
+        ctx.lose_block_keys(j, path, {"type", "refusal"})
+        return {"type": "refusal", "refusal": c.text[j] or ""}
+    if allow_media and t == "input_image" and isinstance(extra.get("image_url"), str):
+        part: dict[str, Any] = {"url": extra["image_url"]}
+        if "detail" in extra:
+            part["detail"] = extra["detail"]
+        else:
+            ctx.lose(path + "/detail", "image", "no detail: Responses requires one, 'auto' comes back")
+        ctx.lose_block_keys(j, path, {"type", "image_url", "detail"})
+        return {"type": "image_url", "image_url": part}
+    if allow_media and t == "image" and isinstance(extra.get("source"), dict):
+        src = extra["source"]
+        ctx.lose_block_keys(j, path, {"type", "source"})
+        if src.get("type") == "url":
+            return {"type": "image_url", "image_url": {"url": src["url"]}}
+        if src.get("type") == "base64":
+            return {
+                "type": "image_url",
+                "image_url": {"url": f"data:{src['media_type']};base64,{src['data']}"},
+            }
+    kind = "image" if t in ("input_image", "image", "image_url") else "file" if t in (
+        "input_file", "document", "file") else "unknown_field"  # fmt: skip
+    ctx.lose(path, kind, f"a '{t}' part has no equivalent in Chat here")
+    return None
+
+
+def _content(ctx: Ctx, i: int, role: str) -> Any:
+    """Item ``i``'s content as a Chat content value; ``...`` when absent."""
+    v = ctx.v
+    form = v.content_form[i]
+    if form == FORM_STRING:
+        return v.content.text[v.content_off[i]]
+    if form == FORM_NULL:
+        return None
+    if form == FORM_PARTS:
+        parts = [
+            p
+            for k, j in enumerate(ctx.blocks(i))
+            if (p := _text_part(ctx, i, j, k, allow_media=role == "user")) is not None
+        ]
+        return parts
+    return ...
+
+
+def _message_losses(ctx: Ctx, i: int) -> None:
+    v = ctx.v
+    base = ctx.item_ptr(i)
+    nulls = v.nulls[i] or ()
+    if ctx.source == "responses":
+        unused = ("id", "status", "phase", "call_id", "name", "namespace", "arguments", "input")
+        ctx.lose_fields(i, base, (*unused, "encrypted_content"))
+        if (v.native_type[i] is not None or "native_type" in nulls) and (
+            v.role[i] != "assistant" or v.content_form[i] != FORM_PARTS
+        ):
+            ctx.lose(base + "/type", "content_form", "Chat messages have no type tag")
+        if (
+            v.role[i] == "assistant"
+            and v.content_form[i] == FORM_STRING
+            and not v.content.text[v.content_off[i]]
+        ):
+            ctx.lose(base, "content_form", "an empty assistant text has no item on the way back")
+        if v.role[i] == "assistant" and v.content_form[i] == FORM_PARTS:
+            # an assistant part list comes back as an output message, whose id and status are required
+            if v.id[i] is None and "id" not in nulls:
+                ctx.lose(base + "/id", "generated_id", "no id: one is generated on the way back")
+            if v.status[i] is None and "status" not in nulls:
+                ctx.lose(base + "/status", "status", "no status: 'completed' comes back")
+            if v.native_type[i] is None:
+                ctx.lose(base + "/type", "content_form", "comes back as a typed output message")
+    else:
+        ctx.lose_fields(i, base, ("id", "status", "phase", "call_id", "namespace", "encrypted_content",
+                                  "signature"))  # fmt: skip
+    ctx.lose_extra(i, base)
+    if ctx.source == "anthropic" and v.wrapper[i] is not None:
+        for key in ctx.wrapper(i):
+            ctx.lose(ctx.message_ptr(i) + pointer(key), "unknown_field", f"message key '{key}' has no slot")
+
+
+def _tool_call(ctx: Ctx, i: int) -> dict[str, Any]:
+    v = ctx.v
+    base = ctx.item_ptr(i)
+    call_id = v.call_id[i] or ""
+    ctx.lose_fields(i, base, ("id", "status", "namespace", "phase", "encrypted_content"))
+    value = "input" if v.type[i] == "custom_tool_call" else "arguments"
+    for field in ("call_id", "name", value):
+        if getattr(v, field)[i] is None:
+            ctx.lose(
+                base + "/" + ctx.wire_key(i, field), "content_form", f"a missing or null '{field}' becomes ''"
+            )
+    ctx.lose_extra(i, base)
+    if v.type[i] == "custom_tool_call":
+        return {
+            "id": call_id,
+            "type": "custom",
+            "custom": {"name": v.name[i] or "", "input": v.input[i] or ""},
+        }
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": v.name[i] or "", "arguments": v.arguments[i] or ""},
+    }
+
+
+def _tool_message(ctx: Ctx, i: int) -> dict[str, Any]:
+    v = ctx.v
+    base = ctx.item_ptr(i)
+    msg: dict[str, Any] = {"role": "tool"}
+    if v.call_id[i] is not None:
+        msg["tool_call_id"] = v.call_id[i]
+    else:
+        ctx.lose(base, "orphan_output", "a tool output without a call id")
+    content = _content(ctx, i, "tool")
+    if content is ... or content is None:
+        ctx.lose(ctx.content_ptr(i), "content_form", "Chat tool messages need content; wrote ''")
+        content = ""
+    msg["content"] = content
+    ctx.lose_fields(i, base, ("name", "id", "status", "namespace", "phase"))
+    if v.call_id[i] is None and "call_id" in (v.nulls[i] or ()):
+        ctx.lose(base + "/" + ctx.wire_key(i, "call_id"), "orphan_output", "an explicit null call id")
+    ctx.lose_extra(i, base)
+    return msg
+
+
+def _instructions(ctx: Ctx) -> list[dict[str, Any]]:
+    view, r = ctx.view, ctx.r
+    form = view.instr_form[r]
+    key = "instructions" if ctx.source == "responses" else "system"
+    if form in (FORM_ABSENT, "items"):
+        return []
+    if form == FORM_NULL:
+        ctx.lose("/" + key, "instruction_position", "explicit null instructions dropped")
+        return []
+    if form == FORM_STRING:
+        text = view.instr.text[view.instr_off[r]]
+        if not text:
+            ctx.lose("/" + key, "empty_text", "empty instructions produce no system message")
+            return []
+        ctx.lose("/" + key, "instruction_position", "instructions became a leading system message")
+        return [{"role": "system", "content": text}]
+    parts = []
+    c = view.instr
+    for k, j in enumerate(range(view.instr_off[r], view.instr_off[r + 1])):
+        if c.cache_control[j] is not None:
+            ctx.lose(f"/{key}/{k}/cache_control", "cache_control", "Chat has no cache_control")
+        if c.citations[j] is not None:
+            ctx.lose(f"/{key}/{k}/citations", "citations", "Chat has no citations")
+        if c.extra[j] is not None:
+            ctx.lose(f"/{key}/{k}", "unknown_field", "system block keys have no slot in Chat")
+        parts.append({"type": "text", "text": c.text[j] or ""})
+    ctx.lose("/" + key, "instruction_position", "system blocks became a leading system message")
+    return [{"role": "system", "content": parts}] if parts else []
+
+
+def _leading_system_will_become_instructions(
+    ctx: Ctx, messages: list[dict[str, Any]], origin: list[int]
+) -> None:
+    """A string system message first in the Chat output reads as instructions once back in Responses."""
+    if ctx.source != "responses" or not messages or origin[0] < 0:
+        return
+    first = messages[0]
+    if first["role"] == "system" and isinstance(first.get("content"), str) and first["content"]:
+        detail = "a leading system message and top-level instructions look the same in Chat"
+        ctx.lose(ctx.item_ptr(origin[0]), "instruction_position", detail)
+        ctx.lose("/instructions", "instruction_position", detail)
+
+
+def encode(ctx: Ctx) -> dict[str, Any]:
+    """Convert one canonical row to a Chat request body."""
+    v = ctx.v
+    if ctx.view.instr_form[ctx.r] == "items":
+        raise ValueError("converting instructions given as an item list is not supported yet")
+    if ctx.source == "responses" and ctx.view.items_form[ctx.r] == FORM_STRING:
+        ctx.lose("/input", "content_form", "the string input shorthand becomes a user message")
+    messages = _instructions(ctx)
+    origin = [-1] * len(messages)  # the item each message came from (-1: the instructions)
+    current: dict[str, Any] | None = None  # the assistant message tool calls attach to
+    custom_ids = {v.call_id[i] for i in range(ctx.start, ctx.end) if v.type[i] == "custom_tool_call"}
+    for i in range(ctx.start, ctx.end):
+        t = v.type[i]
+        base = ctx.item_ptr(i)
+        if t == "message":
+            role = v.role[i] or "user"
+            content = _content(ctx, i, role)
+            _message_losses(ctx, i)
+            msg: dict[str, Any] = {"role": role}
+            if content is not ...:
+                msg["content"] = content
+            elif role != "assistant":
+                msg["content"] = ""
+                ctx.lose(ctx.content_ptr(i), "content_form", "absent content written as ''")
+            messages.append(msg)
+            origin.append(i)
+            current = msg if role == "assistant" else None
+        elif t in CALLS:
+            if current is None:
+                current = {"role": "assistant", "content": None}
+                messages.append(current)
+                origin.append(i)
+            current.setdefault("tool_calls", []).append(_tool_call(ctx, i))
+        elif t in OUTPUTS:
+            messages.append(_tool_message(ctx, i))
+            origin.append(i)
+            current = None
+            inferred = "custom_tool_call_output" if v.call_id[i] in custom_ids else "function_call_output"
+            if ctx.source == "responses" and inferred != t:
+                ctx.lose(
+                    base, "content_form", "Chat tool messages have no kind; it is inferred from the call"
+                )
+        elif t == "reasoning":
+            ctx.lose(base, "reasoning", "Chat has no reasoning")
+            if v.encrypted_content[i] is not None:
+                ctx.lose(base + "/" + ctx.wire_key(i, "encrypted_content"), "encrypted_reasoning", "dropped")
+            if v.signature[i] is not None:
+                ctx.lose(base + "/signature", "thinking_signature", "dropped")
+        elif t == "compaction":
+            ctx.lose(base, "compaction", "Chat has no compaction items")
+            current = None
+        elif t == "item_reference":
+            ctx.lose(base, "unknown_item", "an item reference cannot be resolved here")
+        else:
+            known = t.endswith(("_call", "_call_output", "_tool_result", "_tool_use")) or t.startswith("mcp_")
+            ctx.lose(base, "hosted_tool" if known else "unknown_item", f"'{t}' has no equivalent in Chat")
+            current = None
+    _leading_system_will_become_instructions(ctx, messages, origin)
+    return _top(ctx, {"messages": messages})
+
+
+def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
+    out = []
+    key = "tools"
+    for k, tool in enumerate(raw if isinstance(raw, list) else []):
+        path = pointer(key, k)
+        if not isinstance(tool, dict):
+            ctx.lose(path, "tools", "not a tool object")
+            continue
+        t = tool.get("type")
+        if ctx.source == "anthropic" and t in (None, "custom") and "input_schema" in tool:
+            fn = {"name": tool.get("name", "")}
+            if "description" in tool:
+                fn["description"] = tool["description"]
+            fn["parameters"] = tool["input_schema"]
+            for extra in tool.keys() - {"name", "description", "input_schema", "type"}:
+                ctx.lose(path + pointer(extra), "tools", f"tool '{extra}' has no slot in Chat")
+            out.append({"type": "function", "function": fn})
+        elif ctx.source == "responses" and t == "function":
+            fn = {k2: tool[k2] for k2 in ("name", "description", "parameters", "strict") if k2 in tool}
+            for extra in tool.keys() - {"name", "description", "parameters", "strict", "type"}:
+                ctx.lose(path + pointer(extra), "tools", f"tool '{extra}' has no slot in Chat")
+            out.append({"type": "function", "function": fn})
+        elif ctx.source == "responses" and t == "custom":
+            custom = {k2: tool[k2] for k2 in ("name", "description") if k2 in tool}
+            for extra in tool.keys() - {"name", "description", "format", "type"}:
+                ctx.lose(path + pointer(extra), "tools", f"tool '{extra}' has no slot in Chat")
+            fmt = tool.get("format")
+            if isinstance(fmt, dict) and fmt.get("type") == "grammar":
+                custom["format"] = {
+                    "type": "grammar",
+                    "grammar": {k2: v for k2, v in fmt.items() if k2 != "type"},
+                }
+            elif fmt is not None:
+                custom["format"] = fmt
+            out.append({"type": "custom", "custom": custom})
+        else:
+            ctx.lose(path, "tools", f"a '{t}' tool has no equivalent in Chat")
+    return out
+
+
+def _tool_choice(ctx: Ctx, raw: Any) -> Any:
+    if isinstance(raw, dict):
+        for key in raw.keys() - {"type", "name", "disable_parallel_tool_use"}:
+            ctx.lose("/tool_choice" + pointer(key), "tools", f"tool_choice '{key}' has no slot in Chat")
+    if ctx.source == "responses":
+        if raw in ("none", "auto", "required"):
+            return raw
+        if isinstance(raw, dict) and raw.get("type") == "function":
+            return {"type": "function", "function": {"name": raw.get("name")}}
+        if isinstance(raw, dict) and raw.get("type") == "custom":
+            return {"type": "custom", "custom": {"name": raw.get("name")}}
+    elif isinstance(raw, dict):
+        t = raw.get("type")
+        mapped = {"auto": "auto", "any": "required", "none": "none"}.get(t)
+        if raw.keys() - {"type", "name"}:
+            ctx.lose("/tool_choice", "tools", "disable_parallel_tool_use has no slot in Chat tool_choice")
+        if mapped is not None:
+            return mapped
+        if t == "tool":
+            return {"type": "function", "function": {"name": raw.get("name")}}
+    ctx.lose("/tool_choice", "tools", "tool_choice has no equivalent in Chat")
+    return ...
+
+
+def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
+    view, r = ctx.view, ctx.r
+    if view.model[r] is not None:
+        body["model"] = view.model[r]
+    if view.tools[r] is not None:
+        raw_tools = orjson.loads(view.tools[r])
+        tools = _tools(ctx, raw_tools)
+        if tools or raw_tools == []:
+            body["tools"] = tools
+        else:
+            ctx.lose("/tools", "tools", "no tool survives the conversion")
+    if view.tool_choice[r] is not None:
+        choice = _tool_choice(ctx, orjson.loads(view.tool_choice[r]))
+        if choice is not ...:
+            body["tool_choice"] = choice
+    for name in view.nulls[r] or ():
+        ctx.lose("/" + name, "request_field", f"explicit null '{name}' dropped")
+    extra = orjson.loads(view.extra[r]) if view.extra[r] is not None else {}
+    for key, value in extra.items():
+        if ctx.kind == "request" and key in SAME_KEYS:
+            body[key] = value
+        elif ctx.kind == "request" and key in RENAMED_KEYS:
+            body[RENAMED_KEYS[key]] = value
+        else:
+            ctx.lose(pointer(key), "request_field", f"'{key}' is not carried to Chat")
+    return body

@@ -1,0 +1,376 @@
+"""Canonical rows of any source -> OpenAI Responses request bodies, with every loss reported.
+
+* Chat/Anthropic text keeps its form: a string stays a string (EasyInputMessage), a list of text
+  parts becomes ``input_text`` parts (user/system) or an output message with ``output_text`` parts
+  (assistant), whose required ``id`` is generated from the record (``generated_id``).
+* Tool calls become ``function_call`` / ``custom_tool_call`` items with ``call_id`` = the source
+  call id (no item ``id`` is invented: it is optional on input items); outputs become
+  ``function_call_output`` / ``custom_tool_call_output`` paired by ``call_id``.
+* Anthropic ``system`` becomes ``instructions``; a thinking block becomes a ``reasoning`` item whose
+  text is a ``reasoning_text`` part (its signature has no slot: ``thinking_signature``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+
+from pipeline.encoders._context import Ctx
+from pipeline.losses import pointer
+from pipeline.schema import FORM_NULL, FORM_PARTS, FORM_STRING
+
+CALLS = frozenset(("function_call", "custom_tool_call"))
+OUTPUTS = frozenset(("function_call_output", "custom_tool_call_output"))
+TEXT_TYPES = frozenset(("input_text", "output_text", "text", None))
+SAME_KEYS = frozenset(("temperature", "top_p", "parallel_tool_calls", "metadata", "store", "user"))
+RENAMED_KEYS = {"max_completion_tokens": "max_output_tokens", "max_tokens": "max_output_tokens"}
+
+
+def generated_id(ctx: Ctx, prefix: str, i: int) -> str:
+    """A deterministic id for item ``i``: the same record always gets the same ids."""
+    cid = ctx.view.conversation_id[ctx.r]
+    return f"{prefix}_{hashlib.blake2b(f'{cid}/{i}'.encode(), digest_size=12).hexdigest()}"
+
+
+def _part(ctx: Ctx, i: int, j: int, k: int, assistant: bool) -> dict[str, Any] | None:
+    c = ctx.v.content
+    t = c.type[j]
+    path = ctx.content_ptr(i, k)
+    extra = orjson.loads(c.extra[j]) if c.extra[j] is not None else {}
+    if t in TEXT_TYPES:
+        ctx.lose_block_keys(j, path, {"type", "text"})
+        if t is None and ctx.v.content_form[i] == FORM_PARTS:
+            ctx.lose(path + "/type", "content_form", "a part without a type gets one")
+        text = c.text[j] if c.text[j] is not None else ""
+        if c.text[j] is None:
+            ctx.lose(path + "/text", "content_form", "a part without text gets ''")
+        if assistant:
+            return {"type": "output_text", "text": text, "annotations": []}
+        return {"type": "input_text", "text": text}
+    if t == "refusal":
+        ctx.lose_block_keys(j, path, {"type", "refusal"})
+        return {"type": "refusal", "refusal": c.text[j] or ""}
+    if t == "image_url" and isinstance(extra.get("image_url"), dict):
+        img = extra["image_url"]
+        ctx.lose_block_keys(j, path, {"type", "image_url"})
+        for key in img.keys() - {"url", "detail"}:
+            ctx.lose(path + "/image_url" + pointer(key), "image", f"'{key}' is not carried")
+        part: dict[str, Any] = {"type": "input_image", "detail": img.get("detail", "auto")}
+        if "detail" not in img:
+            ctx.lose(path + "/image_url", "image", "Responses requires detail; filled 'auto'")
+        part["image_url"] = img.get("url")
+        return part
+    if t == "image" and isinstance(extra.get("source"), dict):
+        src = extra["source"]
+        ctx.lose(path, "image", "Responses images have a required detail; filled 'auto'")
+        if src.get("type") == "url":
+            return {"type": "input_image", "detail": "auto", "image_url": src.get("url")}
+        if src.get("type") == "base64":
+            url = f"data:{src.get('media_type')};base64,{src.get('data')}"
+            return {"type": "input_image", "detail": "auto", "image_url": url}
+    kind = "image" if t in ("image", "image_url", "input_image") else "file" if t in (
+        "file", "document", "input_file") else "unknown_field"  # fmt: skip
+    ctx.lose(path, kind, f"a '{t}' part has no equivalent in Responses here")
+    return None
+
+
+def _content(ctx: Ctx, i: int, assistant: bool) -> Any:
+    v = ctx.v
+    form = v.content_form[i]
+    if form == FORM_STRING:
+        return v.content.text[v.content_off[i]]
+    if form == FORM_PARTS:
+        return [p for k, j in enumerate(ctx.blocks(i)) if (p := _part(ctx, i, j, k, assistant)) is not None]
+    return None if form == FORM_NULL else ...
+
+
+def _message(ctx: Ctx, i: int) -> dict[str, Any] | None:
+    v = ctx.v
+    base = ctx.item_ptr(i)
+    role = v.role[i] or "user"
+    assistant = role == "assistant"
+    content = _content(ctx, i, assistant)
+    ctx.lose_fields(i, base, ("name", "id", "status", "phase", "call_id", "namespace", "encrypted_content",
+                              "signature", "arguments", "input"))  # fmt: skip
+    extra = ctx.extra(i)
+    refusal = extra.pop("refusal", None) if ctx.source == "chat" else None
+    if ctx.source == "chat" and refusal is None and "refusal" in (ctx.extra(i) or {}):
+        ctx.lose(base + "/refusal", "refusal", "an explicit null refusal has no slot")
+    for key in extra:
+        ctx.lose(base + pointer(key), "unknown_field", f"'{key}' has no slot in Responses")
+    if ctx.source == "anthropic" and v.wrapper[i] is not None:
+        for key in ctx.wrapper(i):
+            ctx.lose(ctx.message_ptr(i) + pointer(key), "unknown_field", f"message key '{key}' has no slot")
+    if content is ... or content is None or (content == "" and assistant):
+        if refusal is None:
+            followed_by_calls = i + 1 < ctx.end and v.group[i + 1] == v.group[i] and v.type[i + 1] in CALLS
+            if v.content_form[i] == FORM_NULL and followed_by_calls:
+                return None  # {"content": null, "tool_calls": [...]} is what comes back
+            if followed_by_calls:
+                ctx.lose(ctx.content_ptr(i), "content_form", "absent or empty content comes back as null")
+            else:
+                ctx.lose(base, "content_form", "a message with no content has no item in Responses")
+            return None
+        content = []
+    if assistant and (isinstance(content, list) or refusal is not None):
+        parts = (
+            content
+            if isinstance(content, list)
+            else [{"type": "output_text", "text": content, "annotations": []}]
+        )
+        if refusal is not None:
+            parts.append({"type": "refusal", "refusal": refusal})
+            ctx.lose(base + "/refusal", "refusal", "the refusal field became a refusal part")
+        ctx.lose(base, "generated_id", "an output message needs an id; generated")
+        return {"type": "message", "id": generated_id(ctx, "msg", i), "role": "assistant",
+                "status": "completed", "content": parts}  # fmt: skip
+    return {"role": role, "content": content}
+
+
+def _call(ctx: Ctx, i: int) -> dict[str, Any]:
+    v = ctx.v
+    base = ctx.item_ptr(i)
+    if v.type[i] == "custom_tool_call":
+        item = {"type": "custom_tool_call", "call_id": v.call_id[i] or "", "name": v.name[i] or "",
+                "input": v.input[i] or ""}  # fmt: skip
+    else:
+        item = {"type": "function_call", "call_id": v.call_id[i] or "", "name": v.name[i] or "",
+                "arguments": v.arguments[i] or ""}  # fmt: skip
+    if v.call_id[i] is None:
+        ctx.lose(base + "/" + ctx.wire_key(i, "call_id"), "generated_id", "a call without id got ''")
+    if ctx.source == "chat":
+        extra = ctx.extra(i)
+        sub_key = "custom" if v.type[i] == "custom_tool_call" else "function"
+        for key in extra.pop(sub_key, {}):
+            ctx.lose(base + pointer(sub_key, key), "unknown_field", f"'{key}' has no slot")
+        for key in extra:
+            ctx.lose(base + pointer(key), "unknown_field", f"'{key}' has no slot in Responses")
+    else:
+        ctx.lose_extra(i, base)
+    return item
+
+
+def _output(ctx: Ctx, i: int, custom_calls: set[str]) -> dict[str, Any]:
+    v = ctx.v
+    base = ctx.item_ptr(i)
+    call_id = v.call_id[i]
+    kind = "custom_tool_call_output" if call_id in custom_calls else "function_call_output"
+    item: dict[str, Any] = {"type": kind}
+    if call_id is not None:
+        item["call_id"] = call_id
+    else:
+        ctx.lose(base, "orphan_output", "a tool output without a call id")
+    content = _content(ctx, i, False)
+    if content is ... or content is None:
+        ctx.lose(ctx.content_ptr(i), "content_form", "a tool output needs output; wrote ''")
+        content = ""
+    item["output"] = content
+    if v.name[i] is not None:
+        item["name"] = v.name[i]
+        if ctx.source == "chat":
+            ctx.lose(base + "/name", "name", "kept in Responses, but Chat tool messages have no name slot")
+    elif "name" in (v.nulls[i] or ()):
+        ctx.lose(base + "/name", "name", "an explicit null name")
+    if "call_id" in (v.nulls[i] or ()):
+        ctx.lose(base + "/" + ctx.wire_key(i, "call_id"), "orphan_output", "an explicit null call id")
+    ctx.lose_fields(i, base, ("id", "status", "phase", "namespace", "encrypted_content", "signature"))
+    extra = ctx.extra(i)
+    if "is_error" in extra:
+        ctx.lose(base + "/is_error", "tool_error", "Responses tool outputs have no error flag")
+        extra.pop("is_error")
+    for key in extra:
+        ctx.lose(base + pointer(key), "unknown_field", f"'{key}' has no slot in Responses")
+    return item
+
+
+def _reasoning(ctx: Ctx, i: int) -> dict[str, Any] | None:
+    v = ctx.v
+    base = ctx.item_ptr(i)
+    if v.native_type[i] == "redacted_thinking":
+        ctx.lose(base, "reasoning", "redacted thinking has no equivalent in Responses")
+        return None
+    texts = [v.content.text[j] or "" for j in ctx.blocks(i)]
+    if v.signature[i] is not None:
+        ctx.lose(base + "/signature", "thinking_signature", "a thinking signature has no slot")
+    ctx.lose(base, "generated_id", "a reasoning item needs an id; generated")
+    ctx.lose_extra(i, base)
+    return {"type": "reasoning", "id": generated_id(ctx, "rs", i), "summary": [],
+            "content": [{"type": "reasoning_text", "text": t} for t in texts]}  # fmt: skip
+
+
+def _instructions(ctx: Ctx, body: dict[str, Any]) -> None:
+    view, r = ctx.view, ctx.r
+    form = view.instr_form[r]
+    if form == FORM_STRING:
+        body["instructions"] = view.instr.text[view.instr_off[r]]
+    elif form == FORM_NULL:
+        body["instructions"] = None
+    elif form == FORM_PARTS:
+        c = view.instr
+        idx = list(range(view.instr_off[r], view.instr_off[r + 1]))
+        for k, j in enumerate(idx):
+            if c.cache_control[j] is not None:
+                ctx.lose(f"/system/{k}/cache_control", "cache_control", "instructions have no cache_control")
+            if c.citations[j] is not None or c.extra[j] is not None:
+                ctx.lose(f"/system/{k}", "unknown_field", "system block keys have no slot")
+        ctx.lose("/system", "block_boundary" if len(idx) > 1 else "content_form", "system blocks joined")
+        body["instructions"] = "".join(c.text[j] or "" for j in idx)
+
+
+def encode(ctx: Ctx) -> dict[str, Any]:
+    """Convert one canonical row to a Responses request body."""
+    v = ctx.v
+    body: dict[str, Any] = {}
+    _instructions(ctx, body)
+    items: list[dict[str, Any]] = []
+    custom_calls = {v.call_id[i] for i in range(ctx.start, ctx.end) if v.type[i] == "custom_tool_call"}
+    first = ctx.start
+    if (
+        ctx.source == "chat"
+        and first < ctx.end
+        and v.type[first] == "message"
+        and v.role[first] == "system"
+        and v.content_form[first] == FORM_STRING
+        and v.content.text[v.content_off[first]]  # empty instructions are dropped on the way back
+        and v.name[first] is None
+        and v.extra[first] is None
+    ):
+        # A leading system prompt is what instructions are for; the message position is the loss.
+        body["instructions"] = v.content.text[v.content_off[first]]
+        ctx.lose(
+            ctx.item_ptr(first), "instruction_position", "the leading system message became instructions"
+        )
+        first += 1
+    attaches = False  # would Chat attach a following call to the previous assistant message?
+    for i in range(first, ctx.end):
+        t = v.type[i]
+        item: dict[str, Any] | None
+        if t == "message":
+            item = _message(ctx, i)
+            followed_by_calls = i + 1 < ctx.end and v.group[i + 1] == v.group[i] and v.type[i + 1] in CALLS
+            if item is None and followed_by_calls and attaches and ctx.source == "chat":
+                ctx.lose(ctx.message_ptr(i), "message_merge", "its calls join the previous assistant message")
+        elif t in CALLS:
+            item = _call(ctx, i)
+        elif t in OUTPUTS:
+            item = _output(ctx, i, custom_calls)
+        elif t == "reasoning":
+            item = _reasoning(ctx, i)
+        else:
+            known = t.endswith(("_tool_result", "_tool_use")) or t == "compaction"
+            ctx.lose(ctx.item_ptr(i), "hosted_tool" if known else "unknown_item", f"'{t}' is not carried")
+            item = None
+        if item is not None:
+            items.append(item)
+            attaches = item.get("role") == "assistant" or item.get("type") in CALLS
+    body["input"] = items
+    return _top(ctx, body)
+
+
+def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
+    out = []
+    for k, tool in enumerate(raw if isinstance(raw, list) else []):
+        path = pointer("tools", k)
+        if not isinstance(tool, dict):
+            ctx.lose(path, "tools", "not a tool object")
+            continue
+        if ctx.source == "chat":
+            for extra in tool.keys() - {"type", "function", "custom"}:
+                ctx.lose(path + pointer(extra), "tools", f"tool '{extra}' has no slot in Responses")
+        if ctx.source == "chat" and tool.get("type") == "function" and isinstance(tool.get("function"), dict):
+            fn = tool["function"]
+            new = {
+                "type": "function",
+                **{k2: fn[k2] for k2 in ("name", "description", "parameters", "strict") if k2 in fn},
+            }
+            for extra in fn.keys() - {"name", "description", "parameters", "strict"}:
+                ctx.lose(
+                    path + "/function" + pointer(extra), "tools", f"tool '{extra}' has no slot in Responses"
+                )
+            out.append(new)
+        elif ctx.source == "chat" and tool.get("type") == "custom" and isinstance(tool.get("custom"), dict):
+            custom = tool["custom"]
+            new = {"type": "custom", **{k2: custom[k2] for k2 in ("name", "description") if k2 in custom}}
+            for extra in custom.keys() - {"name", "description", "format"}:
+                ctx.lose(
+                    path + "/custom" + pointer(extra), "tools", f"tool '{extra}' has no slot in Responses"
+                )
+            fmt = custom.get("format")
+            if (
+                isinstance(fmt, dict)
+                and fmt.get("type") == "grammar"
+                and isinstance(fmt.get("grammar"), dict)
+            ):
+                new["format"] = {"type": "grammar", **fmt["grammar"]}  # Responses keeps the grammar flat
+            elif fmt is not None:
+                new["format"] = fmt
+            out.append(new)
+        elif ctx.source == "anthropic" and "input_schema" in tool and tool.get("type") in (None, "custom"):
+            new = {
+                "type": "function",
+                "name": tool.get("name"),
+                "parameters": tool["input_schema"],
+                "strict": None,
+            }
+            if "description" in tool:
+                new["description"] = tool["description"]
+            for extra in tool.keys() - {"name", "description", "input_schema", "type"}:
+                ctx.lose(path + pointer(extra), "tools", f"tool '{extra}' has no slot in Responses")
+            out.append(new)
+        else:
+            ctx.lose(path, "tools", "this tool has no equivalent in Responses here")
+    return out
+
+
+def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
+    view, r = ctx.view, ctx.r
+    if view.model[r] is not None:
+        body["model"] = view.model[r]
+    if view.tools[r] is not None:
+        raw_tools = orjson.loads(view.tools[r])
+        tools = _tools(ctx, raw_tools)
+        if tools or raw_tools == []:
+            body["tools"] = tools
+        else:
+            ctx.lose("/tools", "tools", "no tool survives the conversion")
+    if view.tool_choice[r] is not None:
+        raw = orjson.loads(view.tool_choice[r])
+        if isinstance(raw, dict):
+            inner = raw.get(raw.get("type")) if isinstance(raw.get(raw.get("type")), dict) else {}
+            for key in raw.keys() - {"type", "name", "function", "custom"}:
+                ctx.lose("/tool_choice" + pointer(key), "tools", f"tool_choice '{key}' has no slot")
+            for key in inner.keys() - {"name"}:
+                ctx.lose(
+                    f"/tool_choice/{raw['type']}" + pointer(key), "tools", f"tool_choice '{key}' has no slot"
+                )
+        if raw in ("none", "auto", "required"):
+            body["tool_choice"] = raw
+        elif isinstance(raw, dict) and raw.get("type") in ("auto", "any", "none"):
+            body["tool_choice"] = {"auto": "auto", "any": "required", "none": "none"}[raw["type"]]
+        elif (
+            isinstance(raw, dict) and raw.get("type") == "function" and isinstance(raw.get("function"), dict)
+        ):
+            body["tool_choice"] = {"type": "function", "name": raw["function"].get("name")}
+        elif isinstance(raw, dict) and raw.get("type") == "custom" and isinstance(raw.get("custom"), dict):
+            body["tool_choice"] = {"type": "custom", "name": raw["custom"].get("name")}
+        elif isinstance(raw, dict) and raw.get("type") == "tool":
+            body["tool_choice"] = {"type": "function", "name": raw.get("name")}
+        else:
+            ctx.lose("/tool_choice", "tools", "tool_choice has no equivalent in Responses")
+    for name in view.nulls[r] or ():
+        ctx.lose("/" + name, "request_field", f"explicit null '{name}' dropped")
+    extra = orjson.loads(view.extra[r]) if view.extra[r] is not None else {}
+    for key, value in extra.items():
+        if ctx.kind == "request" and key in SAME_KEYS:
+            body[key] = value
+        elif ctx.kind == "request" and key in RENAMED_KEYS and RENAMED_KEYS[key] not in body:
+            body[RENAMED_KEYS[key]] = value
+            if key == "max_tokens":
+                detail = "the deprecated max_tokens comes back as max_completion_tokens"
+                ctx.lose(pointer(key), "request_field", detail)
+                ctx.lose("/max_completion_tokens", "request_field", detail)
+        else:
+            ctx.lose(pointer(key), "request_field", f"'{key}' is not carried to Responses")
+    return body

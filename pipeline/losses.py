@@ -1,0 +1,132 @@
+"""The loss vocabulary: every way a conversion can drop or change something, one kind each.
+
+A loss is ``{"path", "kind", "detail"}``: ``path`` is an RFC 6901 JSON pointer into the *source*
+record naming what was dropped or changed, ``kind`` one of :data:`LOSS_KINDS`, ``detail`` a short
+human sentence. The vocabulary is closed: a converter that reports a kind not listed here fails its
+tests (``Loss.__post_init__`` checks it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# kind -> (what it means, an example)
+LOSS_KINDS: dict[str, tuple[str, str]] = {
+    "item_id": ("an item id the target has no slot for", "Responses /input/3/id 'msg_1' -> Chat"),
+    "generated_id": (
+        "the target requires an id the source did not have; one was generated deterministically",
+        "Chat assistant message -> Responses output message id 'msg_gen_…'",
+    ),
+    "phase": ("assistant phase (commentary / final_answer / explicit null) dropped", "/input/4/phase"),
+    "status": ("item status dropped", "/input/2/status 'completed' -> Chat"),
+    "instruction_position": (
+        "top-level instructions/system became (or came from) a positioned message",
+        "Responses /instructions -> Chat leading system message",
+    ),
+    "developer_role": (
+        "developer and system merged into one role",
+        "Responses developer -> Anthropic system",
+    ),
+    "role": (
+        "a role or speaker tag written back under the target's own name (an alias is not kept)",
+        "ShareGPT /conversations/3/from 'chatgpt' -> HF assistant -> 'gpt'",
+    ),
+    "system_position": (
+        "an inline system/developer message moved (to the top-level system, or into user text)",
+        "/input/5 developer message -> Anthropic user text",
+    ),
+    "reasoning": ("a reasoning / thinking item dropped (its text is lost)", "/input/1 -> Chat"),
+    "encrypted_reasoning": ("opaque reasoning state dropped", "/input/1/encrypted_content -> Chat"),
+    "thinking_signature": ("an Anthropic thinking signature has no slot", "/messages/1/content/0/signature"),
+    "compaction": ("a compaction item dropped", "/input/7 -> Chat"),
+    "content_form": (
+        "string vs list form, or absent / null / empty content, changed",
+        "Chat assistant content '' -> Responses (no message item)",
+    ),
+    "block_boundary": ("several text blocks joined into one string", "/messages/0/content -> ShareGPT value"),
+    "whitespace": (
+        "text changed by trimming (the target rejects the whitespace)",
+        "/messages/3/content/1/text",
+    ),
+    "empty_text": ("an empty or whitespace-only text dropped (the target rejects it)", "/input/2/content/0"),
+    "annotations": ("output_text annotations dropped", "/output/1/content/0/annotations"),
+    "logprobs": ("token logprobs dropped", "/output/1/content/0/logprobs"),
+    "refusal": ("a refusal became plain text or was dropped", "/input/3/content/1 -> Anthropic"),
+    "custom_tool": ("a custom (free-form) tool call wrapped or dropped", "/input/6 -> Anthropic"),
+    "hosted_tool": ("a hosted/server tool item dropped", "/input/8 web_search_call -> Chat"),
+    "argument_string": (
+        "tool arguments re-serialised (formatting changed, or invalid JSON wrapped)",
+        "/input/3/arguments '{\"a\": 1}' -> Anthropic input object",
+    ),
+    "tool_output_order": ("tool outputs reordered to follow their calls", "/input/6 moved before /input/5"),
+    "orphan_output": ("a tool output without a matching call", "/messages/4 tool_call_id 'x'"),
+    "unanswered_call": (
+        "a tool call with no output after it dropped (the target rejects unanswered calls)",
+        "/input/5 function_call without function_call_output -> Anthropic",
+    ),
+    "name": ("a participant or tool name the target has no slot for", "/messages/0/name"),
+    "namespace": ("a tool namespace dropped or flattened", "/input/2/namespace"),
+    "cache_control": ("a prompt-caching marker dropped", "/messages/0/content/1/cache_control"),
+    "citations": ("citations dropped", "/content/2/citations"),
+    "image": ("an image part dropped or changed (file id, detail, media type)", "/input/0/content/1"),
+    "file": ("a file/document part dropped", "/messages/0/content/2"),
+    "audio": ("an audio part or reference dropped", "/messages/2/audio"),
+    "tool_error": ("a tool result's is_error flag has no slot", "/messages/2/content/0/is_error"),
+    "message_merge": ("adjacent same-role messages merged into one", "/messages/3 merged into /messages/2"),
+    "tools": ("a tool definition or tool_choice dropped or changed", "/tools/2 namespace tool"),
+    "unknown_item": ("an item kind the target cannot express dropped", "/input/9 'brand_new_item'"),
+    "unknown_field": ("a key the target has no slot for dropped", "/input/2/caller"),
+    "filled_default": (
+        "the target requires a value the source did not have; a documented default was set",
+        "/max_output_tokens absent -> Anthropic max_tokens 4096",
+    ),
+    "request_field": ("a top-level request field the target does not take dropped", "/temperature"),
+    "edited": (
+        "an edited item's stale id or encrypted content was dropped",
+        "/input/4/encrypted_content (reasoning text edited)",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Loss:
+    path: str
+    kind: str
+    detail: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in LOSS_KINDS:
+            raise ValueError(f"unknown loss kind {self.kind!r}; add it to pipeline.losses.LOSS_KINDS")
+
+    def to_json(self) -> dict[str, str]:
+        return {"path": self.path, "kind": self.kind, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class LossPolicy:
+    """What to do with a record that has losses.
+
+    ``allow`` (default) writes it and records the losses; ``reject`` sends it to the rejected file
+    unless every loss kind is in ``allowed`` (``--allow-loss KIND,...`` implies ``reject``).
+    """
+
+    on_loss: str = "allow"
+    allowed: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if self.on_loss not in ("allow", "reject"):
+            raise ValueError(f"on_loss must be 'allow' or 'reject', not {self.on_loss!r}")
+        unknown = sorted(self.allowed - LOSS_KINDS.keys())
+        if unknown:
+            raise ValueError(f"unknown loss kinds {unknown}; known kinds: {', '.join(sorted(LOSS_KINDS))}")
+
+    def refused(self, losses: list[Loss]) -> list[Loss]:
+        """The losses that make this record rejected (empty: write it)."""
+        if self.on_loss == "allow":
+            return []
+        return [loss for loss in losses if loss.kind not in self.allowed]
+
+
+def pointer(*parts: str | int) -> str:
+    """An RFC 6901 JSON pointer from path parts (``pointer('input', 3, 'a/b')`` -> ``/input/3/a~1b``)."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
