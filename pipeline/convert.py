@@ -26,8 +26,9 @@ import pyarrow.parquet as pq
 from pipeline.encoders import convert_table, supported
 from pipeline.formats import WIRE_FORMATS, Rejected, decode_lines
 from pipeline.io.jsonl import DEFAULT_CHUNK_BYTES, Chunk, iter_chunks
+from pipeline.io.parquet import writer as parquet_writer
 from pipeline.losses import LossPolicy
-from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
+from pipeline.schema import cast_to_canonical
 
 PARQUET = "parquet"
 FORMATS = (*WIRE_FORMATS, PARQUET)
@@ -258,7 +259,7 @@ def run_convert(cfg: ConvertConfig, progress: Callable[[int], None] | None = Non
         open(losses_path(cfg.output), "wb") as loss_file,
     ):
         if cfg.target == PARQUET:
-            writer = pq.ParquetWriter(out, CONVERSATION_SCHEMA, compression="zstd")
+            writer = parquet_writer(out)
         for res in _ordered(_tasks(cfg), cfg.workers):
             read += res.read
             blank += res.blank
