@@ -58,6 +58,10 @@ LOSS_KINDS: dict[str, tuple[str, str]] = {
         "tool arguments re-serialised (formatting changed, or invalid JSON wrapped)",
         "/input/3/arguments '{\"a\": 1}' -> Anthropic input object",
     ),
+    "text_order": (
+        "text after tool calls in the same turn moved before them (Chat cannot order text after calls)",
+        "/input/4 message after the call /input/3",
+    ),
     "tool_output_order": ("tool outputs reordered to follow their calls", "/input/6 moved before /input/5"),
     "orphan_output": ("a tool output without a matching call", "/messages/4 tool_call_id 'x'"),
     "unanswered_call": (

@@ -227,6 +227,7 @@ def encode(ctx: Ctx) -> dict[str, Any]:
     messages = _instructions(ctx)
     origin = [-1] * len(messages)  # the item each message came from (-1: the instructions)
     current: dict[str, Any] | None = None  # the assistant message tool calls attach to
+    current_first = -1  # the item that opened it
     custom_ids = {v.call_id[i] for i in range(ctx.start, ctx.end) if v.type[i] == "custom_tool_call"}
     for i in range(ctx.start, ctx.end):
         t = v.type[i]
@@ -235,6 +236,13 @@ def encode(ctx: Ctx) -> dict[str, Any]:
             role = v.role[i] or "user"
             content = _content(ctx, i, role)
             _message_losses(ctx, i)
+            if role == "assistant" and current is not None and current.get("content") is None and content:
+                # Text after this turn's calls: an assistant message with tool_calls must be followed
+                # by tool messages, so the text joins the calls' message (before them, as Chat reads).
+                current["content"] = content
+                ctx.lose(base, "text_order", "the text is placed before the tool calls it followed")
+                ctx.lose(ctx.item_ptr(current_first), "text_order", "the calls now come after the text")
+                continue
             msg: dict[str, Any] = {"role": role}
             if content is not ...:
                 msg["content"] = content
@@ -243,10 +251,11 @@ def encode(ctx: Ctx) -> dict[str, Any]:
                 ctx.lose(ctx.content_ptr(i), "content_form", "absent content written as ''")
             messages.append(msg)
             origin.append(i)
-            current = msg if role == "assistant" else None
+            current, current_first = (msg, i) if role == "assistant" else (None, -1)
         elif t in CALLS:
             if current is None:
                 current = {"role": "assistant", "content": None}
+                current_first = i
                 messages.append(current)
                 origin.append(i)
             current.setdefault("tool_calls", []).append(_tool_call(ctx, i))

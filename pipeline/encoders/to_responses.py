@@ -244,6 +244,7 @@ def encode(ctx: Ctx) -> dict[str, Any]:
         )
         first += 1
     attaches = False  # would Chat attach a following call to the previous assistant message?
+    attach_target = ""  # ... and which source message is that
     for i in range(first, ctx.end):
         t = v.type[i]
         item: dict[str, Any] | None
@@ -251,7 +252,9 @@ def encode(ctx: Ctx) -> dict[str, Any]:
             item = _message(ctx, i)
             followed_by_calls = i + 1 < ctx.end and v.group[i + 1] == v.group[i] and v.type[i + 1] in CALLS
             if item is None and followed_by_calls and attaches and ctx.source == "chat":
-                ctx.lose(ctx.message_ptr(i), "message_merge", "its calls join the previous assistant message")
+                detail = "its calls join the previous assistant message"
+                ctx.lose(ctx.message_ptr(i), "message_merge", detail)
+                ctx.lose(attach_target + "/tool_calls", "message_merge", detail)
         elif t in CALLS:
             item = _call(ctx, i)
         elif t in OUTPUTS:
@@ -265,6 +268,8 @@ def encode(ctx: Ctx) -> dict[str, Any]:
         if item is not None:
             items.append(item)
             attaches = item.get("role") == "assistant" or item.get("type") in CALLS
+            if attaches:
+                attach_target = ctx.message_ptr(i)
     body["input"] = items
     return _top(ctx, body)
 
