@@ -133,4 +133,10 @@ class LossPolicy:
 
 def pointer(*parts: str | int) -> str:
     """An RFC 6901 JSON pointer from path parts (``pointer('input', 3, 'a/b')`` -> ``/input/3/a~1b``)."""
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+    out = []
+    for p in parts:
+        s = str(p)
+        if "~" in s or "/" in s:
+            s = s.replace("~", "~0").replace("/", "~1")
+        out.append("/" + s)
+    return "".join(out)

@@ -28,6 +28,7 @@ class Ctx:
         self.source = view.source_format[r]
         self.kind = view.record_kind[r]
         self.losses: list[Loss] = []
+        self._ptr: dict[int, str] = {}
 
     # -- losses ---------------------------------------------------------------------------------
     def lose(self, path: str, kind: str, detail: str) -> None:
@@ -36,6 +37,12 @@ class Ctx:
     # -- source pointers ------------------------------------------------------------------------
     def item_ptr(self, i: int) -> str:
         """Pointer to item ``i`` in the source record (its first block for a run of blocks)."""
+        ptr = self._ptr.get(i)
+        if ptr is None:
+            ptr = self._ptr[i] = self._item_ptr(i)
+        return ptr
+
+    def _item_ptr(self, i: int) -> str:
         v = self.v
         section, group, part = v.section[i], v.group[i], v.part[i]
         if self.source == "responses":
