@@ -74,7 +74,7 @@ def main() -> None:
             "chat",
             "-o",
             str(args.workdir / "chatlake-chat.jsonl"),
-        ],  # fmt: skip
+        ],
         args.n,
     )
 
