@@ -43,7 +43,7 @@ import pyarrow as pa
 
 SCHEMA_VERSION = 1
 
-FORMATS = ("responses", "chat", "anthropic")
+FORMATS = ("responses", "chat", "anthropic", "hf", "sharegpt")
 RECORD_KINDS = ("request", "response")
 
 # Forms of a string-or-list value (content, tool output, instructions, input).
@@ -105,7 +105,7 @@ INSTRUCTIONS = pa.struct(
 CONVERSATION_SCHEMA = pa.schema(
     [
         pa.field("conversation_id", _str, nullable=False),
-        pa.field("source_format", _str, nullable=False),  # responses | chat | anthropic
+        pa.field("source_format", _str, nullable=False),  # responses | chat | anthropic | hf | sharegpt
         pa.field("record_kind", _str, nullable=False),  # request | response
         pa.field("source_file", _str),
         pa.field("source_line", pa.int64()),

@@ -529,4 +529,9 @@ BAD_LINES: list[tuple[str, bytes, str]] = [
         "$.system: expected string or array, got object",
     ),
     ("anthropic", b'{"max_tokens": 5}', "$.messages: expected array, got nothing"),
+    (
+        "chat",
+        b'{"messages": [], "seed": 18446744073709551616}',
+        "$.seed: integer outside the 64-bit range cannot be stored exactly",
+    ),
 ]

@@ -21,13 +21,18 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from pipeline.encoders import to_chat, to_responses
+from pipeline.encoders import to_chat, to_hf, to_responses, to_sharegpt
 from pipeline.encoders._context import Ctx
 from pipeline.formats import CODECS, gc_paused
 from pipeline.formats._common import ConversationView
 from pipeline.losses import Loss
 
-ENCODERS: dict[str, ModuleType] = {"chat": to_chat, "responses": to_responses}
+ENCODERS: dict[str, ModuleType] = {
+    "chat": to_chat,
+    "responses": to_responses,
+    "hf": to_hf,
+    "sharegpt": to_sharegpt,
+}
 
 
 @dataclass

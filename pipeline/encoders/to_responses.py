@@ -309,6 +309,10 @@ def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
                 and isinstance(fmt.get("grammar"), dict)
             ):
                 new["format"] = {"type": "grammar", **fmt["grammar"]}  # Responses keeps the grammar flat
+                for extra in fmt.keys() - {"type", "grammar"}:
+                    ctx.lose(
+                        path + "/custom/format" + pointer(extra), "tools", f"format '{extra}' has no slot"
+                    )
             elif fmt is not None:
                 new["format"] = fmt
             out.append(new)

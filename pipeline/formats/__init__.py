@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,11 +23,17 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from pipeline.formats import anthropic, chat, responses
+from pipeline.formats import anthropic, chat, hf, responses, sharegpt
 from pipeline.formats._build import TableBuilder
 from pipeline.formats._common import ConversationView, RecordError, json_type
 
-CODECS: dict[str, ModuleType] = {"responses": responses, "chat": chat, "anthropic": anthropic}
+CODECS: dict[str, ModuleType] = {
+    "responses": responses,
+    "chat": chat,
+    "anthropic": anthropic,
+    "hf": hf,
+    "sharegpt": sharegpt,
+}
 WIRE_FORMATS = tuple(CODECS)
 
 
@@ -79,15 +86,32 @@ def conversation_id(raw: bytes, source_file: str | None, line: int) -> str:
     return h.hexdigest()
 
 
+# A JSON integer of 20 or more digits may not fit in 64 bits (2**64 has 20 digits).
+_LONG_INT = re.compile(rb"(?<![\d.eE])-?\d{20,}(?![\d.eE])")
+
+
+def _find_big_int(value: Any, path: str = "$") -> str | None:
+    if type(value) is int and not -(2**63) <= value < 2**64:
+        return path
+    if isinstance(value, dict):
+        return next((p for k, v in value.items() if (p := _find_big_int(v, f"{path}.{k}"))), None)
+    if isinstance(value, list):
+        return next((p for i, v in enumerate(value) if (p := _find_big_int(v, f"{path}[{i}]"))), None)
+    return None
+
+
 def _loads(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as e:
-        # orjson stops at 64-bit integers; the standard parser takes any valid JSON.
-        try:
-            return json.loads(raw)
-        except ValueError:
-            raise e from None
+    """Parse one record; an integer that does not fit in 64 bits is an error, never a silent float.
+
+    orjson turns such integers into floats; the check is a byte scan that re-parses exactly (with
+    the standard library) only when a 20+ digit run appears.
+    """
+    value = orjson.loads(raw)
+    if _LONG_INT.search(raw):
+        path = _find_big_int(json.loads(raw))
+        if path is not None:
+            raise RecordError(path, "integer outside the 64-bit range cannot be stored exactly")
+    return value
 
 
 def decode_lines(
@@ -116,6 +140,9 @@ def _decode_lines(lines: Iterable[bytes], fmt: str, source_file: str | None, fir
             continue
         try:
             rec = _loads(raw)
+        except RecordError as e:
+            rejected.append(Rejected(n, _text(raw), str(e), source_file))
+            continue
         except ValueError as e:
             rejected.append(Rejected(n, _text(raw), f"$: invalid JSON: {e}", source_file))
             continue
