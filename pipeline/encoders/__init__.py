@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from pipeline.encoders import to_chat, to_hf, to_responses, to_sharegpt
+from pipeline.encoders import to_anthropic, to_chat, to_hf, to_responses, to_sharegpt
 from pipeline.encoders._context import Ctx
 from pipeline.formats import CODECS, gc_paused
 from pipeline.formats._common import ConversationView
@@ -30,6 +30,7 @@ from pipeline.losses import Loss
 ENCODERS: dict[str, ModuleType] = {
     "chat": to_chat,
     "responses": to_responses,
+    "anthropic": to_anthropic,
     "hf": to_hf,
     "sharegpt": to_sharegpt,
 }
@@ -68,11 +69,19 @@ def convert_table(table: pa.Table, target: str, *, as_bytes: bool = False) -> li
                 if view.source_format[r] == target:
                     out.append(Converted(_finish(same(view, r), as_bytes)))
                 elif view.record_kind[r] != "request":
-                    out.append(Converted(None, error="converting a response object to another format "
-                                                     "is not supported yet; convert request bodies"))
+                    out.append(
+                        Converted(
+                            None,
+                            error="converting a response object to another format "
+                            "is not supported yet; convert request bodies",
+                        )
+                    )
                 elif cross is None:
-                    out.append(Converted(None, error=f"converting {view.source_format[r]} to {target} "
-                                                     "is not supported yet"))
+                    out.append(
+                        Converted(
+                            None, error=f"converting {view.source_format[r]} to {target} is not supported yet"
+                        )
+                    )
                 else:
                     ctx = Ctx(view, r)
                     out.append(Converted(_finish(cross.encode(ctx), as_bytes), ctx.losses))

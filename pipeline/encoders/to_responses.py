@@ -372,7 +372,10 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
         ctx.lose("/" + name, "request_field", f"explicit null '{name}' dropped")
     extra = orjson.loads(view.extra[r]) if view.extra[r] is not None else {}
     for key, value in extra.items():
-        if ctx.kind == "request" and key in SAME_KEYS:
+        if key == "metadata" and ctx.source == "anthropic":
+            # Anthropic metadata is {user_id}; the OpenAI metadata map means something else
+            ctx.lose(pointer(key), "request_field", "Anthropic metadata is not OpenAI metadata")
+        elif ctx.kind == "request" and key in SAME_KEYS:
             body[key] = value
         elif ctx.kind == "request" and key in RENAMED_KEYS and RENAMED_KEYS[key] not in body:
             body[RENAMED_KEYS[key]] = value

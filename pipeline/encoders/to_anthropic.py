@@ -1,0 +1,900 @@
+"""Canonical rows of Responses or Chat -> Anthropic Messages request bodies, with every loss reported.
+
+Semantics (sections 3 and 4.1 of the wire-format reference):
+
+* **system**: Responses ``instructions`` and the system/developer messages that open the
+  conversation become the top-level ``system``: a string when it comes from one string, else a
+  list of ``text`` blocks (one per source text, so no separator is invented). Later system/developer
+  messages stay in place as ``role: "system"`` messages. developer -> system is ``developer_role``;
+  a Responses message turned into top-level text is ``instruction_position``.
+* **turns**: adjacent same-role messages become one message (the server merges them anyway); when
+  the merge erases a boundary the Anthropic -> source leg cannot restore, it is ``message_merge``.
+  Calls become ``tool_use`` blocks of the assistant turn; outputs become ``tool_result`` blocks
+  leading the *next* user message (moved there if needed: ``tool_output_order``), and user text
+  that follows the outputs joins that message. A call nobody answers is dropped
+  (``unanswered_call``: the API rejects it), as is an output with no call (``orphan_output``).
+* **arguments** become ``input`` objects: parsed with orjson; not an object -> ``{"_raw": text}``;
+  any case where compact orjson text would not give back the exact string is ``argument_string``.
+  Custom (free-form) calls are wrapped as ``{"input": text}`` (``custom_tool``).
+* **text**: empty and whitespace-only text is never emitted (``empty_text``); the final assistant
+  message (a prefill) loses trailing whitespace (``whitespace``).
+* **refusals** are kept as plain text blocks, so the assistant turn still says what the model
+  said, and reported as ``refusal`` (the refusal marker is what is lost).
+* **reasoning** is dropped (``reasoning``; ``encrypted_reasoning`` when it had opaque state):
+  ``thinking`` needs an Anthropic signature, which an OpenAI source never has.
+* **media**: data-URL images (jpeg/png/gif/webp) -> base64 sources, http(s) -> url sources; file
+  ids and other media types are ``image``. PDF data/URLs become ``document`` blocks, still reported
+  as ``file`` (filename and part shape are lost); other files are dropped (``file``).
+* **request**: ``model`` is carried verbatim (never invented: a body without one must get it from
+  the caller); ``max_tokens`` comes from ``max_output_tokens`` / ``max_completion_tokens`` /
+  ``max_tokens`` or is the documented :data:`DEFAULT_MAX_TOKENS` (``filled_default``, since the
+  source had no limit); Chat ``stop`` becomes ``stop_sequences``; everything else is
+  ``request_field`` (the pinned SDK's request type has no ``temperature`` or ``top_p``).
+
+The loss report promises that A -> Anthropic -> A differs nowhere else, so it also names:
+
+* values this body keeps but the existing Anthropic -> source encoders do not restore (a tool's
+  ``strict``, ``stop_sequences``, string content that shares a turn with other blocks);
+* boundaries made ambiguous: Anthropic messages, blocks and calls carry no ids, so when an element
+  is dropped or changes kind, a neighbour of the same kind that also changed can no longer be told
+  apart from it; that neighbour is reported whole (``message_merge``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from pipeline.encoders._context import Ctx
+from pipeline.losses import pointer
+from pipeline.schema import FORM_NULL, FORM_PARTS, FORM_STRING
+
+DEFAULT_MAX_TOKENS = 4096
+"""``max_tokens`` for a source without a token limit (Anthropic requires one)."""
+
+CALLS = frozenset(("function_call", "custom_tool_call"))
+OUTPUTS = frozenset(("function_call_output", "custom_tool_call_output"))
+TEXT_TYPES = frozenset(("input_text", "output_text", "text", None))
+IMAGE_MEDIA = frozenset(("image/jpeg", "image/png", "image/gif", "image/webp"))
+# A custom tool's free-form input wrapped as an object, and the schema declaring that wrapper.
+CUSTOM_SCHEMA = {"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}
+# Source keys for the output token limit, in order of preference.
+TOKEN_KEYS = {"responses": ("max_output_tokens",), "chat": ("max_completion_tokens", "max_tokens")}
+
+
+@dataclass(eq=False)
+class Seg:
+    """One source element's share of an Anthropic message: a message's blocks, a call or an output."""
+
+    kind: str  # "text" | "call" | "result"
+    role: str  # the Anthropic role: user | assistant | system
+    i: int  # canonical item index, for source pointers
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)  # source pointer of each block's text
+    string: bool = False  # the source content was a plain string (it may stay one)
+    call_id: str | None = None
+    placed: bool = False  # a result already put right after its call
+
+
+@dataclass(eq=False)
+class Turn:
+    """One Anthropic message being assembled from segments."""
+
+    role: str
+    segs: list[Seg]
+
+    def blocks(self) -> list[dict[str, Any]]:
+        return [b for s in self.segs for b in s.blocks]
+
+
+# ---------------------------------------------------------------------------------------------
+# Content blocks
+
+
+def _text_type_back(ctx: Ctx, where: str) -> str:
+    """The part type a text block comes back as from Anthropic (what the source must have had)."""
+    if ctx.source == "chat":
+        return "text"
+    return "output_text" if where == "assistant" else "input_text"
+
+
+def _text_block(ctx: Ctx, i: int, j: int, path: str, where: str) -> dict[str, Any] | None:
+    """A text (or refusal) part as a ``text`` block; part details Anthropic has no slot for are lost."""
+    c = ctx.v.content
+    t = c.type[j]
+    if t == "refusal":
+        ctx.lose(path, "refusal", "a refusal became plain text (Anthropic has no refusal part)")
+    elif t != _text_type_back(ctx, where):
+        ctx.lose(
+            path + "/type", "content_form", f"a '{t}' part comes back as '{_text_type_back(ctx, where)}'"
+        )
+    ann = c.annotations[j]
+    if ctx.source == "responses" and where == "assistant" and t != "refusal":
+        if ann != b"[]":
+            ctx.lose(path + "/annotations", "annotations", "Anthropic text blocks have no annotations")
+    elif ann is not None or "annotations" in (c.nulls[j] or ()):
+        ctx.lose(path + "/annotations", "annotations", "Anthropic text blocks have no annotations")
+    if c.logprobs[j] is not None or "logprobs" in (c.nulls[j] or ()):
+        ctx.lose(path + "/logprobs", "logprobs", "Anthropic requests have no logprobs")
+    for name in c.nulls[j] or ():
+        if name not in ("annotations", "logprobs"):
+            ctx.lose(path + pointer("refusal" if name == "text" and t == "refusal" else name),
+                     "unknown_field", f"explicit null '{name}' dropped")  # fmt: skip
+    for key in orjson.loads(c.extra[j]) if c.extra[j] is not None else ():
+        kind = "cache_control" if key == "prompt_cache_breakpoint" else "unknown_field"
+        ctx.lose(path + pointer(key), kind, f"'{key}' has no slot in an Anthropic text block")
+    text = c.text[j] or ""
+    if not text.strip():
+        ctx.lose(path, "empty_text", "Anthropic rejects empty or whitespace-only text blocks")
+        return None
+    return {"type": "text", "text": text}
+
+
+def image_source(url: Any) -> dict[str, Any] | None:
+    """An Anthropic image source for a data URL or http(s) URL; None when there is none.
+
+    A base64 source comes back as ``data:<media_type>;base64,<data>``, so only URLs of exactly that
+    shape (and a media type Anthropic takes) are converted.
+    """
+    if not isinstance(url, str):
+        return None
+    if url.startswith("data:"):
+        head, sep, data = url.partition(",")
+        media, _, enc = head[5:].partition(";")
+        if sep and enc == "base64" and media in IMAGE_MEDIA:
+            return {"type": "base64", "media_type": media, "data": data}
+        return None
+    if url.startswith(("https://", "http://")):
+        return {"type": "url", "url": url}
+    return None
+
+
+def _image_block(ctx: Ctx, extra: dict[str, Any], path: str) -> dict[str, Any] | None:
+    """Responses ``input_image`` / Chat ``image_url`` as an ``image`` block (``detail`` is lost)."""
+    if ctx.source == "chat":
+        inner = extra.get("image_url")
+        inner = inner if isinstance(inner, dict) else {}
+        url = inner.get("url")
+        lost = [("image_url/" + k, v) for k, v in inner.items() if k != "url"]
+        lost += [(k, v) for k, v in extra.items() if k != "image_url"]
+    else:
+        url = extra.get("image_url")
+        lost = [(k, v) for k, v in extra.items() if k != "image_url" and not (k == "detail" and v == "auto")]
+        if "detail" not in extra:
+            lost.append(("detail", None))  # comes back as detail 'auto'
+    source = image_source(url)
+    if source is None:
+        ctx.lose(path, "image", "no data URL (jpeg/png/gif/webp) or http(s) URL Anthropic can take")
+        return None
+    for key, _ in lost:
+        kind = "cache_control" if key == "prompt_cache_breakpoint" else "image"
+        ctx.lose(path + "/" + "/".join(pointer(p)[1:] for p in key.split("/")), kind,
+                 f"image '{key}' has no slot in Anthropic")  # fmt: skip
+    return {"type": "image", "source": source}
+
+
+def _document_block(ctx: Ctx, extra: dict[str, Any], path: str) -> dict[str, Any] | None:
+    """A PDF file part as a ``document`` block; anything else is dropped. Both are ``file`` losses:
+    the filename and part shape have no slot, and documents do not convert back."""
+    f = extra.get("file") if ctx.source == "chat" else extra
+    f = f if isinstance(f, dict) else {}
+    data, url = f.get("file_data"), f.get("file_url")
+    source: dict[str, Any] | None = None
+    if isinstance(data, str) and data.startswith("data:application/pdf;base64,"):
+        source = {"type": "base64", "media_type": "application/pdf", "data": data.partition(",")[2]}
+    elif isinstance(url, str) and url.startswith(("https://", "http://")):
+        source = {"type": "url", "url": url}
+    if source is None:
+        ctx.lose(path, "file", "a file part with no PDF data or URL has no equivalent in Anthropic")
+        return None
+    ctx.lose(path, "file", "a PDF file part became a document block (filename and shape not kept)")
+    block: dict[str, Any] = {"type": "document", "source": source}
+    if isinstance(f.get("filename"), str):
+        block["title"] = f["filename"]
+    return block
+
+
+def _part(ctx: Ctx, i: int, j: int, k: int, where: str) -> dict[str, Any] | None:
+    """Content part ``k`` (block ``j``) of item ``i`` as an Anthropic block, or None (with a loss)."""
+    c = ctx.v.content
+    t = c.type[j]
+    path = ctx.content_ptr(i, k)
+    if t in TEXT_TYPES or (t == "refusal" and where == "assistant"):
+        return _text_block(ctx, i, j, path, where)
+    extra = orjson.loads(c.extra[j]) if c.extra[j] is not None else {}
+    media_ok = where in ("user", "tool")
+    if t in ("input_image", "image_url") and media_ok:
+        return _image_block(ctx, extra, path)
+    if t in ("input_file", "file") and media_ok:
+        return _document_block(ctx, extra, path)
+    kind = {"input_image": "image", "image_url": "image", "input_file": "file", "file": "file",
+            "input_audio": "audio", "refusal": "refusal"}.get(t or "", "unknown_field")  # fmt: skip
+    ctx.lose(path, kind, f"a '{t}' part has no equivalent in an Anthropic {where} message")
+    return None
+
+
+def _content_blocks(ctx: Ctx, i: int, where: str, seg: Seg) -> None:
+    """Fill ``seg`` with item ``i``'s content (a message's text, or a tool output's content)."""
+    v = ctx.v
+    form = v.content_form[i]
+    if form == FORM_STRING:
+        text = v.content.text[v.content_off[i]]
+        path = ctx.content_ptr(i)
+        if text.strip():
+            seg.blocks.append({"type": "text", "text": text})
+            seg.paths.append(path)
+            seg.string = True
+        else:
+            ctx.lose(path, "empty_text", "Anthropic rejects empty or whitespace-only text")
+        return
+    if form != FORM_PARTS:
+        return
+    for k, j in enumerate(ctx.blocks(i)):
+        block = _part(ctx, i, j, k, where)
+        if block is not None:
+            seg.blocks.append(block)
+            seg.paths.append(ctx.content_ptr(i, k) + ("/text" if block["type"] == "text" else ""))
+
+
+# ---------------------------------------------------------------------------------------------
+# Items -> segments
+
+
+def _item_keys_lost(ctx: Ctx, i: int, skip: tuple[str, ...] = ()) -> None:
+    """Item id, status, phase, namespace, name and unknown keys: Anthropic has no slot for them.
+
+    A message's id is its identity: without it the message comes back as another item (and a
+    Responses output message with a generated id), so that loss covers the whole message. Calls
+    and outputs keep their identity in ``call_id``.
+    """
+    v = ctx.v
+    base = ctx.item_ptr(i)
+    nulls = v.nulls[i] or ()
+    for fld, kind in (("id", "item_id"), ("status", "status"), ("phase", "phase"),
+                      ("namespace", "namespace"), ("name", "name")):  # fmt: skip
+        if fld not in skip and (getattr(v, fld)[i] is not None or fld in nulls):
+            whole = fld == "id" and v.type[i] == "message"
+            ctx.lose(base if whole else base + "/" + fld, kind, f"Anthropic has no {fld} here")
+    if "native_type" in nulls:
+        ctx.lose(base, "content_form", "an explicit null type tag is not kept")
+    for key in ctx.extra(i):
+        if key in skip:
+            continue
+        kind = "reasoning" if key in ("reasoning_content", "reasoning") else "unknown_field"
+        ctx.lose(base + pointer(key), kind, f"'{key}' has no slot in Anthropic")
+
+
+def _message_seg(ctx: Ctx, i: int) -> Seg | None:
+    """A message item as a text segment (None when it has nothing Anthropic can hold)."""
+    v = ctx.v
+    role = v.role[i] or "user"
+    base = ctx.item_ptr(i)
+    if role == "developer":
+        ctx.lose(base, "developer_role", "Anthropic has no developer role; it became system")
+        role = "system"
+    elif role not in ("user", "assistant", "system"):
+        ctx.lose(base + "/role", "unknown_field", f"role '{role}' has no equivalent; sent as user")
+        role = "user"
+    seg = Seg("text", role, i)
+    _content_blocks(ctx, i, role, seg)
+    _item_keys_lost(ctx, i, ("refusal",) if ctx.source == "chat" else ())
+    refusal = ctx.extra(i).get("refusal", ...) if ctx.source == "chat" else ...
+    if refusal is not ...:
+        ctx.lose(base + "/refusal", "refusal", "the refusal field became plain text (or was empty)")
+        if isinstance(refusal, str) and refusal.strip():  # a refusal message becomes a text message
+            ctx.lose(base, "refusal", "the refusal text was added to the message content")
+            seg.blocks.append({"type": "text", "text": refusal})
+            seg.paths.append(base + "/refusal")
+            seg.string = False
+    if seg.blocks:
+        return seg
+    has_calls = i + 1 < ctx.end and ctx.v.group[i + 1] == v.group[i] and v.type[i + 1] in CALLS
+    if ctx.source == "chat" and has_calls:
+        if v.content_form[i] not in (FORM_NULL, FORM_STRING):  # absent or [] come back as null
+            ctx.lose(ctx.content_ptr(i), "content_form", "content without text comes back as null")
+        return None
+    ctx.lose(base, "content_form", "a message with no text Anthropic can hold is dropped")
+    return None
+
+
+def _arguments_path(ctx: Ctx, i: int, key: str) -> str:
+    sub = "custom" if ctx.v.type[i] == "custom_tool_call" else "function"
+    return ctx.item_ptr(i) + (f"/{sub}/{key}" if ctx.source == "chat" else f"/{key}")
+
+
+def tool_input(ctx: Ctx, raw: str | None, path: str) -> dict[str, Any]:
+    """Parsed ``arguments`` as the object ``tool_use.input`` needs.
+
+    Anthropic stores an object, which comes back as compact orjson text: anything else (invalid
+    JSON, a non-object, other formatting, duplicate keys) is an ``argument_string`` loss.
+    """
+    if raw is None:
+        ctx.lose(path, "argument_string", "missing arguments sent as {}")
+        return {}
+    try:
+        parsed = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        parsed = ...
+    if not isinstance(parsed, dict):
+        ctx.lose(path, "argument_string", "arguments are not a JSON object; wrapped as {'_raw': text}")
+        return {"_raw": raw}
+    if orjson.dumps(parsed) != raw.encode():
+        ctx.lose(path, "argument_string", "arguments re-serialised: formatting is not kept")
+    return parsed
+
+
+def _call_seg(ctx: Ctx, i: int) -> Seg:
+    """A function or custom call as a ``tool_use`` block (custom input wrapped as an object)."""
+    v = ctx.v
+    base = ctx.item_ptr(i)
+    call_id = v.call_id[i]
+    if call_id is None:
+        call_id = f"toolu_gen_{i - ctx.start}"
+        ctx.lose(base + "/" + ctx.wire_key(i, "call_id"), "generated_id", "a call without id got one")
+    if v.type[i] == "custom_tool_call":
+        # In Chat the call changes kind inside tool_calls, where calls have no key to align on.
+        where = ctx.message_ptr(i) + "/tool_calls" if ctx.source == "chat" else base
+        ctx.lose(where, "custom_tool", "a free-form call was wrapped as tool_use input {'input': text}")
+        tool_in: dict[str, Any] = {"input": v.input[i] or ""}
+    else:
+        tool_in = tool_input(ctx, v.arguments[i], _arguments_path(ctx, i, "arguments"))
+    if v.name[i] is None:
+        ctx.lose(base, "name", "a call without a tool name was sent with name ''")
+    block = {"type": "tool_use", "id": call_id, "name": v.name[i] or "", "input": tool_in}
+    _call_keys_lost(ctx, i)
+    return Seg("call", "assistant", i, [block], [base], call_id=call_id)
+
+
+def _call_keys_lost(ctx: Ctx, i: int) -> None:
+    v = ctx.v
+    base = ctx.item_ptr(i)
+    if ctx.source == "chat":
+        extra = ctx.extra(i)
+        sub_key = "custom" if v.type[i] == "custom_tool_call" else "function"
+        for key in extra.pop(sub_key, {}):
+            ctx.lose(base + pointer(sub_key, key), "unknown_field", f"'{key}' has no slot in tool_use")
+        for key in extra:
+            ctx.lose(base + pointer(key), "unknown_field", f"'{key}' has no slot in tool_use")
+        if v.native_type[i] is None:
+            ctx.lose(base + "/type", "content_form", "a tool call without type comes back with one")
+        return
+    _item_keys_lost(ctx, i, ("name",))
+
+
+def _result_seg(ctx: Ctx, i: int) -> Seg:
+    """A tool output as a ``tool_result`` block; an empty string output is sent without content."""
+    v = ctx.v
+    base = ctx.item_ptr(i)
+    seg = Seg("result", "user", i, call_id=v.call_id[i])
+    if v.type[i] == "custom_tool_call_output":
+        ctx.lose(base, "custom_tool", "a custom tool output comes back as a function output")
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": v.call_id[i] or ""}
+    form = v.content_form[i]
+    extra = ctx.extra(i)
+    if form == FORM_STRING:
+        text = v.content.text[v.content_off[i]]
+        if text.strip():
+            block["content"] = text
+        elif text:  # "" is simply left out (and comes back as ""); whitespace is rejected as text
+            ctx.lose(ctx.content_ptr(i), "empty_text", "a whitespace-only output was sent without content")
+    elif form == FORM_PARTS:
+        parts = Seg("text", "user", i)
+        _content_blocks(ctx, i, "tool", parts)
+        if parts.blocks:
+            block["content"] = parts.blocks
+        else:
+            ctx.lose(ctx.content_ptr(i), "content_form", "an output with no content Anthropic can hold")
+    elif ctx.source == "responses" and "output" in extra:
+        block["content"] = orjson.dumps(extra["output"]).decode()
+        ctx.lose(ctx.content_ptr(i), "content_form", "a JSON value output was sent as its JSON text")
+    else:
+        ctx.lose(ctx.content_ptr(i), "content_form", "a null or absent output was sent without content")
+    _item_keys_lost(ctx, i, ("output",))
+    seg.blocks.append(block)
+    seg.paths.append(base)
+    return seg
+
+
+def _dropped(ctx: Ctx, i: int) -> None:
+    """Items Anthropic cannot hold: reasoning, compaction, references, hosted and unknown items."""
+    v = ctx.v
+    t = v.type[i]
+    base = ctx.item_ptr(i)
+    if t == "reasoning":
+        ctx.lose(base, "reasoning", "OpenAI reasoning has no valid Anthropic thinking signature")
+        if v.encrypted_content[i] is not None:
+            ctx.lose(base + "/encrypted_content", "encrypted_reasoning", "opaque reasoning state dropped")
+    elif t in ("compaction", "compaction_trigger"):
+        ctx.lose(base, "compaction", "Anthropic has no equivalent of an OpenAI compaction item")
+    elif t == "item_reference":
+        ctx.lose(base, "unknown_item", "an item reference cannot be resolved here")
+    else:
+        known = t.endswith(("_call", "_call_output", "_tool_result", "_tool_use")) or t.startswith("mcp_")
+        ctx.lose(base, "hosted_tool" if known else "unknown_item", f"'{t}' has no equivalent in Anthropic")
+
+
+def _segments(ctx: Ctx, skip: set[int]) -> list[Seg]:
+    """Every item not in ``skip`` (the leading system messages) as segments, in source order."""
+    v = ctx.v
+    segs: list[Seg] = []
+    for i in range(ctx.start, ctx.end):
+        t = v.type[i]
+        if i in skip:
+            continue
+        if t == "message":
+            seg = _message_seg(ctx, i)
+            if seg is not None:
+                segs.append(seg)
+        elif t in CALLS:
+            segs.append(_call_seg(ctx, i))
+        elif t in OUTPUTS and v.role[i] != "function":
+            segs.append(_result_seg(ctx, i))
+        elif t in OUTPUTS:
+            ctx.lose(ctx.item_ptr(i), "orphan_output", "a legacy function result has no call id to pair")
+        else:
+            _dropped(ctx, i)
+    return segs
+
+
+# ---------------------------------------------------------------------------------------------
+# System
+
+
+def _leading_system(ctx: Ctx) -> list[int]:
+    """System/developer messages before the first item Anthropic would show (they go to ``system``)."""
+    v = ctx.v
+    out = []
+    for i in range(ctx.start, ctx.end):
+        t = v.type[i]
+        if t == "message" and v.role[i] in ("system", "developer"):
+            out.append(i)
+        elif t in ("message", *CALLS, *OUTPUTS):
+            break
+    return out
+
+
+def _instruction_pieces(ctx: Ctx) -> list[tuple[str, bool]]:
+    """Responses ``instructions`` as (text, from a string) pieces for ``system``."""
+    view, r = ctx.view, ctx.r
+    form = view.instr_form[r]
+    if form == FORM_NULL:
+        ctx.lose("/instructions", "content_form", "explicit null instructions dropped")
+    if form != FORM_STRING:
+        return []
+    text = view.instr.text[view.instr_off[r]]
+    if not text.strip():
+        ctx.lose("/instructions", "empty_text", "empty instructions produce no system prompt")
+        return []
+    return [(text, True)]
+
+
+def _system(ctx: Ctx, leading: list[int]) -> Any:
+    """The top-level ``system`` value (``...`` when there is none)."""
+    pieces = _instruction_pieces(ctx)
+    for i in leading:
+        seg = Seg("text", "system", i)
+        if ctx.v.role[i] == "developer":
+            ctx.lose(ctx.item_ptr(i), "developer_role", "developer became the system prompt")
+        _content_blocks(ctx, i, "system", seg)
+        _item_keys_lost(ctx, i)
+        if ctx.source == "responses":
+            ctx.lose(ctx.item_ptr(i), "instruction_position", "a leading message became top-level system")
+        elif len(leading) > 1:
+            ctx.lose(ctx.item_ptr(i), "message_merge", "leading system messages became one system prompt")
+        if not seg.blocks:
+            ctx.lose(ctx.item_ptr(i), "empty_text", "a system message with no text is dropped")
+        pieces += [(b["text"], seg.string) for b in seg.blocks]
+    if leading and ctx.source == "responses":
+        ctx.lose("/instructions", "instruction_position", "leading messages joined the instructions")
+    if not pieces:
+        return ...
+    if len(pieces) == 1 and pieces[0][1]:
+        return pieces[0][0]
+    return [{"type": "text", "text": text} for text, _ in pieces]
+
+
+# ---------------------------------------------------------------------------------------------
+# Turns: grouping, tool pairing, merging
+
+
+def _group(segs: list[Seg]) -> list[Turn]:
+    turns: list[Turn] = []
+    for seg in segs:
+        if turns and turns[-1].role == seg.role:
+            turns[-1].segs.append(seg)
+        else:
+            turns.append(Turn(seg.role, [seg]))
+    return turns
+
+
+def _answer(ctx: Ctx, turns: list[Turn], k: int) -> None:
+    """Move the outputs of turn ``k``'s calls to the front of the next user message; drop calls
+    nobody answers (the API rejects a ``tool_use`` without a ``tool_result`` right after it)."""
+    turn = turns[k]
+    found: list[Seg] = []
+    for call in [s for s in turn.segs if s.kind == "call"]:
+        hit = next(
+            (s for t in turns[k + 1 :] for s in t.segs
+             if s.kind == "result" and not s.placed and s.call_id == call.call_id
+             and not any(s is f for f in found)),
+            None,
+        )  # fmt: skip
+        if hit is None:
+            turn.segs.remove(call)
+            ctx.lose(ctx.item_ptr(call.i), "unanswered_call", "a call without output is dropped")
+        else:
+            found.append(hit)
+    if not found:
+        return
+    if k + 1 == len(turns) or turns[k + 1].role != "user":
+        turns.insert(k + 1, Turn("user", []))
+    head = turns[k + 1].segs
+    in_place = _leading_results(head)
+    for seg in found:
+        if not any(seg is s for s in in_place):
+            ctx.lose(ctx.item_ptr(seg.i), "tool_output_order", "moved right after the message with its call")
+            for other in _jumped(turns[k + 1 :], seg, found):
+                ctx.lose(
+                    ctx.message_ptr(other.i), "tool_output_order", "a later tool output moved before this"
+                )
+        for t in turns[k + 1 :]:
+            if any(seg is s for s in t.segs):
+                t.segs.remove(seg)
+                break
+        seg.placed = True
+    head[:0] = sorted(found, key=lambda s: s.i)
+
+
+def _jumped(turns: list[Turn], seg: Seg, moving: list[Seg]) -> list[Seg]:
+    """The segments a moved output now precedes although it came after them."""
+    out = []
+    for s in (s for t in turns for s in t.segs):
+        if s is seg:
+            return out
+        if not any(s is m for m in moving):
+            out.append(s)
+    return out
+
+
+def _leading_results(segs: list[Seg]) -> list[Seg]:
+    """The tool results a user message starts with (already where Anthropic wants them)."""
+    out = []
+    for s in segs:
+        if s.kind != "result":
+            break
+        out.append(s)
+    return out
+
+
+def _merge_adjacent(turns: list[Turn]) -> list[Turn]:
+    """Drop empty turns and join neighbours of the same role."""
+    out: list[Turn] = []
+    for t in turns:
+        if not t.segs:
+            continue
+        if out and out[-1].role == t.role:
+            out[-1].segs.extend(t.segs)
+        else:
+            out.append(t)
+    return out
+
+
+def _pair(ctx: Ctx, turns: list[Turn]) -> list[Turn]:
+    """Give every call its output in the next user message; drop orphans of either kind."""
+    k = 0
+    while k < len(turns):
+        turn = turns[k]
+        if turn.role == "assistant":
+            _answer(ctx, turns, k)
+        for seg in [s for s in turn.segs if s.kind == "result" and not s.placed]:
+            turn.segs.remove(seg)
+            ctx.lose(ctx.item_ptr(seg.i), "orphan_output", "an output with no call right before it")
+        k += 1
+    return _merge_adjacent(turns)
+
+
+def _strip_final(ctx: Ctx, turns: list[Turn]) -> list[Turn]:
+    """A final assistant message is a prefill: Anthropic rejects trailing whitespace there."""
+    while turns and turns[-1].role == "assistant":
+        turn = turns[-1]
+        seg = turn.segs[-1]
+        block = seg.blocks[-1] if seg.blocks else None
+        if block is None or block["type"] != "text":
+            return turns
+        text = block["text"].rstrip()
+        if text == block["text"]:
+            return turns
+        if text:
+            block["text"] = text
+            ctx.lose(seg.paths[-1], "whitespace", "trailing whitespace of the final assistant text removed")
+            return turns
+        ctx.lose(seg.paths[-1], "empty_text", "whitespace-only final assistant text dropped")
+        seg.blocks.pop()
+        seg.paths.pop()
+        seg.string = False
+        if not seg.blocks:
+            turn.segs.pop()
+            if seg.kind == "text":
+                ctx.lose(ctx.item_ptr(seg.i), "content_form", "the message had only whitespace")
+        if not turn.segs:
+            turns.pop()
+    return turns
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering and the losses that depend on the final shape
+
+
+def _vanished(ctx: Ctx, segs: list[Seg], turns: list[Turn]) -> None:
+    """A Chat message whose every part was dropped is gone as a whole, and one whose every call was
+    dropped has lost its ``tool_calls`` key: say so at those paths."""
+    kept = {ctx.message_ptr(s.i) for t in turns for s in t.segs}
+    with_calls = {ctx.message_ptr(s.i) for t in turns for s in t.segs if s.kind == "call"}
+    for ptr in {ctx.message_ptr(s.i) for s in segs if s.kind == "call"} - with_calls:
+        if ctx.source == "chat" and ptr in kept:
+            ctx.lose(ptr + "/tool_calls", "unanswered_call", "none of its calls is left")
+    reported = {loss.path for loss in ctx.losses}
+    kinds = {"call": "unanswered_call", "result": "orphan_output", "text": "content_form"}
+    for seg in segs:
+        ptr = ctx.message_ptr(seg.i)
+        if ptr not in kept and ptr not in reported:
+            ctx.lose(ptr, kinds[seg.kind], "nothing of this message is left")
+            reported.add(ptr)
+
+
+def _source_lists(ctx: Ctx) -> list[list[tuple[str, tuple[Any, ...]]]]:
+    """The source's lists as (pointer, shape) pairs: the items/messages, each content list and each
+    Chat ``tool_calls`` list. The shape is what tells elements apart without ids (kind, role, call),
+    taken as it comes back (developer as system, a refusal part as text, any call as a call)."""
+    v = ctx.v
+    top: list[tuple[str, tuple[Any, ...]]] = []
+    calls: dict[str, list[tuple[str, tuple[Any, ...]]]] = {}
+    lists = [top]
+    for i in range(ctx.start, ctx.end):
+        ptr = ctx.message_ptr(i)
+        if ctx.source == "chat" and v.type[i] in CALLS:
+            calls.setdefault(ptr, []).append((ctx.item_ptr(i), ("call",)))
+        elif not top or top[-1][0] != ptr:
+            kind = "message" if v.type[i] == "message" else v.native_type[i]
+            role = "system" if v.role[i] == "developer" else v.role[i]
+            top.append((ptr, (kind, role, v.call_id[i])))
+        if v.content_form[i] == FORM_PARTS and v.type[i] != "reasoning":
+            c = v.content
+            lists.append([(ctx.content_ptr(i, k), ("text" if c.type[j] in TEXT_TYPES or c.type[j] == "refusal"
+                          else c.type[j],)) for k, j in enumerate(ctx.blocks(i))])  # fmt: skip
+    return lists + list(calls.values())
+
+
+def _ambiguous_neighbours(ctx: Ctx) -> None:
+    """Elements Anthropic drops or reshapes leave their same-shape neighbours indistinguishable.
+
+    Messages, parts and calls have no ids once converted, so when an element goes away (or comes
+    back as something else), a neighbour of the same role/type that also changed cannot be told
+    apart from it: that neighbour's boundary is lost too, and is reported as a whole. The search
+    stops at elements with no loss at all, which come back unchanged and so anchor the order.
+    """
+    whole = {loss.path for loss in ctx.losses}
+    above = {q[:n] for q in whole for n in range(len(q)) if q[n] == "/"}  # proper prefixes
+
+    def touched(p: str) -> bool:
+        """A loss at, under or above ``p``: the element does not come back unchanged."""
+        return p in whole or p in above or any(p[:n] in whole for n in range(1, len(p)) if p[n] == "/")
+
+    for elems in _source_lists(ctx):
+        todo = [n for n, (ptr, _) in enumerate(elems) if ptr in whole]
+        while todo:
+            n = todo.pop()
+            for step in (-1, 1):
+                m = n + step
+                while 0 <= m < len(elems) and touched(elems[m][0]):
+                    ptr, shape = elems[m]
+                    if shape == elems[n][1] and ptr not in whole:
+                        ctx.lose(ptr, "message_merge", "a dropped or reshaped neighbour of the same kind "
+                                 "makes this element's boundary ambiguous")  # fmt: skip
+                        whole.add(ptr)
+                        todo.append(m)
+                    m += step
+
+
+def _merge_losses(ctx: Ctx, turn: Turn) -> None:
+    """Boundaries the way back cannot restore: adjacent texts of two source messages become one
+    message; in Chat, calls after another message's text attach to that message."""
+    for a, b in zip(turn.segs, turn.segs[1:], strict=False):
+        if ctx.message_ptr(a.i) == ctx.message_ptr(b.i):
+            continue
+        if a.kind == "text" and b.kind == "text":
+            ctx.lose(ctx.message_ptr(b.i), "message_merge", "joined the previous message of the same role")
+            ctx.lose(ctx.message_ptr(a.i), "message_merge", "the next message's text joined this one")
+        elif ctx.source == "chat" and b.kind == "call" and a.kind in ("text", "call"):
+            ctx.lose(ctx.message_ptr(b.i), "message_merge", "its calls joined the previous assistant message")
+            ctx.lose(ctx.message_ptr(a.i), "message_merge", "the next message's calls joined this one")
+
+
+def _shape_losses(ctx: Ctx, seg: Seg, as_string: bool) -> None:
+    """What a text segment's message looks like on the way back, versus the source."""
+    v = ctx.v
+    i = seg.i
+    if seg.string and not as_string:
+        ctx.lose(ctx.content_ptr(i), "content_form", "string content became a block in a list")
+    if ctx.source != "responses":
+        return
+    base = ctx.item_ptr(i)
+    if seg.role == "assistant" and not as_string:
+        # comes back as an output message: type 'message', a generated id, status 'completed'
+        if v.native_type[i] != "message":  # a changed type tag changes what the item is: whole item
+            ctx.lose(base, "content_form", "comes back as an output message (type 'message')")
+        if v.id[i] is None and "id" not in (v.nulls[i] or ()):
+            ctx.lose(base, "item_id", "Anthropic has no message id; it comes back with a generated one")
+        if v.status[i] is None and "status" not in (v.nulls[i] or ()):
+            ctx.lose(base + "/status", "status", "Anthropic has no status; it comes back 'completed'")
+    elif v.native_type[i] is not None and ctx.view.items_form[ctx.r] != FORM_STRING:
+        ctx.lose(base, "content_form", "the message type tag is not kept (it comes back without one)")
+
+
+def _render(ctx: Ctx, turn: Turn) -> dict[str, Any]:
+    _merge_losses(ctx, turn)
+    segs = turn.segs
+    as_string = len(segs) == 1 and segs[0].kind == "text" and segs[0].string and len(segs[0].blocks) == 1
+    for seg in segs:
+        if seg.kind == "text":
+            _shape_losses(ctx, seg, as_string)
+    if as_string:
+        return {"role": turn.role, "content": segs[0].blocks[0]["text"]}
+    return {"role": turn.role, "content": turn.blocks()}
+
+
+def encode(ctx: Ctx) -> dict[str, Any]:
+    """Convert one canonical row (Responses or Chat request) to an Anthropic Messages request body."""
+    if ctx.view.instr_form[ctx.r] == "items":
+        raise ValueError("converting instructions given as an item list is not supported yet")
+    if ctx.source == "responses" and ctx.view.items_form[ctx.r] == FORM_STRING:
+        ctx.lose("/input", "content_form", "the string input shorthand becomes a user message")
+    leading = _leading_system(ctx)
+    system = _system(ctx, leading)
+    skip = set(leading)
+    segs = _segments(ctx, skip)
+    turns = _strip_final(ctx, _pair(ctx, _group(segs)))
+    _vanished(ctx, segs, turns)
+    body: dict[str, Any] = {}
+    if system is not ...:
+        body["system"] = system
+    body["messages"] = [_render(ctx, t) for t in turns]
+    _ambiguous_neighbours(ctx)
+    return _top(ctx, body)
+
+
+# ---------------------------------------------------------------------------------------------
+# Request fields
+
+
+def _function_tool(ctx: Ctx, tool: dict[str, Any], path: str) -> dict[str, Any]:
+    """A function tool as ``{name, description, input_schema, strict}``."""
+    fn = tool.get("function") if ctx.source == "chat" else tool
+    fn = fn if isinstance(fn, dict) else {}
+    fpath = path + "/function" if ctx.source == "chat" else path
+    out: dict[str, Any] = {"name": fn.get("name") or ""}
+    if isinstance(fn.get("description"), str):
+        out["description"] = fn["description"]
+    elif "description" in fn:
+        ctx.lose(fpath + "/description", "tools", "a non-string description has no slot in Anthropic")
+    params = fn.get("parameters")
+    if isinstance(params, dict):
+        out["input_schema"] = params
+    else:
+        out["input_schema"] = {"type": "object"}
+        ctx.lose(fpath + "/parameters", "tools", "missing parameters became an empty object schema")
+    strict = fn.get("strict")
+    if isinstance(strict, bool):
+        out["strict"] = strict
+    if strict is not None or ("strict" in fn) == (ctx.source == "chat"):  # back: Responses null, Chat absent
+        ctx.lose(fpath + "/strict", "tools", "strict is not restored from Anthropic tools")
+    known = {"name", "description", "parameters", "strict", "type"}
+    for key in fn.keys() - known:
+        ctx.lose(fpath + pointer(key), "tools", f"tool '{key}' has no slot in Anthropic")
+    if ctx.source == "chat":
+        for key in tool.keys() - {"type", "function"}:
+            ctx.lose(path + pointer(key), "tools", f"tool '{key}' has no slot in Anthropic")
+    return out
+
+
+def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
+    out = []
+    for k, tool in enumerate(raw if isinstance(raw, list) else []):
+        path = pointer("tools", k)
+        t = tool.get("type") if isinstance(tool, dict) else None
+        if t == "function":
+            out.append(_function_tool(ctx, tool, path))
+        elif t == "custom":
+            spec = tool.get("custom") if ctx.source == "chat" else tool
+            spec = spec if isinstance(spec, dict) else {}
+            new = {"name": spec.get("name") or "", "input_schema": CUSTOM_SCHEMA}
+            if isinstance(spec.get("description"), str):
+                new["description"] = spec["description"]
+            # reported on the list: the tool changes kind, and tools have no key to align on
+            ctx.lose(
+                "/tools", "tools", f"custom tool {k} became a tool taking {{'input': text}}; format lost"
+            )
+            out.append(new)
+        else:
+            ctx.lose(path, "tools", f"a '{t}' tool has no equivalent in Anthropic")
+    if not isinstance(raw, list) or not out:
+        ctx.lose("/tools", "tools", "no tool Anthropic can declare")
+    return out
+
+
+def _tool_choice(ctx: Ctx, raw: Any) -> dict[str, Any] | None:
+    simple = {"auto": "auto", "required": "any", "none": "none"}
+    if isinstance(raw, str) and raw in simple:
+        return {"type": simple[raw]}
+    if isinstance(raw, dict) and raw.get("type") == "function":
+        inner = raw.get("function") if ctx.source == "chat" else raw
+        if isinstance(inner, dict) and isinstance(inner.get("name"), str):
+            if ctx.source == "chat":
+                extra = (raw.keys() - {"type", "function"}) | (inner.keys() - {"type", "name"})
+            else:  # Responses keeps the name flat on the choice itself
+                extra = raw.keys() - {"type", "name"}
+            if not extra:
+                return {"type": "tool", "name": inner["name"]}
+    ctx.lose("/tool_choice", "tools", "tool_choice has no equivalent in Anthropic")
+    return None
+
+
+def _max_tokens(ctx: Ctx, extra: dict[str, Any]) -> int:
+    """Anthropic requires ``max_tokens``: the source's limit, or :data:`DEFAULT_MAX_TOKENS`."""
+    keys = TOKEN_KEYS[ctx.source]
+    value: int | None = None
+    for key in keys:
+        if key not in extra:
+            continue
+        x = extra.pop(key)
+        if value is None and type(x) is int and x >= 1:
+            value = x
+            if key != keys[0]:
+                ctx.lose(pointer(key), "request_field", f"'{key}' comes back as '{keys[0]}'")
+                ctx.lose(pointer(keys[0]), "request_field", f"'{keys[0]}' comes back instead of '{key}'")
+        else:
+            ctx.lose(pointer(key), "request_field", f"'{key}' not used for Anthropic max_tokens")
+    if value is None:
+        ctx.lose(
+            pointer(keys[0]), "filled_default", f"no token limit; max_tokens {DEFAULT_MAX_TOKENS} was set"
+        )
+        return DEFAULT_MAX_TOKENS
+    return value
+
+
+def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
+    """Model, max_tokens, tools and the top-level keys Anthropic shares; the rest is lost."""
+    view, r = ctx.view, ctx.r
+    out: dict[str, Any] = {}
+    if view.model[r] is not None:
+        out["model"] = view.model[r]
+    extra = orjson.loads(view.extra[r]) if view.extra[r] is not None else {}
+    out["max_tokens"] = _max_tokens(ctx, extra)
+    out.update(body)
+    if view.tools[r] is not None:
+        tools = _tools(ctx, orjson.loads(view.tools[r]))
+        if tools:
+            out["tools"] = tools
+    if view.tool_choice[r] is not None:
+        choice = _tool_choice(ctx, orjson.loads(view.tool_choice[r]))
+        if choice is not None:
+            out["tool_choice"] = choice
+    for name in view.nulls[r] or ():
+        ctx.lose("/" + name, "request_field", f"explicit null '{name}' dropped")
+    for key, value in extra.items():
+        if key == "stop" and ctx.source == "chat" and _stop_sequences(value) is not None:
+            out["stop_sequences"] = _stop_sequences(value)
+            ctx.lose("/stop", "request_field", "kept as stop_sequences, which does not map back to Chat")
+        else:
+            ctx.lose(pointer(key), "request_field", f"'{key}' is not carried to Anthropic")
+    return out
+
+
+def _stop_sequences(value: Any) -> list[str] | None:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and value and all(isinstance(s, str) for s in value):
+        return value
+    return None
