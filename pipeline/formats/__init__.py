@@ -13,7 +13,6 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
-import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -86,8 +85,10 @@ def conversation_id(raw: bytes, source_file: str | None, line: int) -> str:
     return h.hexdigest()
 
 
-# A JSON integer of 20 or more digits may not fit in 64 bits (2**64 has 20 digits).
-_LONG_INT = re.compile(rb"(?<![\d.eE])-?\d{20,}(?![\d.eE])")
+# A JSON integer of 20 or more digits may not fit in 64 bits (2**64 has 20 digits). Mapping every
+# digit to "0" and searching for twenty of them runs at C speed (a regex costs ~100x more here).
+_DIGITS_TO_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
+_TWENTY_DIGITS = b"0" * 20
 
 
 def _find_big_int(value: Any, path: str = "$") -> str | None:
@@ -107,7 +108,7 @@ def _loads(raw: bytes) -> Any:
     the standard library) only when a 20+ digit run appears.
     """
     value = orjson.loads(raw)
-    if _LONG_INT.search(raw):
+    if _TWENTY_DIGITS in raw.translate(_DIGITS_TO_ZERO):
         path = _find_big_int(json.loads(raw))
         if path is not None:
             raise RecordError(path, "integer outside the 64-bit range cannot be stored exactly")
