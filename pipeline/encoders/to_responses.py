@@ -294,6 +294,10 @@ def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
                 ctx.lose(
                     path + "/function" + pointer(extra), "tools", f"tool '{extra}' has no slot in Responses"
                 )
+            for required in ("parameters", "strict"):  # required (nullable) on Responses function tools
+                if required not in fn:
+                    new[required] = None
+                    ctx.lose(path + "/function/" + required, "filled_default", f"'{required}' set to null")
             out.append(new)
         elif ctx.source == "chat" and tool.get("type") == "custom" and isinstance(tool.get("custom"), dict):
             custom = tool["custom"]
