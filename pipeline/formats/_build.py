@@ -185,6 +185,15 @@ class Item:
         else:
             self.nulls.append(name)
 
+    def set_str(self, field: str, key: str, value: Any) -> None:
+        """Wire key ``key`` into string column ``field``: null to ``nulls``, another type verbatim."""
+        if type(value) is str:
+            setattr(self, field, value)
+        elif value is None:
+            self.null(field)
+        else:
+            self.keep(key, value)
+
     def keep(self, key: str, value: Any) -> None:
         """Keep a key that is not modelled (or has an unexpected type) verbatim."""
         if self.extra is None:

@@ -62,14 +62,6 @@ def _is_item_block(btype: Any) -> bool:
     )
 
 
-def _set_str(it: Item, field: str, key: str, value: Any) -> None:
-    if type(value) is str:
-        setattr(it, field, value)
-    elif value is None:
-        it.null(field)
-    else:
-        it.keep(key, value)
-
 
 def _decode_item_block(cols: ItemCols, block: dict[str, Any], it: Item, path: str) -> None:
     btype = block["type"]
@@ -79,9 +71,9 @@ def _decode_item_block(cols: ItemCols, block: dict[str, Any], it: Item, path: st
         it.type = _CALLS[btype]
         for k, v in block.items():
             if k == "id":
-                _set_str(it, "call_id", k, v)
+                it.set_str("call_id", k, v)
             elif k == "name":
-                _set_str(it, "name", k, v)
+                it.set_str("name", k, v)
             elif k == "input":
                 if v is None:
                     it.null("arguments")
@@ -93,7 +85,7 @@ def _decode_item_block(cols: ItemCols, block: dict[str, Any], it: Item, path: st
         it.type = "function_call_output" if btype == "tool_result" else btype
         for k, v in block.items():
             if k == "tool_use_id":
-                _set_str(it, "call_id", k, v)
+                it.set_str("call_id", k, v)
             elif k == "content" and btype == "tool_result" and (type(v) in (str, list) or v is None):
                 has_content = add_content(cols.content, it, v, f"{path}.content")
             elif k != "type":
@@ -111,14 +103,14 @@ def _decode_item_block(cols: ItemCols, block: dict[str, Any], it: Item, path: st
             elif k == "thinking" and v is None:
                 it.content_form = FORM_NULL
             elif k == "signature":
-                _set_str(it, "signature", k, v)
+                it.set_str("signature", k, v)
             elif k != "type":
                 it.keep(k, v)
     elif btype == "redacted_thinking":
         it.type = "reasoning"
         for k, v in block.items():
             if k == "data":
-                _set_str(it, "encrypted_content", k, v)
+                it.set_str("encrypted_content", k, v)
             elif k != "type":
                 it.keep(k, v)
     else:  # compaction (beta): content is the summary string, null when compaction failed
@@ -127,7 +119,7 @@ def _decode_item_block(cols: ItemCols, block: dict[str, Any], it: Item, path: st
             if k == "content" and (type(v) is str or v is None):
                 has_content = add_content(cols.content, it, v, f"{path}.content")
             elif k in ("encrypted_content", "signature"):
-                _set_str(it, k, k, v)
+                it.set_str(k, k, v)
             elif k != "type":
                 it.keep(k, v)
         if it.content_form is None:

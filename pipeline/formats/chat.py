@@ -38,14 +38,6 @@ def is_response(rec: dict[str, Any]) -> bool:
     return "choices" in rec and "messages" not in rec
 
 
-def _set_str(it: Item, field: str, key: str, value: Any) -> None:
-    if type(value) is str:
-        setattr(it, field, value)
-    elif value is None:
-        it.null(field)
-    else:
-        it.keep(key, value)
-
 
 def _decode_tool_call(
     cols: ItemCols, tc: Any, role: str, section: str, group: int, j: int, path: str
@@ -59,18 +51,18 @@ def _decode_tool_call(
     it.role = role  # the role of the message it came from, as for Anthropic blocks
     for k, v in tc.items():
         if k == "id":
-            _set_str(it, "call_id", k, v)
+            it.set_str("call_id", k, v)
         elif k == "type":
-            _set_str(it, "native_type", k, v)
+            it.set_str("native_type", k, v)
         elif k == sub_key:
             if type(v) is not dict:
                 raise RecordError(f"{path}.{k}", f"expected object, got {json_type(v)}")
             sub_extra: dict[str, Any] = {}
             for sk, sv in v.items():
                 if sk == "name" and (type(sv) is str or sv is None):
-                    _set_str(it, "name", sk, sv)
+                    it.set_str("name", sk, sv)
                 elif sk == value_key and (type(sv) is str or sv is None):
-                    _set_str(it, value_key, sk, sv)
+                    it.set_str(value_key, sk, sv)
                 else:
                     sub_extra[sk] = sv
             if sub_extra:
@@ -102,9 +94,9 @@ def decode_message(
         if k == "content":
             has_content = add_content(cols.content, it, v, f"{path}.content")
         elif k == "name":
-            _set_str(it, "name", k, v)
+            it.set_str("name", k, v)
         elif k == "tool_call_id":
-            _set_str(it, "call_id", k, v)
+            it.set_str("call_id", k, v)
         elif k == "tool_calls" and type(v) is list and v:
             tool_calls = v
         else:  # includes tool_calls that are null or [] (nothing to split into items)

@@ -64,22 +64,13 @@ def string_arguments(extra: dict[str, Any]) -> str | None:
     return args if isinstance(args, str) else None
 
 
-def _set_str(it: Item, field: str, key: str, value: Any) -> None:
-    """A string goes to its column, null to ``null_fields``, anything else verbatim to extra."""
-    if type(value) is str:
-        setattr(it, field, value)
-    elif value is None:
-        it.null(field)
-    else:
-        it.keep(key, value)
-
 
 def _decode_function(it: Item, fn: dict[str, Any]) -> None:
     """``function.name`` / ``function.arguments``; every other key stays under ``function`` in extra."""
     rest: dict[str, Any] = {}
     for k, v in fn.items():
         if k == "name" and (type(v) is str or v is None):
-            _set_str(it, "name", k, v)
+            it.set_str("name", k, v)
         elif k == "arguments" and type(v) is dict:
             it.arguments = dumps(v).decode()
         elif k == "arguments" and v is None:
@@ -102,9 +93,9 @@ def _decode_tool_call(cols: ItemCols, tc: Any, role: str, group: int, j: int, pa
     it.role = role
     for k, v in tc.items():
         if k == "id":
-            _set_str(it, "call_id", k, v)
+            it.set_str("call_id", k, v)
         elif k == "type":
-            _set_str(it, "native_type", k, v)
+            it.set_str("native_type", k, v)
         elif k == "function":
             _decode_function(it, v)
         else:
@@ -136,9 +127,9 @@ def decode_message(cols: ItemCols, msg: Any, group: int, path: str) -> None:
         if k == "content" and _is_content(v):
             has_content = add_content(cols.content, it, v, f"{path}.content")
         elif k == "name":
-            _set_str(it, "name", k, v)
+            it.set_str("name", k, v)
         elif k == "tool_call_id":
-            _set_str(it, "call_id", k, v)
+            it.set_str("call_id", k, v)
         elif k == "tool_calls" and type(v) is list and v:
             tool_calls = v
         else:  # includes odd content, and tool_calls that are null or [] (nothing to split)
