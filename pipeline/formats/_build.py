@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from pipeline.schema import BLOCK, CONVERSATION_SCHEMA, INSTRUCTIONS, ITEM
+from pipeline.schema import BLOCK, CONVERSATION_SCHEMA, FORM_PARTS, FORM_STRING, INSTRUCTIONS, ITEM
 
 _STRING_LIST = pa.list_(pa.field("item", pa.string()))
 
@@ -238,6 +238,14 @@ class TableBuilder:
 
     def __len__(self) -> int:
         return len(self.conversation_id)
+
+    def close_instructions(self, form: str) -> None:
+        """Close this row's instructions after their blocks (if any) were appended to ``instr``.
+
+        Only the ``string`` and ``parts`` forms hold blocks; the list is null for the others.
+        """
+        self.instr_form.append(form)
+        self.instr_off.close(len(self.instr), form in (FORM_STRING, FORM_PARTS))
 
     def mark(self) -> tuple[int, int]:
         """A restore point taken before decoding a record."""

@@ -198,20 +198,16 @@ def decode(
     response = is_response(rec)
     system = rec.get("system", ...)
     if system is ...:
-        tb.instr_form.append(FORM_ABSENT)
-        tb.instr_off.close(len(tb.instr), False)
+        tb.close_instructions(FORM_ABSENT)
     elif system is None:
-        tb.instr_form.append(FORM_NULL)
-        tb.instr_off.close(len(tb.instr), False)
+        tb.close_instructions(FORM_NULL)
     elif type(system) is str:
-        tb.instr_form.append(FORM_STRING)
         tb.instr.add_text(system)
-        tb.instr_off.close(len(tb.instr), True)
+        tb.close_instructions(FORM_STRING)
     elif type(system) is list:
-        tb.instr_form.append(FORM_PARTS)
         for j, block in enumerate(system):
             add_block(tb.instr, block, f"$.system[{j}]")
-        tb.instr_off.close(len(tb.instr), True)
+        tb.close_instructions(FORM_PARTS)
     else:
         raise RecordError("$.system", f"expected string or array, got {json_type(system)}")
     cols = tb.items

@@ -25,7 +25,7 @@ import orjson
 from pipeline.formats._build import Item, ItemCols, TableBuilder, append_item, dumps
 from pipeline.formats._common import ConversationView, ItemView, RecordError, add_content, json_type, splice
 from pipeline.formats._record import add_top_level
-from pipeline.schema import FORM_PARTS
+from pipeline.schema import FORM_ABSENT, FORM_PARTS
 
 NAME = "chat"
 _OUTPUT_ROLES = frozenset(("tool", "function"))
@@ -120,8 +120,7 @@ def decode(
     """Append one Chat request body or completion object to ``tb`` (raises :class:`RecordError`)."""
     response = is_response(rec)
     key = "choices" if response else "messages"
-    tb.instr_form.append("absent")
-    tb.instr_off.close(len(tb.instr), False)
+    tb.close_instructions(FORM_ABSENT)
     value = rec.get(key, ...)
     if type(value) is not list:
         got = "nothing" if value is ... else json_type(value)

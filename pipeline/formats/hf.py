@@ -150,8 +150,7 @@ def decode(
     source_line: int | None = None,
 ) -> None:
     """Append one HF conversational row to ``tb`` (raises :class:`RecordError`)."""
-    tb.instr_form.append(FORM_ABSENT)
-    tb.instr_off.close(len(tb.instr), False)
+    tb.close_instructions(FORM_ABSENT)
     messages = rec.get("messages", ...)
     if type(messages) is not list:
         got = "nothing" if messages is ... else json_type(messages)

@@ -120,18 +120,14 @@ def decode(
     cols = tb.items
     instr = rec.get("instructions", ...)
     if instr is ...:
-        tb.instr_form.append(FORM_ABSENT)
-        tb.instr_off.close(len(tb.instr), False)
+        tb.close_instructions(FORM_ABSENT)
     elif instr is None:
-        tb.instr_form.append(FORM_NULL)
-        tb.instr_off.close(len(tb.instr), False)
+        tb.close_instructions(FORM_NULL)
     elif type(instr) is str:
-        tb.instr_form.append(FORM_STRING)
         tb.instr.add_text(instr)
-        tb.instr_off.close(len(tb.instr), True)
+        tb.close_instructions(FORM_STRING)
     elif type(instr) is list:
-        tb.instr_form.append("items")
-        tb.instr_off.close(len(tb.instr), False)
+        tb.close_instructions("items")  # the items themselves go to the items column
         for i, item in enumerate(instr):
             decode_item(cols, item, "instructions", i, f"$.instructions[{i}]")
     else:

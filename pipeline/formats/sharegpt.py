@@ -187,12 +187,10 @@ def _instructions(tb: TableBuilder, system: Any) -> bool:
     """Top-level ``system`` as instructions; False when absent (``...``) or not a string or null
     (then it stays in extra_json)."""
     if type(system) is str:
-        tb.instr_form.append(FORM_STRING)
         tb.instr.add_text(system)
-        tb.instr_off.close(len(tb.instr), True)
+        tb.close_instructions(FORM_STRING)
         return True
-    tb.instr_form.append(FORM_NULL if system is None else FORM_ABSENT)
-    tb.instr_off.close(len(tb.instr), False)
+    tb.close_instructions(FORM_NULL if system is None else FORM_ABSENT)
     return system is None
 
 
