@@ -163,7 +163,8 @@ def _encode_tool_call(v: ItemView, i: int) -> Any:
     return d
 
 
-def _encode_head(v: ItemView, i: int, calls: list[Any]) -> Any:
+def encode_head(v: ItemView, i: int, calls: list[Any]) -> Any:
+    """Rebuild a head item as its Chat-shaped message (HF rows share the shape)."""
     d: dict[str, Any] = {"role": v.role[i]}
     content = v.content_value(i)
     if content is not ...:
@@ -190,7 +191,7 @@ def encode(view: ConversationView, r: int) -> Any:
         while i < end and v.group[i] == group and v.type[i] in _CALL_KINDS:
             calls.append(_encode_tool_call(v, i))
             i += 1
-        messages.append(_encode_head(v, head_index, calls))
+        messages.append(encode_head(v, head_index, calls))
     d: dict[str, Any]
     if view.record_kind[r] == "response":
         choices = []

@@ -37,6 +37,7 @@ import orjson
 from pipeline.formats._build import Item, ItemCols, TableBuilder, append_item, dumps
 from pipeline.formats._common import ConversationView, ItemView, RecordError, add_content, json_type
 from pipeline.formats._record import add_top_level
+from pipeline.formats.chat import encode_head
 from pipeline.losses import pointer
 from pipeline.schema import FORM_ABSENT, FORM_PARTS
 
@@ -187,18 +188,6 @@ def _encode_tool_call(v: ItemView, i: int) -> Any:
     return d
 
 
-def _encode_head(v: ItemView, i: int, calls: list[Any]) -> Any:
-    d: dict[str, Any] = {"role": v.role[i]}
-    content = v.content_value(i)
-    if content is not ...:
-        d["content"] = content
-    v.put(d, "name", "name", i)
-    v.put(d, "tool_call_id", "call_id", i)
-    if calls:
-        d["tool_calls"] = calls
-    return v.finish(d, i)
-
-
 def encode(view: ConversationView, r: int) -> Any:
     """Rebuild conversation ``r`` as the exact HF row it was decoded from."""
     v = view.items
@@ -211,5 +200,5 @@ def encode(view: ConversationView, r: int) -> Any:
         while i < end and v.group[i] == v.group[head] and v.part[i] is not None:
             calls.append(_encode_tool_call(v, i))
             i += 1
-        messages.append(_encode_head(v, head, calls))
+        messages.append(encode_head(v, head, calls))
     return view.top(r, {"messages": messages})
