@@ -15,6 +15,18 @@ from pipeline.formats._common import ConversationView
 from pipeline.losses import Loss, pointer
 from pipeline.schema import FORM_PARTS, FORM_STRING
 
+# The loss kind of a content part the target cannot hold, by part type.
+PART_LOSS_KINDS = {
+    "input_image": "image", "image": "image", "image_url": "image",
+    "input_file": "file", "document": "file", "file": "file",
+    "input_audio": "audio", "refusal": "refusal",
+}  # fmt: skip
+
+
+def is_hosted(kind: str) -> bool:
+    """A provider-run tool item (web search, code execution, MCP, shells, server tool blocks)."""
+    return kind.endswith(("_call", "_call_output", "_tool_result", "_tool_use")) or kind.startswith("mcp_")
+
 
 class Ctx:
     """One record being converted: the view, its row, its item range and its losses."""
@@ -158,6 +170,16 @@ class Ctx:
             self.lose(
                 path + pointer(key), self.BLOCK_KEY_KINDS.get(key, "unknown_field"), f"'{key}' is not carried"
             )
+
+    def lose_part(self, path: str, part_type: str | None, target: str) -> None:
+        """A content part ``target`` cannot hold is dropped."""
+        kind = PART_LOSS_KINDS.get(part_type or "", "unknown_field")
+        self.lose(path, kind, f"a '{part_type}' part has no equivalent in {target}")
+
+    def lose_item(self, base: str, kind: str, target: str) -> None:
+        """An item kind ``target`` cannot express is dropped."""
+        loss = "hosted_tool" if is_hosted(kind) else "unknown_item"
+        self.lose(base, loss, f"'{kind}' has no equivalent in {target}")
 
     def lose_extra(self, i: int, base: str, keep: tuple[str, ...] = ()) -> None:
         """Every unmodelled key of item ``i`` is a loss unless the target keeps it."""

@@ -209,9 +209,7 @@ def _part(ctx: Ctx, i: int, j: int, k: int, where: str) -> dict[str, Any] | None
         return _image_block(ctx, extra, path)
     if t in ("input_file", "file") and media_ok:
         return _document_block(ctx, extra, path)
-    kind = {"input_image": "image", "image_url": "image", "input_file": "file", "file": "file",
-            "input_audio": "audio", "refusal": "refusal"}.get(t or "", "unknown_field")  # fmt: skip
-    ctx.lose(path, kind, f"a '{t}' part has no equivalent in an Anthropic {where} message")
+    ctx.lose_part(path, t, f"an Anthropic {where} message")
     return None
 
 
@@ -411,8 +409,7 @@ def _dropped(ctx: Ctx, i: int) -> None:
     elif t == "item_reference":
         ctx.lose(base, "unknown_item", "an item reference cannot be resolved here")
     else:
-        known = t.endswith(("_call", "_call_output", "_tool_result", "_tool_use")) or t.startswith("mcp_")
-        ctx.lose(base, "hosted_tool" if known else "unknown_item", f"'{t}' has no equivalent in Anthropic")
+        ctx.lose_item(base, t, "Anthropic")
 
 
 def _segments(ctx: Ctx, skip: set[int]) -> list[Seg]:

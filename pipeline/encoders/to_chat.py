@@ -71,9 +71,7 @@ def _text_part(ctx: Ctx, i: int, j: int, k: int, allow_media: bool) -> dict[str,
                 "type": "image_url",
                 "image_url": {"url": f"data:{src['media_type']};base64,{src['data']}"},
             }
-    kind = "image" if t in ("input_image", "image", "image_url") else "file" if t in (
-        "input_file", "document", "file") else "unknown_field"  # fmt: skip
-    ctx.lose(path, kind, f"a '{t}' part has no equivalent in Chat here")
+    ctx.lose_part(path, t, "Chat here")
     return None
 
 
@@ -280,8 +278,7 @@ def encode(ctx: Ctx) -> dict[str, Any]:
         elif t == "item_reference":
             ctx.lose(base, "unknown_item", "an item reference cannot be resolved here")
         else:
-            known = t.endswith(("_call", "_call_output", "_tool_result", "_tool_use")) or t.startswith("mcp_")
-            ctx.lose(base, "hosted_tool" if known else "unknown_item", f"'{t}' has no equivalent in Chat")
+            ctx.lose_item(base, t, "Chat")
             current = None
     _leading_system_will_become_instructions(ctx, messages, origin)
     return _top(ctx, {"messages": messages})

@@ -175,8 +175,7 @@ def lose_item(ctx: Ctx, i: int, target: str) -> None:
     elif t == "item_reference":
         ctx.lose(base, "unknown_item", "an item reference cannot be resolved here")
     else:
-        known = t.endswith(("_call", "_call_output", "_tool_result", "_tool_use")) or t.startswith("mcp_")
-        ctx.lose(base, "hosted_tool" if known else "unknown_item", f"'{t}' has no equivalent in {target}")
+        ctx.lose_item(base, t, target)
 
 
 # -- text ---------------------------------------------------------------------------------------

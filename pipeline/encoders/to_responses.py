@@ -70,9 +70,7 @@ def _part(ctx: Ctx, i: int, j: int, k: int, assistant: bool) -> dict[str, Any] |
         if src.get("type") == "base64":
             url = f"data:{src.get('media_type')};base64,{src.get('data')}"
             return {"type": "input_image", "detail": "auto", "image_url": url}
-    kind = "image" if t in ("image", "image_url", "input_image") else "file" if t in (
-        "file", "document", "input_file") else "unknown_field"  # fmt: skip
-    ctx.lose(path, kind, f"a '{t}' part has no equivalent in Responses here")
+    ctx.lose_part(path, t, "Responses here")
     return None
 
 
@@ -262,8 +260,10 @@ def encode(ctx: Ctx) -> dict[str, Any]:
         elif t == "reasoning":
             item = _reasoning(ctx, i)
         else:
-            known = t.endswith(("_tool_result", "_tool_use")) or t == "compaction"
-            ctx.lose(ctx.item_ptr(i), "hosted_tool" if known else "unknown_item", f"'{t}' is not carried")
+            if t == "compaction":  # Anthropic's beta compaction is a provider-side state blob
+                ctx.lose(ctx.item_ptr(i), "hosted_tool", "'compaction' is not carried")
+            else:
+                ctx.lose_item(ctx.item_ptr(i), t, "Responses")
             item = None
         if item is not None:
             items.append(item)
