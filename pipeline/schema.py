@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: provenance column
 
 FORMATS = ("responses", "chat", "anthropic", "hf", "sharegpt")
 RECORD_KINDS = ("request", "response")
@@ -102,6 +102,18 @@ INSTRUCTIONS = pa.struct(
     ]
 )
 
+PROVENANCE = pa.struct(
+    [
+        pa.field("source", _str),  # adapter that read it (codex-rollout, inspect-log, ...); null: a wire format
+        pa.field("session_id", _str),  # session / run / trajectory id as the source names it
+        pa.field("sample_id", _str),  # sample / task id inside a multi-conversation file
+        pa.field("started_at", _str),  # timestamps exactly as the source wrote them
+        pa.field("ended_at", _str),
+        pa.field("score", pa.float64()),  # the primary numeric score or reward, when there is one
+        pa.field("meta_json", _str),  # every other provenance value (all scores, cwd, git, ...) as JSON
+    ]
+)
+
 CONVERSATION_SCHEMA = pa.schema(
     [
         pa.field("conversation_id", _str, nullable=False),
@@ -118,6 +130,7 @@ CONVERSATION_SCHEMA = pa.schema(
         pa.field("extra_json", _str),  # every other top-level key, verbatim JSON object
         pa.field("null_fields", _nullable_names),
         pa.field("n_items", pa.int32(), nullable=False),
+        pa.field("provenance", PROVENANCE),  # null for records read from a wire format directly
     ],
     metadata={b"chatlake.schema_version": str(SCHEMA_VERSION).encode()},
 )

@@ -287,5 +287,6 @@ class TableBuilder:
             pa.array(self.extra, s),
             pa.array(self.nulls, _STRING_LIST),
             pa.array(n_items_per_row, pa.int32()),
+            pa.nulls(len(self.conversation_id), CONVERSATION_SCHEMA.field("provenance").type),
         ]
         return pa.Table.from_arrays(columns, schema=CONVERSATION_SCHEMA)
