@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.encoders import convert_table, supported
+from pipeline.errors import ConfigError
 from pipeline.formats import WIRE_FORMATS, Rejected, decode_lines
 from pipeline.io.jsonl import DEFAULT_CHUNK_BYTES, Chunk, iter_chunks
 from pipeline.io.parquet import writer as parquet_writer
@@ -32,10 +33,6 @@ from pipeline.schema import cast_to_canonical
 
 PARQUET = "parquet"
 FORMATS = (*WIRE_FORMATS, PARQUET)
-
-
-class ConfigError(ValueError):
-    """A job that cannot run as configured; the message says what to fix."""
 
 
 @dataclass

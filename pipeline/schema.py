@@ -104,7 +104,7 @@ INSTRUCTIONS = pa.struct(
 
 PROVENANCE = pa.struct(
     [
-        pa.field("source", _str),  # adapter that read it (codex-rollout, inspect-log, ...); null: a wire format
+        pa.field("source", _str),  # adapter that read it (codex-rollout, ...); null: a wire format
         pa.field("session_id", _str),  # session / run / trajectory id as the source names it
         pa.field("sample_id", _str),  # sample / task id inside a multi-conversation file
         pa.field("started_at", _str),  # timestamps exactly as the source wrote them

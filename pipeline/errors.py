@@ -1,0 +1,10 @@
+"""Errors shared by every job: a configuration that cannot run fails before any work starts."""
+
+from __future__ import annotations
+
+
+class ConfigError(ValueError):
+    """A job, step or command line that cannot run as configured; the message says what to fix.
+
+    The CLI turns it into exit code 2 with the message on stderr, before reading any input.
+    """
