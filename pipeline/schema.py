@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2  # 2: provenance column
+SCHEMA_VERSION = 2  # 2: provenance column, item fingerprint
 
 FORMATS = ("responses", "chat", "anthropic", "hf", "sharegpt")
 RECORD_KINDS = ("request", "response")
@@ -92,6 +92,7 @@ ITEM = pa.struct(
         pa.field("extra_json", _str),
         pa.field("wrapper_json", _str),  # keys of the native container (first item of a group)
         pa.field("null_fields", _nullable_names),
+        pa.field("fingerprint", _str),  # content hash at decode (pipeline.fingerprint); null: no state
     ]
 )
 

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from pipeline.encoders import to_anthropic, to_chat, to_hf, to_responses, to_sharegpt
 from pipeline.encoders._context import Ctx
+from pipeline.encoders.edits import drop_stale_state
 from pipeline.formats import CODECS, gc_paused
 from pipeline.formats._common import ConversationView
 from pipeline.losses import Loss
@@ -58,7 +59,10 @@ def convert_table(table: pa.Table, target: str, *, as_bytes: bool = False) -> li
     """Convert every row of a canonical table to ``target``; a failing row never raises.
 
     ``record`` is a plain dict, or its JSON text when ``as_bytes`` (the fast path for writers).
+    Items edited since decoding lose their stale ids and opaque state first (:mod:`.edits`),
+    reported as ``edited`` losses, whatever the target.
     """
+    table, edited = drop_stale_state(table)
     with gc_paused():
         view = ConversationView(table)
         same: Callable[[ConversationView, int], Any] = CODECS[target].encode
@@ -87,4 +91,13 @@ def convert_table(table: pa.Table, target: str, *, as_bytes: bool = False) -> li
                     out.append(Converted(_finish(cross.encode(ctx), as_bytes), ctx.losses))
             except (ValueError, KeyError, TypeError) as e:  # a bad row is reported, not fatal
                 out.append(Converted(None, error=f"{type(e).__name__}: {e}"))
+        for e in edited:
+            ctx = Ctx(view, e.row)
+            dropped = ", ".join(f"{k} {v!r}" if k == "id" else k for k, v in e.dropped.items())
+            loss = Loss(
+                ctx.item_ptr(ctx.start + e.index),
+                "edited",
+                f"content changed since decoding; dropped {dropped}",
+            )
+            out[e.row].losses.insert(0, loss)
         return out

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from pipeline.fingerprint import fingerprints
 from pipeline.schema import BLOCK, CONVERSATION_SCHEMA, FORM_PARTS, FORM_STRING, INSTRUCTIONS, ITEM
 
 _STRING_LIST = pa.list_(pa.field("item", pa.string()))
@@ -146,6 +147,10 @@ class ItemCols:
         arrays["null_fields"] = pa.array(cols["null_fields"], _STRING_LIST)
         arrays["content"] = self._list(cols["content_end"], cols["content_valid"], self.content.to_arrow())
         arrays["summary"] = self._list(cols["summary_end"], cols["summary_valid"], self.summary.to_arrow())
+        base = [f for f in ITEM if f.name != "fingerprint"]
+        arrays["fingerprint"] = fingerprints(
+            pa.StructArray.from_arrays([arrays[f.name] for f in base], fields=base)
+        )
         return pa.StructArray.from_arrays([arrays[f.name] for f in ITEM], fields=list(ITEM))
 
 

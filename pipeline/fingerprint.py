@@ -1,0 +1,78 @@
+"""Item content fingerprints: how an encoder knows an item changed after it was decoded.
+
+An item id or an ``encrypted_content`` / thinking ``signature`` belongs to the exact content the
+provider produced. When a transform or a user edits that content, re-sending the old id or opaque
+state is wrong (the provider would restore or verify the old content). So every decoded item that
+carries such state gets ``fingerprint`` = 64 bits of MD5 over its content fields; encoders recompute
+it and drop the stale state of every item whose fingerprint no longer matches (reported as loss kind
+``edited``). Items without id, encrypted content or signature have nothing stale and no fingerprint.
+
+What counts as content: ``type``, ``role``, ``name``, ``namespace``, ``call_id``, ``arguments``,
+``input``, ``content_form``, the item's ``extra_json``, and every content and summary block's
+``type``, ``text`` and ``extra_json``. Not content: ``id``, ``status``, ``phase``, the opaque state
+itself, and annotations/logprobs (provider output metadata).
+
+The hash runs in DuckDB over the flat item struct array (MD5 is fixed, unlike Polars' or DuckDB's
+internal hashes, which may change between versions): files written by one version are checked by
+the next.
+
+>>> import pyarrow as pa
+>>> from pipeline.formats import decode_records
+>>> t = decode_records([{"input": [{"type": "message", "id": "msg_1", "role": "user", "content": "hi"},
+...                                {"role": "user", "content": "no id"}]}], "responses").table
+>>> [it["fingerprint"] is not None for it in t.column("items")[0].as_py()]
+[True, False]
+"""
+
+from __future__ import annotations
+
+import threading
+
+import duckdb
+import pyarrow as pa
+
+# Separators below U+0020 cannot collide with JSON text (JSON escapes them); NUL marks a null value.
+_BLOCKS = (
+    "coalesce(array_to_string(list_transform({col}, lambda b: concat_ws(chr(29), coalesce(b.type, chr(0)), "
+    "coalesce(b.text, chr(0)), coalesce(b.extra_json, chr(0)))), chr(30)), chr(0))"
+)
+_FIELDS = ("type", "role", "name", "namespace", "call_id", "arguments", "input", "content_form", "extra_json")
+FINGERPRINT_SQL = (
+    "SELECT CASE WHEN id IS NOT NULL OR encrypted_content IS NOT NULL OR signature IS NOT NULL "
+    "THEN left(md5(concat_ws(chr(31), "
+    + ", ".join(f"coalesce({f}, chr(0))" for f in _FIELDS)
+    + ", "
+    + _BLOCKS.format(col="content")
+    + ", "
+    + _BLOCKS.format(col="summary")
+    + ")), 16) END AS fingerprint FROM items"
+)
+
+_local = threading.local()
+
+
+def _connection() -> duckdb.DuckDBPyConnection:
+    # One in-memory database per thread: connecting costs milliseconds, and decode runs per chunk.
+    con = getattr(_local, "con", None)
+    if con is None:
+        con = _local.con = duckdb.connect(config={"threads": 1})
+    return con
+
+
+def fingerprints(items: pa.StructArray | pa.ChunkedArray) -> pa.Array:
+    """The fingerprint of every item of a flat item struct array (null where it has no state).
+
+    Order is kept: element ``i`` belongs to item ``i``.
+    """
+    if len(items) == 0:
+        return pa.array([], pa.string())
+    if isinstance(items, pa.ChunkedArray):
+        items = items.combine_chunks()
+    flat = pa.Table.from_struct_array(items)
+    con = _connection()
+    con.register("items", flat)
+    try:
+        out = con.sql(FINGERPRINT_SQL).to_arrow_table().column(0)
+    finally:
+        con.unregister("items")
+    return out.combine_chunks().cast(pa.string())
