@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 import orjson
 
-from pipeline.convert import FORMATS, ConfigError, ConvertConfig, run_convert
+from pipeline.convert import FORMATS, INPUT_FORMATS, ConfigError, ConvertConfig, run_convert
 from pipeline.losses import LossPolicy
 
 
@@ -24,7 +24,14 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--from", "source", required=True, type=click.Choice(FORMATS), help="Format of the inputs.")
+@click.option(
+    "--from",
+    "source",
+    required=True,
+    type=click.Choice(INPUT_FORMATS),
+    help="Format of the inputs: a wire format, parquet, a source (codex-rollout, claude-code, ...; "
+    "docs/sources.md) or auto (detect the source per file).",
+)
 @click.option("--to", "target", required=True, type=click.Choice(FORMATS), help="Format to write.")
 @click.option("--output", "-o", required=True, type=click.Path(path_type=Path), help="Output file.")
 @click.option("--report", type=click.Path(path_type=Path), help="Write the JSON summary here.")

@@ -30,9 +30,13 @@ from pipeline.io.jsonl import DEFAULT_CHUNK_BYTES, Chunk, iter_chunks
 from pipeline.io.parquet import writer as parquet_writer
 from pipeline.losses import LossPolicy
 from pipeline.schema import cast_to_canonical
+from pipeline.sources import SOURCES, detect_source, read_source
 
 PARQUET = "parquet"
 FORMATS = (*WIRE_FORMATS, PARQUET)
+AUTO = "auto"
+# --from also takes a source adapter (read per file, not in line chunks) or "auto" (detected per file)
+INPUT_FORMATS = (*FORMATS, *SOURCES, AUTO)
 
 
 @dataclass
@@ -49,11 +53,16 @@ class ConvertConfig:
 
     def validate(self) -> None:
         """Fail before any work, with a message that says what to fix."""
-        if self.source not in FORMATS:
-            raise ConfigError(f"--from {self.source!r} is not a format; use one of {', '.join(FORMATS)}")
+        if self.source not in INPUT_FORMATS:
+            raise ConfigError(
+                f"--from {self.source!r} is not a format; use one of {', '.join(INPUT_FORMATS)}"
+            )
         if self.target not in FORMATS:
             raise ConfigError(f"--to {self.target!r} is not a format; use one of {', '.join(FORMATS)}")
-        if PARQUET not in (self.source, self.target) and not supported(self.source, self.target):
+        # a source adapter yields rows of several wire formats: every target is checked per row
+        if self.source in FORMATS and PARQUET not in (self.source, self.target) and not supported(
+            self.source, self.target
+        ):
             raise ConfigError(
                 f"converting {self.source} to {self.target} is not supported yet; "
                 f"convert to parquet, or to {self.source}"
@@ -63,6 +72,10 @@ class ConvertConfig:
         for p in self.inputs:
             if not p.is_file():
                 raise ConfigError(f"input {str(p)!r} does not exist or is not a file")
+            if self.source == AUTO and detect_source(p) is None:
+                raise ConfigError(
+                    f"cannot tell which source {str(p)!r} is; pass --from with one of {', '.join(SOURCES)}"
+                )
         out = self.output.resolve()
         for p in (self.output, rejected_path(self.output), *([self.report] if self.report else [])):
             if p.resolve() in {i.resolve() for i in self.inputs}:
@@ -94,6 +107,36 @@ class ChunkResult:
     losses: bytes = b""  # {"line", "losses"} lines for written records that lost something
     loss_kinds: Counter[str] = field(default_factory=Counter)
     lossy_records: int = 0
+    source_counts: Counter[str] = field(default_factory=Counter)  # source adapters' line/record counts
+
+
+def process_source_file(source: str, target: str, path: str, policy: LossPolicy) -> ChunkResult:
+    """Read one file with a source adapter (runs in a worker); ``read`` counts conversations + rejects."""
+    name = detect_source(Path(path)) if source == AUTO else source
+    assert name is not None  # validate() checked it
+    results = list(read_source(Path(path), name))
+    table = pa.concat_tables([r.table for r in results])
+    rejected = [x for r in results for x in r.rejected]
+    counts: Counter[str] = Counter()
+    for r in results:
+        counts.update(r.counts)
+    read = table.num_rows + len(rejected)
+    formats = Counter(table.column("source_format").to_pylist())
+    source_rejected = Counter({name: len(rejected)} if rejected else {})  # no wire format yet
+    formats.update(source_rejected)
+    kinds = Counter(table.column("record_kind").to_pylist())
+    if target == PARQUET:
+        res = ChunkResult(table, None, rejected, read, 0, formats, source_rejected, kinds)
+    else:
+        lines = table.column("source_line").to_pylist()
+        enc = _encode_rows(table, target, lines, path, policy)
+        rejected_formats = source_rejected + enc.rejected_formats
+        res = ChunkResult(
+            None, enc.data, rejected + enc.rejected, read, 0, formats, rejected_formats, kinds,
+            enc.losses, enc.loss_kinds, enc.lossy_records,
+        )  # fmt: skip
+    res.source_counts = Counter({f"{name}:{k}": v for k, v in counts.items()})
+    return res
 
 
 @dataclass
@@ -151,6 +194,8 @@ def _encode_rows(
 def process_chunk(task: tuple[str, str, Any, LossPolicy]) -> ChunkResult:
     """Decode and/or encode one chunk (runs in a worker process)."""
     source, target, payload, policy = task
+    if source not in FORMATS:
+        return process_source_file(source, target, payload, policy)
     if source == PARQUET:
         source_file, first_row, table = payload
         table = cast_to_canonical(table)
@@ -191,7 +236,9 @@ def process_chunk(task: tuple[str, str, Any, LossPolicy]) -> ChunkResult:
 
 def _tasks(cfg: ConvertConfig) -> Iterator[tuple[str, str, Any, LossPolicy]]:
     for path in cfg.inputs:
-        if cfg.source == PARQUET:
+        if cfg.source not in FORMATS:
+            yield (cfg.source, cfg.target, str(path), cfg.policy)
+        elif cfg.source == PARQUET:
             row = 0
             pf = pq.ParquetFile(path)
             for batch in pf.iter_batches(batch_size=cfg.batch_rows):
@@ -248,6 +295,7 @@ def run_convert(cfg: ConvertConfig, progress: Callable[[int], None] | None = Non
     reasons: Counter[str] = Counter()
     n_rejected = 0
     loss_kinds: Counter[str] = Counter()
+    source_counts: Counter[str] = Counter()
     lossy = 0
     writer: pq.ParquetWriter | None = None
     with (
@@ -277,6 +325,7 @@ def run_convert(cfg: ConvertConfig, progress: Callable[[int], None] | None = Non
                 reasons[reason_of(r.error)] += 1
             n_rejected += len(res.rejected)
             record_kinds.update(res.record_kinds)
+            source_counts.update(res.source_counts)
             if progress is not None:
                 progress(res.read)
         if writer is not None:
@@ -309,6 +358,8 @@ def run_convert(cfg: ConvertConfig, progress: Callable[[int], None] | None = Non
         },
         "seconds": round(time.perf_counter() - started, 3),
     }
+    if source_counts:
+        report["source_counts"] = dict(sorted(source_counts.items()))
     if cfg.report is not None:
         cfg.report.parent.mkdir(parents=True, exist_ok=True)
         cfg.report.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")

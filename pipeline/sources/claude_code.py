@@ -1,0 +1,195 @@
+"""Claude Code transcript JSONL (``~/.claude/projects/<project>/<session id>.jsonl``).
+
+Each line is one JSON object whose ``type`` says what it is. ``user`` and ``assistant`` lines carry
+an Anthropic message in ``message``; every other type (``file-history-snapshot``, ``summary``,
+``system``, ``attachment``, ``progress``, ...) is counted (``line_types:<type>``) and not a turn.
+
+One Anthropic-format conversation per session and thread: lines are grouped by ``sessionId``, and
+sub-agent lines (``isSidechain: true``) form their own conversation per session (and ``agentId``
+when the line has one), so a sub-agent's turns never interleave with the main thread. Within a
+conversation, messages keep file order:
+
+* consecutive ``assistant`` lines with the same ``message.id`` are one API message written block by
+  block: their content lists are concatenated, in order, into one message;
+* tool results stay where Claude Code wrote them, in ``user`` messages of ``tool_result`` blocks.
+
+The canonical conversation is a clean Messages request body -- ``messages`` of ``role`` and
+``content`` plus ``model`` (the first real assistant model; ``<synthetic>`` error stand-ins are
+skipped). Everything else goes to ``provenance.meta_json``:
+
+* ``lines``: per conversation line, its line number, the message it belongs to (``message``
+  index) and every envelope key except ``message`` (``uuid``, ``parentUuid``, ``timestamp``,
+  ``isMeta``, ``toolUseResult``, ``requestId``, ...), plus ``message_keys``: the API message's own
+  keys other than ``role``/``content`` (``id``, ``model``, ``usage``, ``stop_reason``, ...);
+* ``models``: every assistant model in order of first use.
+
+``session_id`` is ``sessionId``; ``sample_id`` is null for the main thread and ``sidechain`` (or
+``sidechain:<agentId>``) for sub-agent threads; ``started_at``/``ended_at`` are the first and last
+line timestamps. Rewinds (two lines with one parent) are kept in file order, not resolved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pipeline.formats import RecordError
+from pipeline.formats._build import ItemCols
+from pipeline.formats.anthropic import decode_message
+from pipeline.sources._base import SourceBuilder, SourceResult, check_options, gc_paused, iter_jsonl
+
+NAME = "claude-code"
+OPTIONS: dict[str, type] = {}
+
+MESSAGE_TYPES = frozenset(("user", "assistant"))
+# Line types Claude Code writes that are not model messages (from the transcripts we have seen and
+# the agent-sessions schema fixture); any other type is reported as unknown.
+COUNTED_TYPES = frozenset(
+    (
+        "file-history-snapshot", "summary", "system", "attachment", "progress", "queue-operation",
+        "permission-mode", "mode", "agent-name", "custom-title", "ai-title", "last-prompt",
+        "frame-link", "pr-link", "started", "result", "relocated", "worktree-state",
+        "bridge-session", "atis-latch", "tag", "x-ai-title",
+    )
+)  # fmt: skip
+SYNTHETIC_MODEL = "<synthetic>"
+
+
+def sniff(obj: dict[str, Any]) -> bool:
+    """A transcript line: a Claude Code line type, and session/threading keys on message lines."""
+    t = obj.get("type")
+    if t in MESSAGE_TYPES:
+        return isinstance(obj.get("message"), dict) and "sessionId" in obj and "uuid" in obj
+    return t in ("file-history-snapshot", "summary") or (t in COUNTED_TYPES and "sessionId" in obj)
+
+
+class _Conversation:
+    __slots__ = ("ended_at", "first_line", "last_id", "lines", "messages", "model", "models", "started_at")
+
+    def __init__(self, first_line: int) -> None:
+        self.first_line = first_line
+        self.messages: list[dict[str, Any]] = []
+        self.lines: list[dict[str, Any]] = []
+        self.last_id: str | None = None  # message.id of the last message, when it is an assistant one
+        self.model: str | None = None
+        self.models: list[str] = []
+        self.started_at: str | None = None
+        self.ended_at: str | None = None
+
+
+def _thread(line: dict[str, Any]) -> str | None:
+    if line.get("isSidechain") is not True:
+        return None
+    agent = line.get("agentId")
+    return f"sidechain:{agent}" if type(agent) is str else "sidechain"
+
+
+def read(path: Path, **options: Any) -> Iterator[SourceResult]:
+    """Read one transcript file: one conversation per session and thread (see the module docstring)."""
+    check_options(NAME, options, OPTIONS)
+    b = SourceBuilder(NAME, path)
+    with gc_paused():
+        conversations = _scan(path, b)
+        for (session, thread), c in conversations.items():
+            _emit(b, session, thread, c)
+    yield b.result(final=True)
+
+
+def _scan(path: Path, b: SourceBuilder) -> dict[tuple[str | None, str | None], _Conversation]:
+    conversations: dict[tuple[str | None, str | None], _Conversation] = {}
+    scratch = ItemCols()
+    for n, raw, line in iter_jsonl(path, b):
+        ltype = line.get("type")
+        if type(ltype) is not str:
+            b.reject(n, raw.decode("utf-8", "replace"), "broken envelope: no string 'type'")
+            continue
+        if ltype not in MESSAGE_TYPES:
+            if ltype not in COUNTED_TYPES:
+                b.counts[f"unknown_line_types:{ltype}"] += 1
+                b.reject(n, raw.decode("utf-8", "replace"), f"unknown line type {ltype!r}")
+                continue
+            b.counts[f"line_types:{ltype}"] += 1
+            continue
+        msg = line.get("message")
+        if type(msg) is not dict or type(msg.get("role")) is not str:
+            b.reject(
+                n, raw.decode("utf-8", "replace"), f"broken envelope: {ltype} line without a message role"
+            )
+            continue
+        content = msg.get("content", ...)
+        try:
+            decode_message(
+                scratch, {"role": msg["role"], "content": content}, "messages", 0, f"line {n}: $.message"
+            )
+        except RecordError as e:
+            b.reject(n, raw.decode("utf-8", "replace"), str(e))
+            continue
+        finally:
+            scratch.truncate(0)
+        b.counts[f"line_types:{ltype}"] += 1
+        session = line.get("sessionId")
+        key = (session if type(session) is str else None, _thread(line))
+        c = conversations.get(key)
+        if c is None:
+            c = conversations[key] = _Conversation(n)
+        _add_line(c, n, line, msg, content)
+    return conversations
+
+
+def _add_line(c: _Conversation, n: int, line: dict[str, Any], msg: dict[str, Any], content: Any) -> None:
+    ts = line.get("timestamp")
+    if type(ts) is str:
+        if c.started_at is None:
+            c.started_at = ts
+        c.ended_at = ts
+    role = msg["role"]
+    mid = msg.get("id") if role == "assistant" else None
+    prev = c.messages[-1] if c.messages else None
+    if (
+        type(mid) is str
+        and mid == c.last_id
+        and prev is not None
+        and type(prev.get("content")) is list
+        and type(content) is list
+    ):
+        prev["content"].extend(content)  # one API message written block by block (our own list)
+    else:
+        new: dict[str, Any] = {"role": role}
+        if content is not ...:
+            new["content"] = list(content) if type(content) is list else content
+        c.messages.append(new)
+    c.last_id = mid if type(mid) is str else None
+    if role == "assistant":
+        model = msg.get("model")
+        if type(model) is str:
+            if model not in c.models:
+                c.models.append(model)
+            if c.model is None and model != SYNTHETIC_MODEL:
+                c.model = model
+    entry: dict[str, Any] = {"line": n, "message": len(c.messages) - 1}
+    entry.update((k, v) for k, v in line.items() if k != "message")
+    keys = {k: v for k, v in msg.items() if k not in ("role", "content")}
+    if keys:
+        entry["message_keys"] = keys
+    c.lines.append(entry)
+
+
+def _emit(b: SourceBuilder, session: str | None, thread: str | None, c: _Conversation) -> None:
+    record: dict[str, Any] = {"messages": c.messages}
+    if c.model is not None:
+        record["model"] = c.model
+    meta: dict[str, Any] = {"lines": c.lines}
+    if c.models:
+        meta["models"] = c.models
+    b.add(
+        "anthropic",
+        record,
+        line=c.first_line,
+        anchor=f"{session}\x00{thread}".encode(),
+        session_id=session,
+        sample_id=thread,
+        started_at=c.started_at,
+        ended_at=c.ended_at,
+        meta=meta,
+    )

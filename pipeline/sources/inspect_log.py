@@ -1,0 +1,305 @@
+"""inspect_ai eval logs in JSON (``logs/<time>_<task>.json``; the zipped ``.eval`` form is not read).
+
+One Chat-format conversation per sample, from ``samples[].messages`` (inspect's ChatMessage list).
+Every ``attachment://<hex>`` string is replaced by ``samples[i].attachments[<hex>]`` first (an
+unknown reference stays as it is and is counted as ``unresolved_attachments``).
+
+=============================  ==============================================================
+inspect ChatMessage            Chat message
+=============================  ==============================================================
+``role``, ``content`` (str)    ``role``, ``content``
+content ``text`` part          ``{"type": "text", "text"}``
+content ``image`` part         ``{"type": "image_url", "image_url": {"url", "detail"?}}``
+other content parts            kept as they are (the encoders report what they cannot carry)
+``tool_calls[j]``              ``{"id", "type", "function": {"name": function, "arguments":
+                               json.dumps(arguments)}}`` -- the text inspect itself sends back
+``tool_call_id`` (tool)        ``tool_call_id``
+=============================  ==============================================================
+
+Other message keys (``id``, ``source``, ``model``, ``metadata``, a tool message's ``function`` and
+``error``, a tool call's ``parse_error``/``view``/...) go to ``meta_json.messages`` as
+``{"index", ...keys}``. ``model`` is the first assistant message's model, else ``eval.model``.
+
+Provenance: ``session_id`` = ``eval.eval_id``, ``sample_id`` = the sample ``id`` (``epoch`` in
+meta), ``score`` = the first scorer's value as a number (``C``/``I``/``P``/``N`` -> 1/0/0.5/0,
+booleans -> 1/0), ``started_at``/``ended_at`` = the sample's ``started_at``/``completed_at`` or its
+first/last event timestamp. ``meta_json`` keeps ``eval`` (task, run id, model, created, ...), every
+score, and every other sample key except ``messages``, ``attachments`` (resolved), ``events``
+(see below) and ``output.choices`` (the last assistant message again).
+
+Option ``model_calls=True`` also yields the raw model calls of the sample's ``model`` events:
+``call.request`` as a request conversation and ``call.response`` as a response conversation, each
+in its own wire format (Chat, Responses or Anthropic, from the body's shape), attachments resolved,
+``meta_json.call`` = ``{"event": index, "part": "request"|"response"}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pipeline.sources._base import SourceBuilder, SourceResult, check_options, gc_paused, load_json
+
+NAME = "inspect-log"
+OPTIONS: dict[str, type] = {"model_calls": bool}
+
+ATTACHMENT = "attachment://"
+_SCORE_LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+_MESSAGE_KEYS = frozenset(("role", "content", "tool_calls", "tool_call_id"))
+_CALL_KEYS = frozenset(("id", "function", "arguments", "type"))
+_DROPPED_SAMPLE_KEYS = frozenset(("messages", "attachments", "events"))
+
+
+def sniff(obj: Any) -> bool:
+    return type(obj) is dict and "eval" in obj and "version" in obj and ("samples" in obj or "status" in obj)
+
+
+def resolve(value: Any, attachments: dict[str, Any], unresolved: list[int]) -> Any:
+    """``value`` with every ``attachment://<hex>`` string replaced by its attachment text."""
+    if type(value) is str:
+        if value.startswith(ATTACHMENT):
+            got = attachments.get(value[len(ATTACHMENT) :])
+            if type(got) is str:
+                return got
+            unresolved[0] += 1
+        return value
+    if type(value) is list:
+        return [resolve(v, attachments, unresolved) for v in value]
+    if type(value) is dict:
+        return {k: resolve(v, attachments, unresolved) for k, v in value.items()}
+    return value
+
+
+def score_of(scores: Any) -> float | None:
+    """The first scorer's value as a number (inspect's CORRECT/INCORRECT/PARTIAL/NOANSWER letters)."""
+    if type(scores) is not dict or not scores:
+        return None
+    first = next(iter(scores.values()))
+    value = first.get("value") if type(first) is dict else None
+    if type(value) is bool:
+        return 1.0 if value else 0.0
+    if type(value) in (int, float):
+        return float(value)
+    if type(value) is str:
+        return _SCORE_LETTERS.get(value)
+    return None
+
+
+def _content(content: Any) -> Any:
+    if type(content) is not list:
+        return content
+    out = []
+    for part in content:
+        if type(part) is dict and part.get("type") == "text" and set(part) <= {"type", "text"}:
+            out.append(part)
+        elif type(part) is dict and part.get("type") == "image" and set(part) <= {"type", "image", "detail"}:
+            url: dict[str, Any] = {"url": part.get("image")}
+            if "detail" in part:
+                url["detail"] = part["detail"]
+            out.append({"type": "image_url", "image_url": url})
+        else:
+            out.append(part)
+    return out
+
+
+def to_chat(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]], str | None]:
+    """inspect ChatMessages -> Chat messages, the keys Chat has no place for, the first model."""
+    out: list[Any] = []
+    extras: list[dict[str, Any]] = []
+    model = None
+    for i, m in enumerate(messages):
+        if type(m) is not dict:
+            out.append(m)  # the chat codec rejects it with its path
+            continue
+        msg: dict[str, Any] = {"role": m.get("role")}
+        if "content" in m:
+            msg["content"] = _content(m["content"])
+        if m.get("tool_call_id") is not None:
+            msg["tool_call_id"] = m["tool_call_id"]
+        calls = m.get("tool_calls")
+        call_extras = []
+        if type(calls) is list and calls:
+            msg["tool_calls"] = []
+            for tc in calls:
+                if type(tc) is not dict:
+                    msg["tool_calls"].append(tc)
+                    continue
+                args = tc.get("arguments")
+                msg["tool_calls"].append(
+                    {
+                        "id": tc.get("id"),
+                        "type": tc.get("type", "function"),
+                        "function": {
+                            "name": tc.get("function"),
+                            "arguments": args if type(args) is str else json.dumps(args),
+                        },
+                    }
+                )
+                call_extras.append({k: v for k, v in tc.items() if k not in _CALL_KEYS})
+        extra = {k: v for k, v in m.items() if k not in _MESSAGE_KEYS}
+        if "tool_calls" in m and "tool_calls" not in msg:
+            extra["tool_calls"] = m["tool_calls"]  # null or [] : nothing to call
+        if "tool_call_id" in m and "tool_call_id" not in msg:
+            extra["tool_call_id"] = m["tool_call_id"]
+        if any(call_extras):
+            extra["tool_call_extras"] = call_extras
+        if extra:
+            extras.append({"index": i, **extra})
+        if model is None and m.get("role") == "assistant" and type(m.get("model")) is str:
+            model = m["model"]
+        out.append(msg)
+    return out, extras, model
+
+
+def wire_format(body: dict[str, Any], part: str, provider_model: Any = None) -> str | None:
+    """The wire format of a raw model call body, from its shape (and the event's ``provider/model``)."""
+    anthropic = type(provider_model) is str and provider_model.startswith("anthropic/")
+    if part == "request":
+        if "input" in body:
+            return "responses"
+        if "messages" in body:
+            return "anthropic" if anthropic or "system" in body else "chat"
+        return None
+    if "choices" in body:
+        return "chat"
+    if body.get("object") == "response" or "output" in body:
+        return "responses"
+    if body.get("type") == "message" and "content" in body:
+        return "anthropic"
+    return None
+
+
+def read(path: Path, **options: Any) -> Iterator[SourceResult]:
+    """Read one JSON eval log: one conversation per sample (plus its model calls when asked)."""
+    check_options(NAME, options, OPTIONS)
+    model_calls = options.get("model_calls", False)
+    b = SourceBuilder(NAME, path)
+    with gc_paused():
+        log = load_json(path, b)
+        if log is not ...:
+            _read_log(b, log, model_calls)
+    yield b.result(final=True)
+
+
+def _read_log(b: SourceBuilder, log: Any, model_calls: bool) -> None:
+    if type(log) is not dict or type(log.get("eval")) is not dict:
+        b.reject(1, log, "broken envelope: an inspect log is an object with an 'eval' object")
+        return
+    ev = log["eval"]
+    eval_meta = {k: ev[k] for k in ("eval_id", "run_id", "task", "task_id", "model", "created") if k in ev}
+    eval_meta["status"] = log.get("status")
+    samples = log.get("samples")
+    if samples is None:
+        b.counts["skipped:log_without_samples"] += 1
+        return
+    if type(samples) is not list:
+        b.reject(1, {"samples": samples}, "broken envelope: 'samples' is not a list")
+        return
+    session = ev.get("eval_id") if type(ev.get("eval_id")) is str else None
+    for i, sample in enumerate(samples):
+        b.counts["samples_read"] += 1
+        _read_sample(b, i + 1, sample, session, eval_meta, model_calls)
+
+
+def _sample_times(sample: dict[str, Any]) -> tuple[str | None, str | None]:
+    start, end = sample.get("started_at"), sample.get("completed_at")
+    events = sample.get("events")
+    if type(events) is list and events:
+        if type(start) is not str and type(events[0]) is dict:
+            start = events[0].get("timestamp")
+        if type(end) is not str and type(events[-1]) is dict:
+            end = events[-1].get("timestamp")
+    return (start if type(start) is str else None), (end if type(end) is str else None)
+
+
+def _read_sample(
+    b: SourceBuilder,
+    number: int,
+    sample: Any,
+    session: str | None,
+    eval_meta: dict[str, Any],
+    model_calls: bool,
+) -> None:
+    if type(sample) is not dict or type(sample.get("messages")) is not list:
+        b.reject(number, sample, f"broken envelope: samples[{number - 1}] has no 'messages' list")
+        return
+    attachments = sample.get("attachments") if type(sample.get("attachments")) is dict else {}
+    unresolved = [0]
+    messages = resolve(sample["messages"], attachments, unresolved)
+    chat, extras, model = to_chat(messages)
+    record: dict[str, Any] = {"messages": chat}
+    model = model or eval_meta.get("model")
+    if type(model) is str:
+        record["model"] = model
+    meta: dict[str, Any] = {"eval": eval_meta}
+    for k, v in sample.items():
+        if k in _DROPPED_SAMPLE_KEYS:
+            continue
+        if k == "output" and type(v) is dict:
+            v = {ok: ov for ok, ov in v.items() if ok != "choices"}
+        meta[k] = v
+    if extras:
+        meta["messages"] = extras
+    if unresolved[0]:
+        meta["unresolved_attachments"] = unresolved[0]
+        b.counts["unresolved_attachments"] += unresolved[0]
+    sid = sample.get("id")
+    sample_id = sid if type(sid) is str else (str(sid) if type(sid) is int else None)
+    start, end = _sample_times(sample)
+    b.add(
+        "chat",
+        record,
+        line=number,
+        anchor=f"sample {number}".encode(),
+        session_id=session,
+        sample_id=sample_id,
+        started_at=start,
+        ended_at=end,
+        score=score_of(sample.get("scores")),
+        meta=meta,
+        reject_value={"sample": number - 1, "id": sid, "messages": sample["messages"]},
+    )
+    if model_calls:
+        _read_calls(b, number, sample, attachments, session, sample_id)
+
+
+def _read_calls(
+    b: SourceBuilder,
+    number: int,
+    sample: dict[str, Any],
+    attachments: dict[str, Any],
+    session: str | None,
+    sample_id: str | None,
+) -> None:
+    events = sample.get("events")
+    if type(events) is not list:
+        return
+    for e, event in enumerate(events):
+        if type(event) is not dict or event.get("event") != "model":
+            continue
+        call = event.get("call")
+        if type(call) is not dict:
+            b.counts["skipped:model_event_without_call"] += 1
+            continue
+        for part in ("request", "response"):
+            body = call.get(part)
+            if type(body) is not dict:
+                continue
+            b.counts[f"model_calls:{part}"] += 1
+            body = resolve(body, attachments, [0])
+            fmt = wire_format(body, part, event.get("model"))
+            if fmt is None:
+                b.reject(number, body, f"samples[{number - 1}].events[{e}].call.{part}: unknown wire format")
+                continue
+            b.add(
+                fmt,
+                body,
+                line=number,
+                anchor=f"sample {number} event {e} {part}".encode(),
+                session_id=session,
+                sample_id=sample_id,
+                started_at=event.get("timestamp") if type(event.get("timestamp")) is str else None,
+                meta={"call": {"event": e, "part": part, "model": event.get("model")}},
+            )
