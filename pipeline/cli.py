@@ -110,6 +110,49 @@ def synth(fmt: str, n: int, seed: int, output: Path | None, workers: int) -> Non
     click.echo(f"wrote {n} {fmt} conversations to {output}", err=True)
 
 
+@cli.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--step", "specs", multiple=True, required=True, help="NAME[:k=v,...], repeatable, in order.")
+@click.option("--output", "-o", required=True, type=click.Path(path_type=Path), help="Output Parquet file.")
+@click.option("--from", "source", default="parquet", show_default=True, help="parquet or a wire format.")
+@click.option("--strict", is_flag=True, help="Exit 1 naming the first record a step rejects.")
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
+def transform(
+    inputs: tuple[Path, ...], specs: tuple[str, ...], output: Path, source: str, strict: bool, quiet: bool
+) -> None:
+    """Run transform steps over canonical Parquet; rejected records go to OUTPUT.rejected.parquet.
+
+    Steps and their parameters: docs/transforms.md.
+
+    \b
+    chatlake transform lake.parquet --step role_swap --step turns --step compaction -o swapped.parquet
+    chatlake transform logs.jsonl --from chat --step window:last_turns=3 -o windowed.parquet
+    """
+    from pipeline.transforms import parse_step
+    from pipeline.transforms.job import StrictFailure, run_transform, validate
+
+    try:
+        steps = [parse_step(s) for s in specs]
+        validate(list(inputs), output, source)
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from None
+    try:
+        summary = run_transform(list(inputs), steps, output, source=source, strict=strict)
+    except StrictFailure as e:
+        raise click.ClickException(str(e)) from None
+    if not quiet:
+        click.echo(
+            f"read {summary['read']} written {summary['written']} rejected {summary['rejected']} "
+            f"({summary['seconds']} s) -> {summary['output']}"
+        )
+        for reason, n in list(summary["rejected_reasons"].items())[:5]:
+            click.echo(f"  {n} x {reason}")
+
+
+class _BadConfig(click.ClickException):
+    exit_code = 2
+
+
 def _print_summary(summary: dict[str, object]) -> None:
     from rich.console import Console
     from rich.table import Table

@@ -1,0 +1,182 @@
+"""Transform benchmark: role_swap (drop mode) + turns + compaction, side by side with baselines.
+
+    python benchmarks/bench_transforms.py --n 1000000
+
+(a) end to end, canonical Parquet in -> Parquet out (``chatlake transform``), vs the plain Parquet
+    read + write of the same table (the floor), each in a fresh process, peak RSS of the tree;
+(b) the steps alone on the table in memory (``apply_steps``) vs the per-record Python reference
+    (``tests/transforms/reference.py``) on the same records as Python dicts, in one process
+    (conversion to dicts not timed; the reference runs on the first ``--ref-n`` records and rates
+    are compared).
+
+role_swap runs with ``on_unsupported=drop`` so every synthetic record flows through all three steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import platform
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.measure import Measured, measure
+
+PY = sys.executable
+STEPS = ["role_swap:on_unsupported=drop", "turns", "compaction"]
+
+
+def ensure_parquet(workdir: Path, n: int, seed: int) -> Path:
+    from pipeline import synth
+
+    path = workdir / f"transforms-{n}-s{seed}.parquet"
+    if not path.exists():
+        src = workdir / f"transforms-{n}-s{seed}.jsonl"
+        print(f"generating {n:,} synthetic Responses conversations -> {path}", file=sys.stderr)
+        synth.write_jsonl(src, "responses", n, seed, workers=2)
+        import subprocess
+
+        subprocess.run(
+            [
+                PY,
+                "-m",
+                "pipeline",
+                "convert",
+                "--quiet",
+                str(src),
+                "--from",
+                "responses",
+                "--to",
+                "parquet",
+                "-o",
+                str(path),
+            ],
+            check=True,
+        )
+        src.unlink()
+    return path
+
+
+def floor(src: str, dst: str) -> None:
+    """Plain Parquet read + write of the same table, batch by batch like the transform job."""
+    import pyarrow.parquet as pq
+
+    from pipeline.io.parquet import writer
+
+    pf = pq.ParquetFile(src)
+    with writer(dst, pf.schema_arrow) as w:
+        for batch in pf.iter_batches(batch_size=32_768):
+            w.write_batch(batch)
+
+
+def in_memory(src: str, ref_n: int) -> None:
+    """(b): apply_steps on the whole table in memory vs the reference on the first ref_n records."""
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    from pipeline.transforms import apply_steps, parse_step
+    from tests.transforms.reference import run_reference
+
+    table = pq.read_table(src)
+    df = pl.from_arrow(table)
+    steps = [parse_step(s) for s in STEPS]
+    t0 = time.perf_counter()
+    kept, rejected = apply_steps(df, steps)  # type: ignore[arg-type]
+    vec_s = time.perf_counter() - t0
+    assert len(kept) + len(rejected) == len(df)
+    rows = table.slice(0, ref_n).to_pylist()
+    params = [(s.name, dict(s.params)) for s in steps]
+    gc.collect()
+    t0 = time.perf_counter()
+    for row in rows:
+        for name, p in params:
+            row, _err = run_reference(name, row, p)
+            if row is None:
+                break
+    ref_s = time.perf_counter() - t0
+    vec_rate, ref_rate = len(df) / vec_s, len(rows) / ref_s
+    print(f"IN_MEMORY {len(df)} {vec_s:.3f} {len(rows)} {ref_s:.3f} {vec_rate:.0f} {ref_rate:.0f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--workdir", type=Path, default=Path("bench-out"))
+    ap.add_argument("--ref-n", type=int, default=50_000, help="records the per-record reference runs on")
+    ap.add_argument("--role", choices=("main", "floor", "memory"), default="main", help=argparse.SUPPRESS)
+    ap.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.role == "floor":
+        floor(*args.paths)
+        return
+    if args.role == "memory":
+        in_memory(args.paths[0], args.ref_n)
+        return
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    src = ensure_parquet(args.workdir, args.n, args.seed)
+    n = args.n
+    out_floor = args.workdir / "transforms-floor.parquet"
+    out_tx = args.workdir / "transforms-out.parquet"
+    me = [PY, str(Path(__file__).resolve())]
+    print("running contenders (each in a fresh process)", file=sys.stderr)
+    fl = measure(
+        "plain Parquet read + write (pyarrow, same batches)",
+        [*me, "--role", "floor", str(src), str(out_floor)],
+        n,
+    )
+    step_args = [a for s in STEPS for a in ("--step", s)]
+    tx = measure(
+        "chatlake transform role_swap + turns + compaction",
+        [PY, "-m", "pipeline", "transform", "--quiet", str(src), *step_args, "-o", str(out_tx)],
+        n,
+    )
+    import subprocess
+
+    mem = subprocess.run(
+        [*me, "--role", "memory", "--ref-n", str(args.ref_n), str(src)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    line = next(x for x in mem.stdout.splitlines() if x.startswith("IN_MEMORY"))
+    _, vn, vs, rn, rs, vrate, rrate = line.split()
+
+    def row(m: Measured) -> str:
+        ratio = m.seconds / fl.seconds
+        cells = f"{m.seconds:,.1f} | {m.per_second:,.0f} | {ratio:.2f}x | {m.peak_rss_mb:,.0f}"
+        return f"| {m.label} | {cells} |"
+
+    text = "\n".join(
+        [
+            f"Transforms benchmark: {n:,} synthetic Responses conversations "
+            f"(`python benchmarks/bench_transforms.py --n {n}`), Python {platform.python_version()}, "
+            f"{platform.machine()}.",
+            "",
+            "(a) end to end, canonical Parquet in -> Parquet out",
+            "",
+            "| contender | seconds | conversations/s | time vs floor | peak RSS (MB) |",
+            "|---|---:|---:|---:|---:|",
+            row(fl),
+            row(tx),
+            "",
+            "(b) the steps alone, table in memory",
+            "",
+            "| contender | records | seconds | conversations/s |",
+            "|---|---:|---:|---:|",
+            f"| apply_steps (Polars) | {int(vn):,} | {float(vs):.2f} | {int(vrate):,} |",
+            f"| per-record Python reference | {int(rn):,} | {float(rs):.2f} | {int(rrate):,} |",
+            "",
+            f"(a) transform / floor: {tx.seconds / fl.seconds:.2f}x (target <= 1.5x); "
+            f"(b) Polars / reference rate: {int(vrate) / int(rrate):.1f}x (target >= 30x).",
+        ]
+    )
+    (args.workdir / f"transforms-{n}.md").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""Hand-checked cases for edits, compatibility modes and windows (re-encoded to the wire format)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipeline.formats import decode_records, encode_table
+from pipeline.transforms import apply_steps, make_step
+from pipeline.transforms.job import to_arrow
+
+
+def run(rec: dict, fmt: str, name: str, **params: object) -> dict | str:
+    table = decode_records([rec], fmt).table
+    kept, rejected = apply_steps(pl.from_arrow(table), [make_step(name, **params)])
+    return rejected["reason"][0] if len(rejected) else encode_table(to_arrow(kept), fmt)[0]
+
+
+TOOL_TURN = {
+    "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+    ]
+}
+
+
+def test_note_goes_after_anthropic_tool_results_in_the_same_message() -> None:
+    out = run(TOOL_TURN, "anthropic", "append_note", text="NOTE")
+    assert out["messages"][2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "ok"},
+        {"type": "text", "text": "NOTE"},
+    ]
+
+
+def test_note_as_a_block_or_a_new_message() -> None:
+    rec = {"input": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}
+    assert run(rec, "responses", "append_note", text="N")["input"][0]["content"] == [
+        {"type": "input_text", "text": "q"},
+        {"type": "input_text", "text": "N"},
+    ]
+    assert run(rec, "responses", "append_note", text="N", mode="message")["input"][1] == {
+        "role": "user",
+        "content": "N",
+    }
+    assert run({"input": []}, "responses", "append_note", text="N") == (
+        "append_note: no user message or tool output to append to"
+    )
+
+
+def test_prepend_system() -> None:
+    out = run(
+        {"messages": [{"role": "user", "content": "q"}]}, "chat", "prepend_system", text="P", role="developer"
+    )
+    assert out["messages"] == [{"role": "developer", "content": "P"}, {"role": "user", "content": "q"}]
+
+
+CALLS = {
+    "input": [
+        {"role": "user", "content": "go"},
+        {"type": "function_call", "call_id": "a", "name": "f", "namespace": "ns", "arguments": "{}"},
+        {"type": "function_call", "call_id": "b", "name": "g", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "b", "output": "rb"},
+        {"type": "function_call_output", "call_id": "a", "output": "ra"},
+        {"type": "function_call_output", "call_id": "zz", "output": "orphan"},
+        {"role": "assistant", "content": "done"},
+        {"type": "function_call_output", "call_id": "a", "output": "after a message"},
+    ]
+}
+
+
+def test_kimi_pairs_outputs_with_calls_inside_a_stretch() -> None:
+    out = run(CALLS, "responses", "compat", mode="kimi")["input"]
+    assert [(i.get("type"), i.get("call_id"), i.get("name")) for i in out] == [
+        (None, None, None),
+        ("function_call", "a", "f"),
+        ("function_call_output", "a", "f"),
+        ("function_call", "b", "g"),
+        ("function_call_output", "b", "g"),
+        ("function_call_output", "zz", None),
+        (None, None, None),
+        ("function_call_output", "a", None),
+    ]
+
+
+def test_flat_tools_and_other_formats() -> None:
+    out = run(CALLS, "responses", "compat", mode="flat_tools")["input"]
+    assert out[1]["name"] == "ns__f" and "namespace" not in out[1]
+    assert run({"messages": []}, "chat", "compat", mode="kimi") == (
+        "compat: mode 'kimi' applies to responses records, got 'chat'"
+    )
+
+
+def test_window_keeps_system_first_task_and_never_orphans_an_output() -> None:
+    rec = {
+        "messages": [
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": "task"},
+            {"role": "assistant", "content": "a1"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "r"},
+            {"role": "assistant", "content": "done"},
+        ]
+    }
+    roles = [m["role"] for m in run(rec, "chat", "window", last_turns=2)["messages"]]
+    assert roles == ["system", "user", "assistant"]  # the tool output lost its call, so it went too
+    roles = [m["role"] for m in run(rec, "chat", "window", last_turns=3, keep_first_task=False)["messages"]]
+    assert roles == ["system", "assistant", "assistant", "tool", "assistant"]  # a1 + the call: one turn
+    assert [m["content"] for m in run(rec, "chat", "window", max_chars=4)["messages"]] == [
+        "sys",
+        "task",
+        "done",
+    ]
+
+
+def test_slice_turns_python_semantics() -> None:
+    rec = {"messages": [{"role": r, "content": str(i)} for i, r in enumerate(["user", "assistant"] * 3)]}
+    assert [m["content"] for m in run(rec, "chat", "slice_turns", start=-2)["messages"]] == ["4", "5"]
+    assert [m["content"] for m in run(rec, "chat", "slice_turns", start=1, stop=3)["messages"]] == ["1", "2"]
+    assert run(rec, "chat", "slice_turns", start=4, stop=1)["messages"] == []
