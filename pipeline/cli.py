@@ -33,7 +33,12 @@ def cli() -> None:
     "docs/sources.md) or auto (detect the source per file).",
 )
 @click.option("--to", "target", required=True, type=click.Choice(FORMATS), help="Format to write.")
-@click.option("--output", "-o", required=True, type=click.Path(path_type=Path), help="Output file.")
+@click.option("--output", "-o", type=click.Path(path_type=Path), help="Output file.")
+@click.option(
+    "--run-dir",
+    type=click.Path(path_type=Path),
+    help="Instead of --output: run as a one-step job into this run directory (docs/run-layout.md).",
+)
 @click.option("--report", type=click.Path(path_type=Path), help="Write the JSON summary here.")
 @click.option("--workers", type=int, default=None, help="Worker processes (default: up to 2).")
 @click.option(
@@ -51,7 +56,8 @@ def convert(
     inputs: tuple[Path, ...],
     source: str,
     target: str,
-    output: Path,
+    output: Path | None,
+    run_dir: Path | None,
     report: Path | None,
     workers: int | None,
     on_loss: str,
@@ -66,12 +72,28 @@ def convert(
     \b
     chatlake convert data/sample-responses.jsonl --from responses --to parquet -o out/c.parquet
     chatlake convert logs.jsonl --from responses --to chat -o chat.jsonl --allow-loss item_id,status
+    chatlake convert logs/*.jsonl --from responses --to chat --run-dir runs/chat   # sharded, resumable
     """
     allowed = frozenset(k.strip() for k in allow_loss.split(",") if k.strip())
     try:
         policy = LossPolicy("reject" if allowed else on_loss, allowed)
     except ValueError as e:
         raise click.UsageError(f"--allow-loss: {e}") from None
+    if (output is None) == (run_dir is None):
+        raise click.UsageError("give either --output FILE or --run-dir DIR")
+    if run_dir is not None:
+        from pipeline.jobs import convert_job
+
+        try:
+            job = convert_job(
+                [str(p) for p in inputs], source, target, str(run_dir), on_loss=policy.on_loss,
+                allow=sorted(policy.allowed), workers=workers or 2,
+            )  # fmt: skip
+        except ConfigError as e:
+            raise click.UsageError(str(e)) from None
+        _run_job(job, catalog=None, quiet=quiet, as_json=False, fresh=False, report=report)
+        return
+    assert output is not None
     cfg = ConvertConfig(list(inputs), source, target, output, report, policy=policy)
     if workers is not None:
         cfg.workers = workers
@@ -151,6 +173,98 @@ def transform(
 
 class _BadConfig(click.ClickException):
     exit_code = 2
+
+
+def _run_job(job: object, *, catalog: str | None, quiet: bool, as_json: bool, fresh: bool,
+             report: Path | None = None) -> None:  # fmt: skip
+    from rich.console import Console
+
+    from pipeline.engine import JobFailed, run_job
+    from pipeline.engine.report import print_summary
+
+    try:
+        summary = run_job(job, catalog=catalog, progress=not (quiet or as_json), fresh=fresh)  # type: ignore[arg-type]
+    except ConfigError as e:
+        raise _BadConfig(str(e)) from None
+    except JobFailed as e:
+        raise click.ClickException(f"the job failed: {e}") from None
+    if report is not None:
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
+    if as_json:
+        click.echo(orjson.dumps(summary).decode())
+    elif not quiet:
+        print_summary(summary, Console())
+
+
+@cli.command()
+@click.argument("job_file", type=click.Path(path_type=Path))
+@click.option(
+    "--catalog",
+    default="chatlake.duckdb",
+    show_default=True,
+    envvar="CHATLAKE_CATALOG",
+    help="DuckDB run catalog to register the run in (env CHATLAKE_CATALOG).",
+)
+@click.option("--no-catalog", is_flag=True, help="Do not register the run.")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Override engine.workers.")
+@click.option("--engine", type=click.Choice(("local", "ray")), default=None, help="Override engine.kind.")
+@click.option("--fresh", is_flag=True, help="Delete the run directory's previous output and start over.")
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as one JSON line (no progress).")
+def run(
+    job_file: Path,
+    catalog: str,
+    no_catalog: bool,
+    workers: int | None,
+    engine: str | None,
+    fresh: bool,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Run the job in JOB_FILE (TOML; see docs/jobs.md) into its run directory.
+
+    A killed run resumes where it stopped when started again: finished shards are kept. Exit codes:
+    0 done (rejected records are counted, not fatal), 1 the job failed while running, 2 the job file
+    is wrong (nothing was done).
+
+    \b
+    chatlake run jobs/eval-to-chat.toml
+    chatlake run jobs/eval-to-chat.toml --json --quiet > summary.json
+    """
+    from pipeline.jobs import load_job
+
+    try:
+        job = load_job(job_file, {"engine.workers": workers, "engine.kind": engine})
+    except ConfigError as e:
+        raise _BadConfig(str(e)) from None
+    _run_job(job, catalog=None if no_catalog else catalog, quiet=quiet, as_json=as_json, fresh=fresh)
+
+
+@cli.command()
+@click.option(
+    "--catalog", default="chatlake.duckdb", show_default=True, envvar="CHATLAKE_CATALOG", help="Run catalog."
+)
+@click.option("--job", default=None, help="Only the runs of this job.")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per run.")
+def runs(catalog: str, job: str | None, limit: int, as_json: bool) -> None:
+    """List past runs, latest first: id, job, started, read / written / rejected, status.
+
+    \b
+    chatlake runs --limit 5
+    """
+    from rich.console import Console
+
+    from pipeline.catalog import Catalog
+    from pipeline.engine.report import print_runs
+
+    rows = Catalog(catalog).runs(limit=limit, job=job)
+    if as_json:
+        for r in rows:
+            click.echo(orjson.dumps(r).decode())
+    else:
+        print_runs(rows, Console())
 
 
 def _print_summary(summary: dict[str, object]) -> None:

@@ -1,0 +1,76 @@
+"""``manifest.json``: the job's fingerprint and the shards that are finished, sorted by id.
+
+Written atomically after every finished shard. It holds no timestamps, so a resumed run and an
+uninterrupted one end with the same manifest.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from pipeline.errors import ConfigError
+
+MANIFEST = "manifest.json"
+VERSION = 1
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class Manifest:
+    """Finished shards of one run directory."""
+
+    def __init__(self, run_dir: Path, job: str, fingerprint: str) -> None:
+        self.path = run_dir / MANIFEST
+        self.job = job
+        self.fingerprint = fingerprint
+        self.shards: dict[str, dict[str, Any]] = {}
+
+    @classmethod
+    def open(cls, run_dir: Path, job: str, fingerprint: str) -> Manifest:
+        """Load the run directory's manifest (a new one when absent); ConfigError if another job's."""
+        m = cls(run_dir, job, fingerprint)
+        if not m.path.exists():
+            return m
+        try:
+            doc = orjson.loads(m.path.read_bytes())
+        except orjson.JSONDecodeError:
+            raise ConfigError(f"{m.path} is not valid JSON; pass --fresh to start over") from None
+        if doc.get("fingerprint") != fingerprint:
+            raise ConfigError(
+                f"{run_dir} holds a run of another job (or of changed inputs or settings); "
+                "choose another output.path, or pass --fresh to delete it and start over"
+            )
+        m.shards = {s["id"]: s for s in doc.get("shards", [])}
+        return m
+
+    def done(self, shard_id: str) -> bool:
+        entry = self.shards.get(shard_id)
+        if entry is None:
+            return False
+        # A listed shard whose files went missing is redone rather than trusted.
+        run_dir = self.path.parent
+        return all((run_dir / f["path"]).is_file() for f in entry["files"].values())
+
+    def add(self, entry: dict[str, Any]) -> None:
+        self.shards[entry["id"]] = entry
+        self.save()
+
+    def save(self) -> None:
+        doc = {
+            "version": VERSION,
+            "job": self.job,
+            "fingerprint": self.fingerprint,
+            "shards": [self.shards[k] for k in sorted(self.shards)],
+        }
+        write_atomic(self.path, orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")

@@ -1,0 +1,249 @@
+"""One shard, start to finish: read batches, run the steps, encode, write, count.
+
+This is the only function the engines run remotely (:func:`run_shard`, in a spawned process or a
+Ray task), so the local and Ray engines share every step of the work and give the same bytes.
+Every record read ends in exactly one place: ``conversations/`` (written) or ``rejected/`` with
+its stage and reason; the counts are checked per shard.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from pipeline.convert import reason_of
+from pipeline.encoders import convert_table
+from pipeline.jobs.resolve import PARQUET, build_steps
+from pipeline.losses import LossPolicy
+from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
+
+from .read import Batch, read_shard, rejected_row
+from .shards import Shard
+from .writers import ShardWriter
+
+
+@dataclass(frozen=True)
+class Work:
+    """What a worker needs to run any shard of a job (plain values: it crosses process boundaries)."""
+
+    run_dir: str
+    target: str
+    step_specs: tuple[Any, ...]
+    on_loss: str
+    allowed: tuple[str, ...]
+    chunk_bytes: int
+    batch_rows: int
+
+    @classmethod
+    def of(cls, job: Any) -> Work:
+        return cls(
+            str(job.run_dir),
+            job.target,
+            tuple(job.step_specs),
+            job.policy.on_loss,
+            tuple(sorted(job.policy.allowed)),
+            job.chunk_bytes,
+            job.batch_rows,
+        )
+
+
+_STEPS: dict[str, list[Any]] = {}
+
+
+def _steps(work: Work) -> list[Any]:
+    """Steps are rebuilt once per worker process from their specs (specs pickle; closures may not)."""
+    key = repr(work.step_specs)
+    if key not in _STEPS:
+        _STEPS[key] = build_steps(list(work.step_specs))
+    return _STEPS[key]
+
+
+def _plain(t: pa.DataType) -> pa.DataType:
+    """Polars' large/view types -> the plain ones every chatlake file uses on disk."""
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return pa.binary()
+    if pa.types.is_large_list(t) or pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        return pa.list_(pa.field(t.value_field.name, _plain(t.value_type)))
+    if pa.types.is_list(t):
+        return pa.list_(pa.field(t.value_field.name, _plain(t.value_type)))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _plain(f.type), f.nullable) for f in t])
+    if pa.types.is_dictionary(t):
+        return _plain(t.value_type)
+    return t
+
+
+def to_disk(table: pa.Table) -> pa.Table:
+    """The canonical columns first, cast to the schema, then any columns the steps added (plain types)."""
+    canonical = cast_to_canonical(table)
+    extra = [n for n in table.column_names if n not in CONVERSATION_SCHEMA.names]
+    for name in extra:
+        col = table.column(name)
+        canonical = canonical.append_column(pa.field(name, _plain(col.type)), col.cast(_plain(col.type)))
+    return canonical
+
+
+def _apply_steps(table: pa.Table, steps: list[Any], raw: dict[int, bytes]) -> tuple[pa.Table, list[dict]]:
+    import polars as pl
+
+    from pipeline.transforms import apply_steps  # type: ignore[import-not-found]
+
+    kept, rej = apply_steps(pl.from_arrow(table), steps)
+    rows = []
+    if rej.height:
+        # Rejections are few: build their rows in Python (the kept rows never are).
+        for d in rej.select("conversation_id", "source_file", "source_line", "step", "reason").to_dicts():
+            line = d["source_line"]
+            text = raw.get(line) if line is not None else None
+            rows.append(
+                rejected_row(
+                    d["source_file"],
+                    line,
+                    "transform",
+                    d["reason"],
+                    conversation_id=d["conversation_id"],
+                    step=d["step"],
+                    text=text.decode("utf-8", "replace") if text is not None else None,
+                )
+            )
+    return to_disk(kept.to_arrow()), rows
+
+
+@dataclass
+class _Counts:
+    read: int = 0
+    written: int = 0
+    blank: int = 0
+    lossy: int = 0
+
+    def __post_init__(self) -> None:
+        self.by_stage: Counter[str] = Counter()
+        self.by_reason: Counter[str] = Counter()
+        self.loss_kinds: Counter[str] = Counter()
+
+
+def _encode(
+    table: pa.Table, target: str, policy: LossPolicy, raw: dict[int, bytes]
+) -> tuple[pa.Table, bytes, dict[str, list[Any]], list[dict[str, Any]]]:
+    """Encode every row to ``target``; keep the ones that encode and pass the loss policy."""
+    canonical = cast_to_canonical(table)
+    ids = canonical.column("conversation_id").to_pylist()
+    files = canonical.column("source_file").to_pylist()
+    lines = canonical.column("source_line").to_pylist()
+    formats = canonical.column("source_format").to_pylist()
+    keep: list[bool] = []
+    out: list[bytes] = []
+    losses: dict[str, list[Any]] = {k: [] for k in (
+        "conversation_id", "source_file", "source_line", "source_format", "target_format", "kind", "path",
+        "detail",
+    )}  # fmt: skip
+    rejected: list[dict[str, Any]] = []
+    for r, c in enumerate(convert_table(canonical, target, as_bytes=True)):
+        stage = reason = None
+        if c.error is not None:
+            stage, reason = "convert", f"encode: {c.error}"
+        else:
+            refused = policy.refused(c.losses)
+            if refused:
+                stage = "loss_policy"
+                reason = f"loss: {', '.join(sorted({x.kind for x in refused}))} (on_loss = reject)"
+        if stage is not None:
+            text = raw.get(lines[r]) if lines[r] is not None else None
+            rejected.append(
+                rejected_row(
+                    files[r], lines[r], stage, str(reason), conversation_id=ids[r],
+                    text=text.decode("utf-8", "replace") if text is not None else None,
+                )
+            )  # fmt: skip
+            keep.append(False)
+            continue
+        keep.append(True)
+        out.append(c.record)
+        if c.losses:
+            # Sorted: some encoders report losses in set order, which changes with PYTHONHASHSEED,
+            # and a resumed run must write the same bytes as an uninterrupted one.
+            ls = sorted(c.losses, key=lambda x: (x.path, x.kind, x.detail))
+            n = len(ls)
+            losses["conversation_id"] += [ids[r]] * n
+            losses["source_file"] += [files[r]] * n
+            losses["source_line"] += [lines[r]] * n
+            losses["source_format"] += [formats[r]] * n
+            losses["target_format"] += [target] * n
+            losses["kind"] += [x.kind for x in ls]
+            losses["path"] += [x.path for x in ls]
+            losses["detail"] += [x.detail for x in ls]
+    data = (b"\n".join(out) + b"\n") if out else b""
+    kept = table if all(keep) else table.filter(pa.array(keep, pa.bool_()))
+    return kept, data, losses, rejected
+
+
+def run_shard(
+    shard_json: dict[str, Any], work: Work, progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
+    """Run one shard and return its manifest entry (counts, files with sizes and hashes, seconds).
+
+    ``progress(records, bytes)`` is called after each batch.
+    """
+    shard = Shard.from_json(shard_json)
+    steps = _steps(work)
+    policy = LossPolicy(work.on_loss, frozenset(work.allowed))
+    encoded = work.target != PARQUET
+    writer = ShardWriter(Path(work.run_dir), shard.id, encoded)
+    counts = _Counts()
+    started = time.perf_counter()
+    try:
+        batch: Batch
+        for batch in read_shard(shard, work.chunk_bytes, work.batch_rows):
+            rejected = batch.rejected
+            table = to_disk(batch.table)
+            if steps:
+                table, step_rejected = _apply_steps(table, steps, batch.raw)
+                rejected = rejected + step_rejected
+            if encoded:
+                table, data, losses, enc_rejected = _encode(table, work.target, policy, batch.raw)
+                writer.output(data, table.num_rows)
+                writer.losses(losses)
+                rejected = rejected + enc_rejected
+                counts.loss_kinds.update(losses["kind"])
+                counts.lossy += len(set(losses["conversation_id"]))
+            writer.conversations(table)
+            writer.rejected(rejected)
+            counts.read += batch.read
+            counts.blank += batch.blank
+            counts.written += table.num_rows
+            counts.by_stage.update(r["stage"] for r in rejected)
+            counts.by_reason.update(reason_of(r["reason"]) for r in rejected)
+            if progress is not None:
+                progress(batch.read, batch.nbytes)
+        rejected_total = sum(counts.by_stage.values())
+        if counts.read != counts.written + rejected_total:
+            raise RuntimeError(
+                f"{shard.id}: read {counts.read} != written {counts.written} + rejected {rejected_total}"
+            )
+        files = writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+    return {
+        "id": shard.id,
+        "input": {k: v for k, v in shard.to_json().items() if k not in ("id", "weight")},
+        "read": counts.read,
+        "written": counts.written,
+        "rejected": rejected_total,
+        "blank_lines": counts.blank,
+        "rejected_by_stage": dict(sorted(counts.by_stage.items())),
+        "rejected_by_reason": dict(sorted(counts.by_reason.items())),
+        "losses_by_kind": dict(sorted(counts.loss_kinds.items())),
+        "records_with_losses": counts.lossy,
+        "files": files,
+        "weight": shard.weight,
+        "seconds": round(time.perf_counter() - started, 3),
+    }

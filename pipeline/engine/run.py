@@ -1,0 +1,136 @@
+"""Running a job: prepare the run directory, plan shards, skip finished ones, execute, summarize.
+
+>>> from pipeline.jobs import load_job                       # doctest: +SKIP
+>>> summary = run_job(load_job("job.toml"), catalog="chatlake.duckdb")
+>>> summary["read"] == summary["written"] + summary["rejected"]
+True
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from pipeline.catalog import Catalog
+from pipeline.jobs.resolve import PARQUET, Job
+
+from . import local
+from .manifest import MANIFEST, Manifest, write_atomic
+from .process import Work
+from .progress import JobProgress
+from .shards import Shard, plan
+from .summary import summarize
+from .writers import FOLDERS, TMP_SUFFIX
+
+SUMMARY = "summary.json"
+
+
+class JobFailed(RuntimeError):
+    """A job that failed while running (exit code 1); finished shards stay listed for a resume."""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def prepare_run_dir(job: Job, fresh: bool) -> Manifest:
+    """Create (or, with ``fresh``, empty) the run directory; drop temp files of a killed run.
+
+    Raises ConfigError when the directory holds another job's run (checked before any work).
+    """
+    run_dir = job.run_dir
+    if fresh and run_dir.exists():
+        for name in FOLDERS:
+            shutil.rmtree(run_dir / name, ignore_errors=True)
+        for name in (MANIFEST, SUMMARY):
+            (run_dir / name).unlink(missing_ok=True)
+    manifest = Manifest.open(run_dir, job.name, job.fingerprint())
+    for name in FOLDERS:
+        if name == "output" and job.target == PARQUET:  # run-layout.md: absent when the target is parquet
+            continue
+        (run_dir / name).mkdir(parents=True, exist_ok=True)
+        for tmp in (run_dir / name).glob(f".*{TMP_SUFFIX}"):
+            tmp.unlink(missing_ok=True)
+    return manifest
+
+
+def run_job(
+    job: Job,
+    *,
+    catalog: str | Path | None = None,
+    progress: bool = False,
+    fresh: bool = False,
+) -> dict[str, Any]:
+    """Run ``job`` into ``job.run_dir``, resuming a killed run of the same job; returns the summary.
+
+    Raises :class:`JobFailed` (the run is recorded as failed) when something breaks while running.
+    """
+    manifest = prepare_run_dir(job, fresh)
+    started_at = _now()
+    run_id = f"{job.name}-{started_at.replace(':', '').replace('-', '')[:15]}-{uuid.uuid4().hex[:6]}"
+    cat = Catalog(catalog) if catalog is not None else None
+    if cat is not None:
+        cat.start(run_id, job.name, str(job.run_dir), job.engine, started_at, job.source_text)
+    t0 = time.perf_counter()
+    work = Work.of(job)
+    skipped = 0
+    total_bytes = sum(f.size for f in job.files)
+    bar = JobProgress(f"{job.name}", total_bytes, progress)
+
+    def pending(shards: Iterator[Shard]) -> Iterator[Shard]:
+        nonlocal skipped
+        for s in shards:
+            if manifest.done(s.id):
+                skipped += 1
+                bar.skipped(s.weight)
+                continue
+            yield s
+
+    def on_done(entry: dict[str, Any]) -> None:
+        entry.pop("seconds", None)  # the manifest holds no timings: resumed == uninterrupted
+        manifest.add(entry)
+
+    try:
+        with bar:
+            shards = pending(plan(job))
+            if job.engine == "ray":
+                from . import ray as ray_engine
+
+                ray_engine.execute(shards, work, job.workers, on_done, bar.advance, job.ray_address)
+            else:
+                local.execute(shards, work, job.workers, on_done, bar.advance)
+    except BaseException as e:
+        if cat is not None:
+            failed = summarize(
+                job, list(manifest.shards.values()), run_id=run_id, started_at=started_at,
+                finished_at=_now(), status="failed",
+            )  # fmt: skip
+            cat.finish(run_id, failed, "failed", f"{type(e).__name__}: {e}")
+        if isinstance(e, Exception):
+            raise JobFailed(f"{type(e).__name__}: {e}") from e
+        raise
+    summary = summarize(
+        job,
+        list(manifest.shards.values()),
+        run_id=run_id,
+        started_at=started_at,
+        finished_at=_now(),
+        status="ok",
+        shards_resumed=skipped,
+        timings_s={"total": round(time.perf_counter() - t0, 3)},
+    )
+    manifest.save()
+    write_atomic(job.run_dir / SUMMARY, orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
+    if summary["read"] != summary["written"] + summary["rejected"]:
+        counts = {k: summary[k] for k in ("read", "written", "rejected")}
+        raise JobFailed(f"counts do not add up: {counts}")
+    if cat is not None:
+        cat.finish(run_id, summary, "ok")
+    return summary

@@ -1,0 +1,71 @@
+"""``summary.json``: what a run did, added up from the manifest's shard entries.
+
+Built from the manifest, so a resumed run reports the whole job, not just the shards it ran.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections import Counter
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from pipeline.jobs.resolve import Job, chatlake_version
+
+
+def _version(pkg: str) -> str:
+    try:
+        return version(pkg)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def versions() -> dict[str, str]:
+    return {
+        "chatlake": chatlake_version(),
+        "python": platform.python_version(),
+        **{p: _version(p) for p in ("pyarrow", "polars", "duckdb", "orjson")},
+    }
+
+
+def summarize(job: Job, shards: list[dict[str, Any]], **run: Any) -> dict[str, Any]:
+    """The run summary (docs/run-layout.md); ``run`` adds run_id, timestamps, timings, status, ..."""
+    by_stage: Counter[str] = Counter()
+    by_reason: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
+    inputs: dict[tuple[str, str], int] = {(f.url, f.format): 0 for f in job.files}
+    read = written = rejected = lossy = blank = 0
+    for s in sorted(shards, key=lambda s: s["id"]):
+        read += s["read"]
+        written += s["written"]
+        rejected += s["rejected"]
+        blank += s["blank_lines"]
+        lossy += s["records_with_losses"]
+        by_stage.update(s["rejected_by_stage"])
+        by_reason.update(s["rejected_by_reason"])
+        kinds.update(s["losses_by_kind"])
+        key = (s["input"]["url"], s["input"]["format"])
+        inputs[key] = inputs.get(key, 0) + s["read"]
+    return {
+        "job": job.name,
+        "run_id": run.pop("run_id", None),
+        "started_at": run.pop("started_at", None),
+        "finished_at": run.pop("finished_at", None),
+        "status": run.pop("status", "ok"),
+        "run_dir": str(job.run_dir),
+        "engine": job.engine,
+        "inputs": [{"path": p, "format": f, "read": n} for (p, f), n in inputs.items()],
+        "read": read,
+        "written": written,
+        "rejected": rejected,
+        "blank_lines": blank,
+        "rejected_by_stage": dict(by_stage.most_common()),
+        "rejected_by_reason": dict(by_reason.most_common()),
+        "losses_by_kind": dict(kinds.most_common()),
+        "records_with_losses": lossy,
+        "steps": job.step_names,
+        "target": job.target,
+        "shards": len(shards),
+        **run,
+        "versions": versions(),
+    }

@@ -1,0 +1,139 @@
+"""The files of one shard, written to temp files and renamed into place together.
+
+A shard's files appear under their final names only once all of them are complete, and the shard is
+listed in ``manifest.json`` only after that: a run killed at any moment leaves either a finished
+shard or temp files that the next run deletes. Parquet is written with fixed settings and no
+timestamps, so the same rows always give the same bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.io.item_index import ITEM_INDEX_SCHEMA, item_index
+from pipeline.io.parquet import writer as canonical_writer
+from pipeline.schema import CONVERSATION_SCHEMA
+
+FOLDERS = ("conversations", "items", "output", "losses", "rejected")
+TMP_SUFFIX = ".tmp"
+
+LOSSES_SCHEMA = pa.schema(
+    [
+        pa.field("conversation_id", pa.string()),
+        pa.field("source_file", pa.string()),
+        pa.field("source_line", pa.int64()),
+        pa.field("source_format", pa.string()),
+        pa.field("target_format", pa.string()),
+        pa.field("kind", pa.string()),
+        pa.field("path", pa.string()),
+        pa.field("detail", pa.string()),
+    ]
+)
+
+REJECTED_SCHEMA = pa.schema(
+    [
+        pa.field("source_file", pa.string()),
+        pa.field("source_line", pa.int64()),
+        pa.field("conversation_id", pa.string()),
+        pa.field("stage", pa.string()),
+        pa.field("step", pa.string()),
+        pa.field("reason", pa.string()),
+        pa.field("input", pa.string()),
+    ]
+)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+class ShardWriter:
+    """Streams one shard's conversations, encoded output, losses and rejections to temp files."""
+
+    def __init__(self, run_dir: Path, shard: str, encoded: bool) -> None:
+        self.final = {
+            "conversations": run_dir / "conversations" / f"{shard}.parquet",
+            "items": run_dir / "items" / f"{shard}.parquet",
+            "losses": run_dir / "losses" / f"{shard}.parquet",
+            "rejected": run_dir / "rejected" / f"{shard}.parquet",
+        }
+        if encoded:
+            self.final["output"] = run_dir / "output" / f"{shard}.jsonl"
+        # The pid keeps a stray worker of a killed run from writing into this run's temp files.
+        self.tmp = {k: p.with_name(f".{p.name}.{os.getpid()}{TMP_SUFFIX}") for k, p in self.final.items()}
+        self.rows = dict.fromkeys(self.final, 0)
+        self._conv: pq.ParquetWriter | None = None
+        self._items = pq.ParquetWriter(self.tmp["items"], ITEM_INDEX_SCHEMA, compression="zstd")
+        self._losses = pq.ParquetWriter(self.tmp["losses"], LOSSES_SCHEMA, compression="zstd")
+        self._rejected = pq.ParquetWriter(self.tmp["rejected"], REJECTED_SCHEMA, compression="zstd")
+        self._out = open(self.tmp["output"], "wb") if encoded else None  # noqa: SIM115
+
+    def conversations(self, table: pa.Table) -> None:
+        if self._conv is None:
+            schema = table.schema.with_metadata(CONVERSATION_SCHEMA.metadata)
+            self._conv = canonical_writer(str(self.tmp["conversations"]), schema)
+        if table.num_rows:
+            self._conv.write_table(table.cast(self._conv.schema))
+            self.rows["conversations"] += table.num_rows
+            index = item_index(table)
+            self._items.write_table(index)
+            self.rows["items"] += index.num_rows
+
+    def output(self, data: bytes, rows: int) -> None:
+        assert self._out is not None
+        self._out.write(data)
+        self.rows["output"] += rows
+
+    def losses(self, cols: dict[str, list[Any]]) -> None:
+        n = len(cols["kind"])
+        if n:
+            self._losses.write_table(pa.Table.from_pydict(cols, schema=LOSSES_SCHEMA))
+            self.rows["losses"] += n
+
+    def rejected(self, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            self._rejected.write_table(pa.Table.from_pylist(rows, schema=REJECTED_SCHEMA))
+            self.rows["rejected"] += len(rows)
+
+    def commit(self) -> dict[str, dict[str, Any]]:
+        """Close, hash and rename every file into place; returns ``{folder: {path, rows, bytes, sha256}}``."""
+        if self._conv is None:  # a shard with no batch at all still has its (empty) file
+            self.conversations(CONVERSATION_SCHEMA.empty_table())
+        assert self._conv is not None
+        self._conv.close()
+        self._items.close()
+        self._losses.close()
+        self._rejected.close()
+        if self._out is not None:
+            self._out.close()
+        files = {}
+        for k, tmp in self.tmp.items():
+            files[k] = {
+                "path": f"{k}/{self.final[k].name}",
+                "rows": self.rows[k],
+                "bytes": tmp.stat().st_size,
+                "sha256": sha256_file(tmp),
+            }
+        for k, tmp in self.tmp.items():
+            os.replace(tmp, self.final[k])
+        return files
+
+    def abort(self) -> None:
+        for w in (self._conv, self._items, self._losses, self._rejected, self._out):
+            if w is not None:
+                # Closing a half-written file after an error: the original error is what matters.
+                with contextlib.suppress(Exception):
+                    w.close()
+        for tmp in self.tmp.values():
+            tmp.unlink(missing_ok=True)

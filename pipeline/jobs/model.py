@@ -1,0 +1,81 @@
+"""The job file, as written: a TOML document validated by pydantic models (nothing resolved yet).
+
+```toml
+name = "eval-to-chat"
+
+[[inputs]]
+path = ["data/*.jsonl"]      # paths, globs or fsspec URLs (one string or a list)
+format = "responses"         # a wire format, "canonical" (chatlake Parquet), a source name, or "auto"
+
+[[steps]]                    # the transforms, in order: a table with name + parameters ...
+name = "role_swap"
+# steps = ["role_swap", "turns:max=3"]   # ... or parse_step() strings
+
+[output]
+path = "runs/eval-chat"      # the run directory (docs/run-layout.md)
+target = "chat"              # a wire format, or "parquet" (conversations/ only)
+shard_records = 10000        # input records (lines) per shard
+
+[loss]
+on_loss = "allow"            # or "reject"; allow = ["item_id"] accepts those kinds under reject
+
+[engine]
+kind = "local"               # or "ray"
+workers = 2
+```
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from pipeline.io.jsonl import DEFAULT_CHUNK_BYTES
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class InputSpec(_Strict):
+    """One group of inputs read with the same format and options."""
+
+    path: list[str] = Field(min_length=1)
+    format: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("path", mode="before")
+    @classmethod
+    def _one_or_many(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+
+class OutputSpec(_Strict):
+    path: str
+    target: str = "parquet"
+    shard_records: int = Field(default=10_000, ge=1)
+
+
+class LossSpec(_Strict):
+    on_loss: Literal["allow", "reject"] = "allow"
+    allow: list[str] = Field(default_factory=list)
+
+
+class EngineSpec(_Strict):
+    kind: Literal["local", "ray"] = "local"
+    workers: int = Field(default=2, ge=1, le=512)
+    chunk_bytes: int = Field(default=DEFAULT_CHUNK_BYTES, ge=1024)
+    batch_rows: int = Field(default=5_000, ge=1)
+    ray_address: str | None = None  # None: a local Ray, or RAY_ADDRESS when set
+
+
+class JobSpec(_Strict):
+    """The whole job file."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    inputs: list[InputSpec] = Field(min_length=1)
+    steps: list[str | dict[str, Any]] = Field(default_factory=list)
+    output: OutputSpec
+    loss: LossSpec = Field(default_factory=LossSpec)
+    engine: EngineSpec = Field(default_factory=EngineSpec)

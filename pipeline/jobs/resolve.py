@@ -1,0 +1,347 @@
+"""From a job file to a runnable :class:`Job`: every check that can fail happens here, before any work.
+
+Globs are expanded, formats and steps resolved, the output checked against the inputs; anything
+wrong raises :class:`~pipeline.errors.ConfigError` with a message that says what to fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import tomllib
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyarrow.parquet as pq
+from pydantic import ValidationError
+
+from pipeline.errors import ConfigError
+from pipeline.formats import WIRE_FORMATS
+from pipeline.jobs.files import Container, container_of, expand, file_size, is_url
+from pipeline.jobs.model import JobSpec
+from pipeline.losses import LossPolicy
+from pipeline.schema import CONVERSATION_SCHEMA, SCHEMA_VERSION
+
+CANONICAL = "canonical"
+PARQUET = "parquet"  # as a target: the canonical table only (conversations/), no output/
+FORMAT_ALIASES = {PARQUET: CANONICAL}
+TARGETS = (*WIRE_FORMATS, PARQUET)
+
+
+def chatlake_version() -> str:
+    try:
+        return version("chatlake")
+    except PackageNotFoundError:  # running from a source tree that was not installed
+        return "0+unknown"
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One input file (or HF arrow file) and how to read it.
+
+    ``container``: ``jsonl`` | ``parquet`` | ``arrow`` (a ``save_to_disk`` file) | ``source`` (an
+    adapter from :mod:`pipeline.sources` reads the whole file); ``format``: a wire format,
+    ``canonical`` or a source name.
+    """
+
+    url: str
+    container: Container
+    format: str
+    options: dict[str, Any]
+    size: int
+
+
+@dataclass
+class Job:
+    """A validated job: resolved input files, step specs, target, policy, layout and engine."""
+
+    name: str
+    files: list[InputFile]
+    step_specs: list[str | dict[str, Any]]
+    step_names: list[str]
+    target: str
+    policy: LossPolicy
+    run_dir: Path
+    shard_records: int = 10_000
+    chunk_bytes: int = 8 << 20
+    batch_rows: int = 5_000
+    workers: int = 2
+    engine: str = "local"
+    ray_address: str | None = None
+    source_text: str = ""  # the job file as given (kept in the catalog)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def fingerprint(self) -> str:
+        """What decides the output bytes: a run directory only resumes the job that started it.
+
+        Workers and engine are left out on purpose: they do not change the output.
+        """
+        doc = {
+            "files": [[f.url, f.container, f.format, f.options, f.size] for f in self.files],
+            "steps": self.step_specs,
+            "target": self.target,
+            "policy": [self.policy.on_loss, sorted(self.policy.allowed)],
+            "shard_records": self.shard_records,
+            "chunk_bytes": self.chunk_bytes,
+            "batch_rows": self.batch_rows,
+            "chatlake": chatlake_version(),
+            "schema_version": SCHEMA_VERSION,
+        }
+        return hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _transforms() -> Any:
+    try:
+        return importlib.import_module("pipeline.transforms")
+    except ModuleNotFoundError as e:
+        if e.name and e.name.startswith("pipeline.transforms"):
+            return None
+        raise
+
+
+def _sources() -> Any:
+    try:
+        return importlib.import_module("pipeline.sources")
+    except ModuleNotFoundError as e:
+        if e.name and e.name.startswith("pipeline.sources"):
+            return None
+        raise
+
+
+def build_steps(specs: list[str | dict[str, Any]]) -> list[Any]:
+    """The transform steps of a job, built with ``pipeline.transforms`` (ConfigError on a bad one)."""
+    if not specs:
+        return []
+    tr = _transforms()
+    if tr is None:
+        raise ConfigError("this job has steps, but pipeline.transforms is not available in this install")
+    steps = []
+    for i, spec in enumerate(specs):
+        try:
+            if isinstance(spec, str):
+                steps.append(tr.parse_step(spec))
+            else:
+                params = dict(spec)
+                name = params.pop("name", None)
+                if not isinstance(name, str):
+                    raise ConfigError(f"steps[{i}] has no name; write name = \"role_swap\" (for example)")
+                steps.append(tr.make_step(name, **params))
+        except ConfigError as e:
+            raise ConfigError(f"steps[{i}]: {e}") from None
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"steps[{i}]: {e}") from None
+    return steps
+
+
+def step_name(spec: str | dict[str, Any]) -> str:
+    if isinstance(spec, dict):
+        return str(spec.get("name"))
+    return spec.split(":", 1)[0].split("(", 1)[0].strip()
+
+
+def _format_names() -> list[str]:
+    src = _sources()
+    names = [*WIRE_FORMATS, CANONICAL]
+    if src is not None:
+        names += [*sorted(src.SOURCES), "auto"]
+    return names
+
+
+def _resolve_format(fmt: str, url: str, container: Container) -> tuple[str, Container]:
+    fmt = FORMAT_ALIASES.get(fmt, fmt)
+    if fmt in WIRE_FORMATS or fmt == CANONICAL:
+        if fmt == CANONICAL and container == "jsonl":
+            raise ConfigError(
+                f"input {url!r}: format 'canonical' reads chatlake Parquet or a saved dataset, "
+                "not JSONL; give the wire format (e.g. format = \"responses\")"
+            )
+        return fmt, container
+    src = _sources()
+    if src is not None and fmt == "auto":
+        try:
+            detected = src.detect_source(url)
+        except ConfigError:
+            raise
+        except Exception as e:  # a detector that cannot read the file: say which file
+            raise ConfigError(f"input {url!r}: cannot detect its format ({e}); give format = ...") from None
+        if not detected:
+            raise ConfigError(f"input {url!r}: format 'auto' could not tell what it is; give format = ...")
+        return _resolve_format(str(detected), url, container)
+    if src is not None and fmt in src.SOURCES:
+        if is_url(url):
+            raise ConfigError(f"input {url!r}: source adapters read local files; copy it locally first")
+        return fmt, "source"
+    raise ConfigError(f"unknown format {fmt!r}; use one of {', '.join(_format_names())}")
+
+
+def _check_source_options(source: str, options: dict[str, Any]) -> None:
+    src = _sources()
+    check = getattr(importlib.import_module("pipeline.sources._base"), "check_options", None)
+    adapter = src.SOURCES[source]
+    if check is not None and hasattr(adapter, "options"):
+        check(source, options, adapter.options)
+
+
+def _check_canonical(f: InputFile) -> None:
+    if f.container != "parquet" or f.format != CANONICAL or is_url(f.url):
+        return
+    try:
+        names = set(pq.read_schema(f.url).names)
+    except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
+        raise ConfigError(f"input {f.url!r} is not a readable Parquet file: {e}") from None
+    missing = [n for n in CONVERSATION_SCHEMA.names if n not in names]
+    if missing:
+        raise ConfigError(
+            f"input {f.url!r} is not a chatlake table (missing {missing[:4]}); "
+            "give the wire format of its rows instead of 'canonical'"
+        )
+
+
+def resolve(spec: JobSpec, base: Path, source_text: str = "") -> Job:
+    """Check a job against the world (files, formats, steps, output) and resolve it."""
+    files: list[InputFile] = []
+    for n, inp in enumerate(spec.inputs):
+        for pattern in inp.path:
+            urls = expand(pattern, base)
+            if not urls:
+                raise ConfigError(f"inputs[{n}]: {pattern!r} matches no file; check the path or glob")
+            for url in urls:
+                container = container_of(url)
+                fmt, container = _resolve_format(inp.format, url, container)
+                if container == "source":
+                    _check_source_options(fmt, inp.options)
+                for leaf, leaf_container in _leaves(url, container):
+                    f = InputFile(leaf, leaf_container, fmt, dict(inp.options), file_size(leaf))
+                    _check_canonical(f)
+                    files.append(f)
+    target = spec.output.target
+    if target not in TARGETS:
+        raise ConfigError(f"output.target {target!r} is not a format; use one of {', '.join(TARGETS)}")
+    try:
+        allowed = frozenset(spec.loss.allow)
+        policy = LossPolicy("reject" if allowed else spec.loss.on_loss, allowed)
+    except ValueError as e:
+        raise ConfigError(f"loss: {e}") from None
+    steps = build_steps(spec.steps)
+    names = [str(getattr(s, "name", "") or step_name(sp)) for s, sp in zip(steps, spec.steps, strict=True)]
+    if is_url(spec.output.path):
+        raise ConfigError(
+            f"output.path {spec.output.path!r}: write the run directory to a local or mounted path "
+            "(shards are renamed into place, which object stores cannot do atomically)"
+        )
+    run_dir = (base / spec.output.path).resolve()
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"output.path {str(run_dir)!r} is a file; give a directory for the run")
+    for f in files:
+        if is_url(f.url):
+            continue
+        p = Path(f.url).resolve()
+        if p == run_dir or run_dir in p.parents:
+            raise ConfigError(
+                f"output.path {str(run_dir)!r} would overwrite the input {f.url!r}; choose another output"
+            )
+    if spec.engine.kind == "ray":
+        try:
+            importlib.import_module("ray.data")
+        except ImportError:
+            raise ConfigError(
+                "engine.kind = \"ray\" needs Ray Data: pip install 'chatlake[ray]' (or use kind = \"local\")"
+            ) from None
+    return Job(
+        name=spec.name,
+        files=files,
+        step_specs=list(spec.steps),
+        step_names=names,
+        target=target,
+        policy=policy,
+        run_dir=run_dir,
+        shard_records=spec.output.shard_records,
+        chunk_bytes=spec.engine.chunk_bytes,
+        batch_rows=spec.engine.batch_rows,
+        workers=spec.engine.workers,
+        engine=spec.engine.kind,
+        ray_address=spec.engine.ray_address,
+        source_text=source_text,
+    )
+
+
+def _leaves(url: str, container: Container) -> list[tuple[str, Container]]:
+    """A saved dataset directory becomes its arrow files; anything else is itself."""
+    if container != "dataset":
+        return [(url, container)]
+    from pipeline.jobs.files import dataset_arrow_files
+
+    try:
+        return [(a, "arrow") for a in dataset_arrow_files(url)]
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"input {url!r}: {e}") from None
+
+
+def _pydantic_message(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors():
+        where = ".".join(str(x) for x in err["loc"]) or "job"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key (check the spelling; see docs/jobs.md)"
+        elif err["type"] == "missing":
+            msg = "required key is missing"
+        parts.append(f"{where}: {msg}")
+    return "; ".join(parts)
+
+
+def parse_job(text: str, base: Path, overrides: dict[str, Any] | None = None) -> Job:
+    """Parse and resolve a job from TOML text; relative paths are relative to ``base``."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"the job file is not valid TOML: {e}") from None
+    for dotted, value in (overrides or {}).items():
+        if value is None:
+            continue
+        section, key = dotted.split(".", 1)
+        doc.setdefault(section, {})[key] = value
+    try:
+        spec = JobSpec.model_validate(doc)
+    except ValidationError as e:
+        raise ConfigError(f"bad job: {_pydantic_message(e)}") from None
+    return resolve(spec, base, text)
+
+
+def load_job(path: str | Path, overrides: dict[str, Any] | None = None) -> Job:
+    """Read, validate and resolve ``JOB.toml`` (ConfigError on anything wrong, before any work)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot read the job file {str(p)!r}: {e.strerror}") from None
+    return parse_job(text, p.resolve().parent, overrides)
+
+
+def convert_job(
+    inputs: list[str],
+    source: str,
+    target: str,
+    run_dir: str,
+    *,
+    on_loss: str = "allow",
+    allow: list[str] | None = None,
+    workers: int = 2,
+    base: Path | None = None,
+) -> Job:
+    """``chatlake convert --run-dir``: a one-step job (no transforms) from command-line flags."""
+    doc = {
+        "name": "convert",
+        "inputs": [{"path": list(inputs), "format": source}],
+        "output": {"path": run_dir, "target": target},
+        "loss": {"on_loss": on_loss, "allow": list(allow or [])},
+        "engine": {"workers": workers},
+    }
+    try:
+        spec = JobSpec.model_validate(doc)
+    except ValidationError as e:
+        raise ConfigError(_pydantic_message(e)) from None
+    return resolve(spec, base or Path.cwd())

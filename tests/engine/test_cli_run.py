@@ -1,0 +1,96 @@
+"""``chatlake run`` / ``chatlake runs`` / ``chatlake convert --run-dir``: output, JSON, exit codes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+from click.testing import CliRunner
+
+from pipeline.cli import cli
+from tests.cases import CASES
+from tests.engine.helpers import output_lines, write_job, write_jsonl
+from tests.helpers import assert_identical
+
+
+def _job(tmp_path: Path, **output: object) -> Path:
+    write_jsonl(tmp_path / "in.jsonl", [orjson.dumps(r) for _, r in CASES["chat"]] + [b"{broken"])
+    return write_job(tmp_path / "job.toml", [{"path": "in.jsonl", "format": "chat"}],
+                     {"path": "run", "target": "chat", **output}, engine={"workers": 1})  # fmt: skip
+
+
+def test_run_prints_a_summary_table_and_registers_the_run(tmp_path: Path) -> None:
+    job = _job(tmp_path)
+    catalog = str(tmp_path / "cat.duckdb")
+    res = CliRunner().invoke(cli, ["run", str(job), "--catalog", catalog])
+    assert res.exit_code == 0, res.output
+    assert "chatlake run test-job -> chat (ok)" in res.output
+    assert "rejected by stage: read 1" in res.output
+    res = CliRunner().invoke(cli, ["runs", "--catalog", catalog, "--json"])
+    assert res.exit_code == 0, res.output
+    [row] = [orjson.loads(line) for line in res.output.splitlines()]
+    got = (row["job"], row["read"], row["written"], row["rejected"], row["status"])
+    n = len(CASES["chat"])
+    assert got == ("test-job", n + 1, n, 1, "ok")
+    table = CliRunner().invoke(cli, ["runs", "--catalog", catalog, "--job", "test-job"])
+    assert table.exit_code == 0 and "test-job" in table.output
+    none = CliRunner().invoke(cli, ["runs", "--catalog", catalog, "--job", "other", "--json"])
+    assert none.exit_code == 0 and none.output == ""
+
+
+def test_run_json_prints_only_the_summary(tmp_path: Path) -> None:
+    res = CliRunner().invoke(cli, ["run", str(_job(tmp_path)), "--json", "--no-catalog"])
+    assert res.exit_code == 0, res.output
+    summary = orjson.loads(res.output)
+    assert summary == orjson.loads((tmp_path / "run" / "summary.json").read_bytes())
+    n = len(CASES["chat"])
+    assert (summary["read"], summary["written"], summary["rejected"]) == (n + 1, n, 1)
+
+
+def test_run_quiet_prints_nothing(tmp_path: Path) -> None:
+    res = CliRunner().invoke(cli, ["run", str(_job(tmp_path)), "--quiet", "--no-catalog"])
+    assert (res.exit_code, res.output) == (0, "")
+
+
+def test_bad_job_exits_2_before_any_work(tmp_path: Path) -> None:
+    job = _job(tmp_path, shard_records=-1)
+    res = CliRunner().invoke(cli, ["run", str(job), "--no-catalog"])
+    assert res.exit_code == 2
+    assert "output.shard_records: Input should be greater than or equal to 1" in res.output
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_job_failing_while_running_exits_1_and_is_recorded_as_failed(tmp_path: Path) -> None:
+    (tmp_path / "broken.arrow").write_bytes(b"this is not an arrow stream")
+    job = write_job(tmp_path / "job.toml", [{"path": "broken.arrow", "format": "canonical"}], {"path": "run"})
+    catalog = str(tmp_path / "cat.duckdb")
+    res = CliRunner().invoke(cli, ["run", str(job), "--catalog", catalog])
+    assert res.exit_code == 1
+    assert "the job failed" in res.output
+    res = CliRunner().invoke(cli, ["runs", "--catalog", catalog, "--json"])
+    assert orjson.loads(res.output)["status"] == "failed"
+
+
+def test_convert_with_run_dir_is_a_one_step_job(tmp_path: Path) -> None:
+    records = [r for _, r in CASES["responses"]]
+    write_jsonl(tmp_path / "in.jsonl", [orjson.dumps(r) for r in records])
+    res = CliRunner().invoke(
+        cli,
+        ["convert", str(tmp_path / "in.jsonl"), "--from", "responses", "--to", "responses",
+         "--run-dir", str(tmp_path / "run"), "--workers", "1", "--quiet"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    for a, b in zip(records, output_lines(tmp_path / "run"), strict=True):
+        assert_identical(a, orjson.loads(b))
+    summary = orjson.loads((tmp_path / "run" / "summary.json").read_bytes())
+    assert (summary["job"], summary["read"], summary["written"]) == ("convert", len(records), len(records))
+
+
+def test_convert_needs_exactly_one_of_output_and_run_dir(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "in.jsonl", [b"{}"])
+    both = ["convert", str(tmp_path / "in.jsonl"), "--from", "chat", "--to", "chat",
+            "-o", str(tmp_path / "o"), "--run-dir", str(tmp_path / "r")]  # fmt: skip
+    assert CliRunner().invoke(cli, both).exit_code == 2
+    neither = ["convert", str(tmp_path / "in.jsonl"), "--from", "chat", "--to", "chat"]
+    res = CliRunner().invoke(cli, neither)
+    assert res.exit_code == 2 and "give either --output FILE or --run-dir DIR" in res.output

@@ -1,0 +1,41 @@
+"""The Ray Data engine gives byte-identical output to the local engine on the same job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from pipeline.engine import run_job
+from pipeline.jobs import load_job
+from tests.cases import BAD_LINES, CASES
+from tests.engine.helpers import file_hashes, write_job, write_jsonl
+
+# Ray's own DataContext properties warn about their deprecated names when the context is copied.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def test_ray_engine_output_equals_local_engine(local_ray: Any, tmp_path: Path) -> None:
+    good = [orjson.dumps(r) for _, r in CASES["responses"]]
+    lines = good * 3 + [b for f, b, _ in BAD_LINES if f == "responses"]
+    write_jsonl(tmp_path / "in.jsonl", lines)
+    summaries = {}
+    for engine in ("local", "ray"):
+        job = write_job(
+            tmp_path / f"{engine}.toml",
+            [{"path": "in.jsonl", "format": "responses"}],
+            {"path": engine, "target": "chat", "shard_records": 7},
+            steps=["turns", "role_swap:on_unsupported=drop"],
+            engine={"kind": engine, "workers": 2},
+        )
+        summaries[engine] = run_job(load_job(job))
+    local, ray_ = file_hashes(tmp_path / "local"), file_hashes(tmp_path / "ray")
+    assert summaries["local"]["shards"] == -(-len(lines) // 7) > 2
+    assert len(local) == 5 * summaries["local"]["shards"] + 1  # five folders x shards + manifest
+    assert ray_ == local
+    for k in ("read", "written", "rejected", "rejected_by_stage", "rejected_by_reason", "losses_by_kind"):
+        assert summaries["ray"][k] == summaries["local"][k], k
+    assert summaries["ray"]["engine"] == "ray" and summaries["ray"]["steps"] == ["turns", "role_swap"]
+    assert summaries["ray"]["written"] > 0
