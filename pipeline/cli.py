@@ -267,6 +267,136 @@ def runs(catalog: str, job: str | None, limit: int, as_json: bool) -> None:
         print_runs(rows, Console())
 
 
+def _params(pairs: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.UsageError(f"--param {pair!r}: write it as NAME=VALUE")
+        out[key] = value
+    return out
+
+
+@cli.command()
+@click.argument("run", type=click.Path(path_type=Path))
+@click.option("--query", "-Q", "names", multiple=True, help="Query from sql/ (repeatable; default all).")
+@click.option("--format", "fmt", type=click.Choice(("table", "csv", "json", "markdown")), default="table")
+@click.option("--param", "-p", "params", multiple=True, help="NAME=VALUE, bound by DuckDB (e.g. n=20).")
+@click.option("--html", "html_out", type=click.Path(path_type=Path), help="Also write the HTML report here.")
+def audit(
+    run: Path, names: tuple[str, ...], fmt: str, params: tuple[str, ...], html_out: Path | None
+) -> None:
+    """Run the sql/ audit queries over a run directory (see docs/audit.md).
+
+    \b
+    chatlake audit runs/r1 --query worst_records --param n=20 --format markdown
+    chatlake audit runs/r1 --html report.html
+    """
+    from pipeline.audit import load_queries, open_run
+    from pipeline.audit.render import render_csv, render_json, render_markdown, render_table
+
+    given = _params(params)
+    try:
+        queries = load_queries(list(names))
+        for q in queries:  # a parameter no selected query declares is a typo
+            q.bind({k: v for k, v in given.items() if k in q.params})
+        unknown = sorted(set(given) - {p for q in queries for p in q.params})
+        if unknown:
+            raise ConfigError(f"--param {unknown[0]}: no selected query has this parameter")
+        con = open_run(run)
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from None
+    results = {q.name: q.run(con, {k: v for k, v in given.items() if k in q.params}) for q in queries}
+    if fmt == "json":
+        click.echo(render_json(results))
+    for q in queries if fmt != "json" else ():
+        t = results[q.name]
+        if fmt == "csv":
+            click.echo(f"# {q.name}\n{render_csv(t)}" if len(queries) > 1 else render_csv(t), nl=False)
+        elif fmt == "markdown":
+            click.echo(render_markdown(q.name, q.question, t))
+        else:
+            click.echo(render_table(q.name, q.question, t), nl=False)
+    if html_out is not None:
+        from pipeline.audit.report import build_report
+
+        html_out.write_text(build_report(con, title=f"chatlake audit: {run.name}"))
+        click.echo(f"wrote {html_out}", err=True)
+
+
+@cli.command()
+@click.argument("run", type=click.Path(path_type=Path))
+@click.argument("query")
+@click.option("--format", "fmt", type=click.Choice(("table", "csv", "json", "markdown")), default="table")
+def sql(run: Path, query: str, fmt: str) -> None:
+    """Run ad-hoc SQL over a run, with the conversations/items/losses/rejected/summary views.
+
+    \b
+    chatlake sql runs/r1 "SELECT kind, count(*) FROM losses GROUP BY ALL"
+    """
+    import duckdb
+
+    from pipeline.audit import open_run
+    from pipeline.audit.render import render_csv, render_json, render_markdown, render_table
+
+    try:
+        con = open_run(run)
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from None
+    try:
+        t = con.sql(query).to_arrow_table()
+    except duckdb.Error as e:
+        raise click.UsageError(f"SQL error: {e}") from None
+    text = {"csv": render_csv, "json": lambda t: render_json({"result": t})}.get(fmt)
+    if text is not None:
+        click.echo(text(t), nl=False)
+    elif fmt == "markdown":
+        click.echo(render_markdown("result", query, t))
+    else:
+        click.echo(render_table("result", query, t), nl=False)
+
+
+@cli.command("export-hf")
+@click.argument("run", type=click.Path(path_type=Path))
+@click.argument("out_dir", type=click.Path(path_type=Path))
+@click.option("--style", type=click.Choice(("trl", "openai")), default="trl", show_default=True)
+@click.option("--split-by", help="A conversations column whose values name the splits (default: train).")
+@click.option("--shard-rows", type=int, default=100_000, show_default=True, help="Rows per Parquet shard.")
+@click.option("--push", "repo_id", help="Upload to this Hub dataset repo (needs a configured token).")
+@click.option("--dry-run", is_flag=True, help="With --push: check the token and list, upload nothing.")
+def export_hf(
+    run: Path,
+    out_dir: Path,
+    style: str,
+    split_by: str | None,
+    shard_rows: int,
+    repo_id: str | None,
+    dry_run: bool,
+) -> None:
+    """Export a run's written records as a Hugging Face dataset (see docs/export.md).
+
+    \b
+    chatlake export-hf runs/r1 out/hf --split-by source_format
+    """
+    from pipeline.sinks.hf_dataset import ExportConfig, export, push
+
+    cfg = ExportConfig(run, out_dir, style, split_by, shard_rows, repo_id)
+    try:
+        cfg.validate()
+        report = export(cfg)
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from None
+    r = report.to_json()
+    click.echo(f"exported {r['exported']} rows {r['splits']} to {out_dir}; excluded {r['excluded']}")
+    if repo_id is not None:
+        try:
+            click.echo(push(out_dir, repo_id, dry_run=dry_run))
+        except ConfigError as e:
+            raise click.UsageError(str(e)) from None
+        except RuntimeError as e:
+            raise click.ClickException(str(e)) from None
+
+
 def _print_summary(summary: dict[str, object]) -> None:
     from rich.console import Console
     from rich.table import Table

@@ -1,0 +1,133 @@
+"""The audit queries of ``sql/``: one question per file, loaded with its header, run with bound parameters.
+
+A query file starts with a header comment that the runner reads::
+
+    -- question: Which written records lost the most, and what did they lose?
+    -- result: at most $n rows, most losses first: conversation_id VARCHAR, losses BIGINT, ...
+    -- params:
+    -- param: n INTEGER = 10: how many records to list
+
+``param`` lines declare each named parameter (``$n`` in the SQL) with a DuckDB type, a default and
+a description. Values given on the command line are strings; they are converted to the declared
+type here and *bound* by DuckDB (``con.execute(sql, {"n": 10})``), never formatted into the SQL.
+
+>>> q = load_query("worst_records")                                        # doctest: +SKIP
+>>> q.params["n"].default, q.bind({"n": "3"})                              # doctest: +SKIP
+(10, {'n': 3})
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from pipeline.errors import ConfigError
+
+SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
+
+# DuckDB type -> how a command-line string becomes a value of it
+_CONVERTERS: dict[str, Any] = {
+    "INTEGER": int,
+    "BIGINT": int,
+    "DOUBLE": float,
+    "VARCHAR": str,
+    "BOOLEAN": lambda s: {"true": True, "false": False}[s.lower()],
+}
+_PARAM = re.compile(r"^param:\s*(\w+)\s+(\w+)\s*=\s*(.*?):\s*(.*)$")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str
+    default: Any
+    description: str
+
+    def convert(self, text: str) -> Any:
+        try:
+            return _CONVERTERS[self.type](text)
+        except (ValueError, KeyError):
+            raise ConfigError(f"--param {self.name}={text!r}: expected a {self.type} value") from None
+
+
+@dataclass(frozen=True)
+class Query:
+    """One ``sql/NAME.sql`` file: its name, header and text."""
+
+    name: str
+    question: str
+    result: str
+    sql: str
+    params: dict[str, Param] = field(default_factory=dict)
+
+    @property
+    def is_audit(self) -> bool:
+        """An audit query returns offending rows: no rows means healthy."""
+        return "an audit" in self.question
+
+    def bind(self, given: dict[str, str] | None = None) -> dict[str, Any]:
+        """Values for every declared parameter: the given strings converted, else the defaults."""
+        given = dict(given or {})
+        unknown = sorted(set(given) - set(self.params))
+        if unknown:
+            known = ", ".join(self.params) or "none"
+            raise ConfigError(
+                f"query {self.name!r} has no parameter {unknown[0]!r} (its parameters: {known})"
+            )
+        return {n: p.convert(given[n]) if n in given else p.default for n, p in self.params.items()}
+
+    def run(self, con: duckdb.DuckDBPyConnection, params: dict[str, str] | None = None) -> pa.Table:
+        """Run on a connection with the run's views defined; the result as an Arrow table."""
+        values = self.bind(params)
+        return con.sql(self.sql, params=values or None).to_arrow_table()
+
+
+def parse_query(name: str, text: str) -> Query:
+    """Read the header comment of a query file (see the module docstring)."""
+    sections: dict[str, list[str]] = {"question": [], "result": []}
+    params: dict[str, Param] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        if not line.startswith("--"):
+            break
+        body = line[2:].strip()
+        if m := _PARAM.match(body):
+            pname, ptype, default, desc = m.groups()
+            if ptype not in _CONVERTERS:
+                raise ValueError(f"sql/{name}.sql: parameter {pname} has unsupported type {ptype}")
+            proto = Param(pname, ptype, None, desc)
+            params[pname] = Param(pname, ptype, proto.convert(default), desc)
+            current = None
+        elif (key := body.split(":", 1)[0]) in sections and ":" in body:
+            current = key
+            sections[key].append(body.split(":", 1)[1].strip())
+        elif key == "params":
+            current = None
+        elif current is not None:
+            sections[current].append(body)
+    if not sections["question"] or not sections["result"]:
+        raise ValueError(f"sql/{name}.sql: the header must have '-- question:' and '-- result:' lines")
+    return Query(name, " ".join(sections["question"]), " ".join(sections["result"]), text, params)
+
+
+def load_query(name: str, sql_dir: Path = SQL_DIR) -> Query:
+    """The query ``sql_dir/NAME.sql``; ConfigError listing the known names when there is none."""
+    path = sql_dir / f"{name}.sql"
+    if not path.is_file():
+        raise ConfigError(f"no audit query {name!r}; known queries: {', '.join(query_names(sql_dir))}")
+    return parse_query(name, path.read_text())
+
+
+def query_names(sql_dir: Path = SQL_DIR) -> list[str]:
+    """Every query in ``sql_dir``, sorted by name."""
+    return sorted(p.stem for p in sql_dir.glob("*.sql"))
+
+
+def load_queries(names: list[str] | None = None, sql_dir: Path = SQL_DIR) -> list[Query]:
+    """The named queries (all of them when ``names`` is empty), in the order given or by name."""
+    return [load_query(n, sql_dir) for n in (names or query_names(sql_dir))]

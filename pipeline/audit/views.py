@@ -1,0 +1,95 @@
+"""The four views every audit query reads, defined over one run directory (docs/run-layout.md).
+
+==================  ==========================================================================
+view                one row per
+==================  ==========================================================================
+``conversations``   written record: ``RUN/conversations/*.parquet`` as it is (canonical columns
+                    first, then any columns the steps added)
+``items``           item of a written record: the item index ``RUN/items/*.parquet``
+                    (``conversation_id``, ``source_*``, ``item_index``, the scalar item fields,
+                    sizes in place of nested content: see docs/run-layout.md); computed from
+                    ``conversations`` for runs written without it. For text, unnest
+                    ``conversations.items``.
+``losses``          reported loss: ``RUN/losses/*.parquet``
+``rejected``        rejected input record: ``RUN/rejected/*.parquet``
+``summary``         the run: one row, ``RUN/summary.json`` (``read``, ``written``, ``target``, ...)
+==================  ==========================================================================
+
+The file lists are handed to DuckDB's ``read_parquet`` through the relation API, so no path is
+ever spliced into SQL text. The views are lazy: a query reads only the columns it names.
+
+>>> con = open_run("runs/2026-01-01")                                     # doctest: +SKIP
+>>> con.sql("SELECT type, count(*) FROM items GROUP BY ALL").fetchall()   # doctest: +SKIP
+[('message', 12), ('function_call', 3)]
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from pipeline.errors import ConfigError
+
+FOLDERS = ("conversations", "losses", "rejected")
+
+# For runs written without an item index (RUN/items/): the same columns, computed by unnesting.
+ITEMS_FROM_CONVERSATIONS = """
+CREATE OR REPLACE VIEW items AS
+SELECT conversation_id, source_format, source_file, source_line, item_index::INTEGER AS item_index,
+       it.section, it."group", it.part, it.type, it.native_type, it.role, it.id, it.call_id, it.name,
+       it.namespace, it.status, it.phase, it.content_form, it.null_fields,
+       len(it.content)::INTEGER AS n_content, len(it.summary)::INTEGER AS n_summary,
+       (coalesce(list_sum(list_transform(it.content, lambda b: coalesce(length(b.text), 0))), 0)
+        + coalesce(list_sum(list_transform(it.summary, lambda b: coalesce(length(b.text), 0))), 0))::BIGINT
+           AS text_chars,
+       (coalesce(length(it.arguments), 0) + coalesce(length(it.input), 0))::BIGINT AS arguments_chars,
+       coalesce(strlen(it.encrypted_content), 0)::BIGINT AS encrypted_bytes
+FROM (
+    SELECT conversation_id, source_format, source_file, source_line,
+           unnest(items) AS it,
+           generate_subscripts(items, 1) - 1 AS item_index  -- zipped with the unnest above
+    FROM conversations
+)
+"""
+
+
+def shard_files(run: Path, folder: str) -> list[str]:
+    """The Parquet shards of one folder of a run, in shard order; ConfigError when there are none."""
+    files = sorted(str(p) for p in (run / folder).glob("*.parquet"))
+    if not files:
+        raise ConfigError(
+            f"{run}/{folder}/ has no Parquet shards: is {str(run)!r} a chatlake run directory? "
+            "(see docs/run-layout.md)"
+        )
+    return files
+
+
+def check_run(run: Path) -> None:
+    """Fail before any query, saying what is missing, when ``run`` is not a run directory."""
+    if not run.is_dir():
+        raise ConfigError(f"run directory {str(run)!r} does not exist")
+    for folder in FOLDERS:
+        shard_files(run, folder)
+    if not (run / "summary.json").is_file():
+        raise ConfigError(f"{run}/summary.json is missing: is {str(run)!r} a finished chatlake run?")
+
+
+def define_views(con: duckdb.DuckDBPyConnection, run: Path) -> None:
+    """Create ``conversations``, ``items``, ``losses``, ``rejected`` and ``summary`` on ``con``."""
+    check_run(run)
+    for folder in FOLDERS:
+        con.read_parquet(shard_files(run, folder), union_by_name=True).create_view(folder, replace=True)
+    con.read_json(str(run / "summary.json"), format="auto").create_view("summary", replace=True)
+    index = sorted(str(p) for p in (run / "items").glob("*.parquet"))
+    if index:
+        con.read_parquet(index).create_view("items", replace=True)
+    else:
+        con.execute(ITEMS_FROM_CONVERSATIONS)
+
+
+def open_run(run: str | Path, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+    """A fresh in-memory DuckDB connection with the run's views defined."""
+    con = duckdb.connect(config={} if threads is None else {"threads": threads})
+    define_views(con, Path(run))
+    return con

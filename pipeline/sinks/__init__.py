@@ -1,0 +1,1 @@
+"""Sinks: where a run's written records go after the run (a Hugging Face dataset, ...)."""

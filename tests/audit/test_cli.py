@@ -1,0 +1,71 @@
+"""``chatlake audit`` and ``chatlake sql`` over the fixture run: exit codes and exact output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from pipeline.cli import cli
+from tests.audit.fixture import FixtureRun
+from tests.audit.test_queries import ref_loss_totals_by_kind, ref_worst_records
+
+
+def test_audit_json_matches_the_reference(fixture_run: FixtureRun) -> None:
+    res = CliRunner().invoke(cli, ["audit", str(fixture_run.path), "-Q", "worst_records", "-p", "n=2",
+                                   "--format", "json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output) == {"worst_records": ref_worst_records(fixture_run, 2)}
+
+
+def test_audit_csv_and_markdown(fixture_run: FixtureRun) -> None:
+    ref = ref_loss_totals_by_kind(fixture_run)
+    res = CliRunner().invoke(
+        cli, ["audit", str(fixture_run.path), "-Q", "loss_totals_by_kind", "--format", "csv"]
+    )
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0] == "kind,losses,records,share_of_written"
+    assert (
+        lines[1]
+        == f"{ref[0]['kind']},{ref[0]['losses']},{ref[0]['records']},{ref[0]['share_of_written']:.6g}"
+    )
+    assert len(lines) == len(ref) + 1
+    res = CliRunner().invoke(
+        cli, ["audit", str(fixture_run.path), "-Q", "run_counts_mismatch", "--format", "markdown"]
+    )
+    assert res.exit_code == 0 and "### run_counts_mismatch" in res.output and "(no rows)" in res.output
+
+
+def test_audit_all_queries_as_a_table_and_html(fixture_run: FixtureRun, tmp_path: Path) -> None:
+    html = tmp_path / "r.html"
+    res = CliRunner().invoke(cli, ["audit", str(fixture_run.path), "--html", str(html)])
+    assert res.exit_code == 0, res.output
+    assert "tool_pairing_problems" in res.output and "call_dup" in res.output
+    assert html.read_text().count("<svg") == 4
+
+
+def test_bad_arguments_exit_2(fixture_run: FixtureRun, tmp_path: Path) -> None:
+    run = str(fixture_run.path)
+    for args, message in [
+        (["audit", run, "-Q", "nope"], "no audit query 'nope'"),
+        (["audit", run, "-Q", "worst_records", "-p", "n=ten"], "expected a INTEGER value"),
+        (["audit", run, "-Q", "phase_coverage", "-p", "n=3"], "no selected query has this parameter"),
+        (["audit", run, "-p", "n"], "write it as NAME=VALUE"),
+        (["audit", str(tmp_path / "none")], "does not exist"),
+        (["sql", run, "SELEC 1"], "SQL error"),
+    ]:
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 2, (args, res.output)
+        assert message in res.output, (args, res.output)
+
+
+def test_sql_has_the_views(fixture_run: FixtureRun) -> None:
+    res = CliRunner().invoke(cli, ["sql", str(fixture_run.path), "--format", "csv",
+        "SELECT (SELECT count(*) FROM conversations) AS c, (SELECT count(*) FROM rejected) AS r, "
+        "(SELECT count(*) FROM losses) AS l, (SELECT sum(n_items) FROM conversations) = "
+        "(SELECT count(*) FROM items) AS same"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    f = fixture_run
+    assert res.output == f"c,r,l,same\n{f.conversations.num_rows},{len(f.rejected)},{len(f.losses)},True\n"

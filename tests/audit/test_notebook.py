@@ -1,0 +1,37 @@
+"""notebooks/audit.ipynb executes end to end on the fixture run (nbclient), so it cannot rot."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from tests.audit.fixture import REPO, FixtureRun
+
+NOTEBOOK = REPO / "notebooks" / "audit.ipynb"
+
+
+def test_notebook_defines_no_logic() -> None:
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            tree = ast.parse(cell.source)
+            assert not [
+                n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.ClassDef | ast.Lambda)
+            ]
+
+
+def test_notebook_executes(fixture_run: FixtureRun, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CHATLAKE_RUN", str(fixture_run.path))  # the kernel inherits the environment
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    text = "\n".join(str(o.get("data", {}).get("text/markdown", "")) for o in outputs)
+    assert "### worst_records" in text and "### tool_pairing_problems" in text
+    assert sum("image/svg+xml" in o.get("data", {}) for o in outputs) == 4

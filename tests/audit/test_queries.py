@@ -1,0 +1,394 @@
+"""Every ``sql/*.sql`` query against the fixture run, checked against a plain-Python reference.
+
+The references below walk the records the fixture wrote (per-record Python is fine in tests) and
+restate each query's question independently of its SQL; results are compared row by row, in the
+query's documented order.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from pipeline.audit import load_query, open_run, query_names
+from pipeline.audit.queries import parse_query
+from pipeline.errors import ConfigError
+from pipeline.formats import decode_records
+from pipeline.io.item_index import item_index
+from tests.audit.fixture import AUDIT_RECORDS, LOSSES_SCHEMA, FixtureRun
+
+Rows = list[dict[str, Any]]
+
+
+def _written(fx: FixtureRun) -> Rows:
+    return fx.conversations.to_pylist()
+
+
+def ref_loss_totals_by_kind(fx: FixtureRun) -> Rows:
+    n = fx.conversations.num_rows
+    by: dict[str, list[str]] = defaultdict(list)
+    for loss in fx.losses:
+        by[loss["kind"]].append(loss["conversation_id"])
+    rows = [
+        {"kind": k, "losses": len(ids), "records": len(set(ids)), "share_of_written": len(set(ids)) / n}
+        for k, ids in by.items()
+    ]
+    return sorted(rows, key=lambda r: (-r["losses"], r["kind"]))
+
+
+def ref_loss_totals_by_direction(fx: FixtureRun) -> Rows:
+    written = Counter(c["source_format"] for c in _written(fx))
+    rows = []
+    for sf, w in sorted(written.items()):
+        ls = [loss for loss in fx.losses if loss["source_format"] == sf]
+        recs = len({loss["conversation_id"] for loss in ls})
+        rows.append(
+            {
+                "source_format": sf,
+                "target_format": fx.target,
+                "written": w,
+                "records_with_losses": recs,
+                "losses": len(ls),
+                "lossless_share": 1 - recs / w,
+            }
+        )
+    return rows
+
+
+def ref_lossless_share_by_dataset(fx: FixtureRun) -> Rows:
+    lossy = {loss["conversation_id"] for loss in fx.losses}
+    files = sorted({c["source_file"] for c in _written(fx)} | {r["source_file"] for r in fx.rejected})
+    rows = []
+    for f in files:
+        w = [c for c in _written(fx) if c["source_file"] == f]
+        rej = sum(1 for r in fx.rejected if r["source_file"] == f)
+        lossless = sum(1 for c in w if c["conversation_id"] not in lossy)
+        rows.append(
+            {
+                "dataset": f,
+                "read": len(w) + rej,
+                "rejected": rej,
+                "written": len(w),
+                "lossless": lossless,
+                "lossless_share": lossless / len(w) if w else None,
+            }
+        )
+    return rows
+
+
+def ref_rejected_records_by_reason(fx: FixtureRun) -> Rows:
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for r in fx.rejected:
+        groups[(r["stage"], r["step"], re.sub(r"^\$[^ ]*: ", "", r["reason"]))].append(r)
+    rows = []
+    for (stage, step, reason), rs in groups.items():
+        first = min(rs, key=lambda r: (r["source_file"], r["source_line"]))
+        rows.append(
+            {
+                "stage": stage,
+                "step": step,
+                "reason": reason,
+                "records": len(rs),
+                "example_file": first["source_file"],
+                "example_line": first["source_line"],
+                "example_reason": first["reason"],
+            }
+        )
+    return sorted(rows, key=lambda r: (-r["records"], r["stage"], r["reason"]))
+
+
+def ref_item_kinds_and_roles(fx: FixtureRun) -> Rows:
+    items: Counter[tuple[Any, ...]] = Counter()
+    convs: dict[tuple[Any, ...], set[str]] = defaultdict(set)
+    for c in _written(fx):
+        for it in c["items"]:
+            key = (c["source_format"], it["type"], it["role"])
+            items[key] += 1
+            convs[key].add(c["conversation_id"])
+    rows = [
+        {"source_format": k[0], "type": k[1], "role": k[2], "items": n, "conversations": len(convs[k])}
+        for k, n in items.items()
+    ]
+    return sorted(rows, key=lambda r: (-r["items"], r["source_format"], r["type"], r["role"] or ""))
+
+
+CALLS = ("function_call", "custom_tool_call")
+OUTPUTS = ("function_call_output", "custom_tool_call_output")
+
+
+def ref_tool_pairing_problems(fx: FixtureRun) -> Rows:
+    rows = []
+    for c in _written(fx):
+        items = list(enumerate(c["items"]))
+        call_ids = [it["call_id"] for _, it in items if it["type"] in CALLS]
+        out_ids = {it["call_id"] for _, it in items if it["type"] in OUTPUTS}
+        for i, it in items:
+            problems = []
+            if it["type"] in OUTPUTS and (it["call_id"] is None or it["call_id"] not in call_ids):
+                problems.append("output_without_call")
+            if it["type"] in CALLS and it["call_id"] not in out_ids:
+                problems.append("call_without_output")
+            if it["type"] in CALLS and it["call_id"] is not None and call_ids.count(it["call_id"]) > 1:
+                problems.append("duplicate_call_id")
+            rows += [
+                {
+                    "conversation_id": c["conversation_id"],
+                    "source_file": c["source_file"],
+                    "source_line": c["source_line"],
+                    "problem": p,
+                    "call_id": it["call_id"],
+                    "item_index": i,
+                    "type": it["type"],
+                }
+                for p in problems
+            ]
+    return sorted(rows, key=lambda r: (r["conversation_id"], r["item_index"], r["problem"]))
+
+
+def ref_phase_coverage(fx: FixtureRun) -> Rows:
+    counts: Counter[tuple[str, str]] = Counter()
+    for c in _written(fx):
+        for it in c["items"]:
+            if it["type"] == "message" and it["role"] == "assistant":
+                nulls = it["null_fields"] or []
+                phase = it["phase"] or ("(null)" if "phase" in nulls else "(absent)")
+                counts[(c["source_format"], phase)] += 1
+    per_format = Counter()
+    for (sf, _), n in counts.items():
+        per_format[sf] += n
+    rows = [
+        {"source_format": sf, "phase": p, "messages": n, "share": n / per_format[sf]}
+        for (sf, p), n in counts.items()
+    ]
+    return sorted(rows, key=lambda r: (r["source_format"], -r["messages"], r["phase"]))
+
+
+def ref_compaction_statistics(fx: FixtureRun) -> Rows:
+    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for c in _written(fx):
+        by[c["source_format"]].append(c)
+    rows = []
+    for sf, convs in sorted(by.items()):
+        per = []
+        for c in convs:
+            idx = [i for i, it in enumerate(c["items"]) if it["type"] == "compaction"]
+            enc = sum(len(c["items"][i]["encrypted_content"] or "") for i in idx)
+            per.append((len(idx), len(c["items"]) - 1 - idx[-1] if idx else None, enc))
+        compacted = [p for p in per if p[0]]
+        rows.append(
+            {
+                "source_format": sf,
+                "conversations": len(convs),
+                "compacted": len(compacted),
+                "compaction_items": sum(p[0] for p in per),
+                "max_per_conversation": max(p[0] for p in per),
+                "avg_items_after_last": sum(p[1] for p in compacted) / len(compacted) if compacted else None,
+                "encrypted_bytes": sum(p[2] for p in per),
+            }
+        )
+    return rows
+
+
+def side(it: dict[str, Any]) -> str | None:
+    """The turn rule of turn_count_distribution.sql, restated."""
+    t, role = it["type"], it["role"]
+    if it["section"] == "instructions":
+        return None
+    if t.endswith("call_output"):
+        return "tool"
+    if t == "message":
+        return {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}.get(role)
+    if t in ("reasoning", "server_tool_use") or t.endswith("_call") or t.endswith("_tool_result"):
+        return "assistant"
+    return None
+
+
+def turns(items: list[dict[str, Any]]) -> Counter[str]:
+    sides = [s for s in map(side, items) if s is not None]
+    return Counter(s for i, s in enumerate(sides) if i == 0 or s != sides[i - 1])
+
+
+def ref_turn_count_distribution(fx: FixtureRun) -> Rows:
+    by: dict[int, list[Counter[str]]] = defaultdict(list)
+    for c in _written(fx):
+        t = turns(c["items"])
+        by[t["user"] + t["assistant"]].append(t)
+    n = fx.conversations.num_rows
+    return [
+        {
+            "all_turns": k,
+            "conversations": len(ts),
+            "share": len(ts) / n,
+            "human_turns": sum(t["user"] for t in ts),
+            "ai_turns": sum(t["assistant"] for t in ts),
+            "tool_turns": sum(t["tool"] for t in ts),
+            "system_turns": sum(t["system"] for t in ts),
+        }
+        for k, ts in sorted(by.items())
+    ]
+
+
+def ref_worst_records(fx: FixtureRun, n: int = 10) -> Rows:
+    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for loss in fx.losses:
+        by[loss["conversation_id"]].append(loss)
+    rows = [
+        {
+            "conversation_id": cid,
+            "source_file": ls[0]["source_file"],
+            "source_line": ls[0]["source_line"],
+            "source_format": ls[0]["source_format"],
+            "losses": len(ls),
+            "kinds": sorted({loss["kind"] for loss in ls}),
+            "paths": sorted(loss["path"] for loss in ls)[:5],
+        }
+        for cid, ls in by.items()
+    ]
+    return sorted(rows, key=lambda r: (-r["losses"], r["conversation_id"]))[:n]
+
+
+def ref_empty(fx: FixtureRun) -> Rows:
+    return []
+
+
+REFERENCES: dict[str, Callable[[FixtureRun], Rows]] = {
+    "loss_totals_by_kind": ref_loss_totals_by_kind,
+    "loss_totals_by_direction": ref_loss_totals_by_direction,
+    "lossless_share_by_dataset": ref_lossless_share_by_dataset,
+    "rejected_records_by_reason": ref_rejected_records_by_reason,
+    "item_kinds_and_roles": ref_item_kinds_and_roles,
+    "tool_pairing_problems": ref_tool_pairing_problems,
+    "phase_coverage": ref_phase_coverage,
+    "compaction_statistics": ref_compaction_statistics,
+    "turn_count_distribution": ref_turn_count_distribution,
+    "worst_records": ref_worst_records,
+    "losses_without_written_record": ref_empty,  # the fixture is healthy; broken runs below
+    "run_counts_mismatch": ref_empty,
+}
+
+
+def _close(actual: Rows, expected: Rows) -> None:
+    assert len(actual) == len(expected), (len(actual), len(expected))
+    for a, e in zip(actual, expected, strict=True):
+        assert a.keys() == e.keys(), (list(a), list(e))
+        for k in a:
+            if isinstance(e[k], float):
+                assert a[k] == pytest.approx(e[k], rel=1e-12), (k, a, e)
+            else:
+                assert a[k] == e[k] and type(a[k]) is type(e[k]), (k, a[k], e[k])
+
+
+def test_every_query_has_a_reference() -> None:
+    assert sorted(REFERENCES) == query_names()
+
+
+@pytest.mark.parametrize("name", query_names())
+def test_query_matches_reference(fixture_run: FixtureRun, name: str) -> None:
+    con = open_run(fixture_run.path)
+    actual = load_query(name).run(con).to_pylist()
+    _close(actual, REFERENCES[name](fixture_run))
+
+
+def test_the_fixture_exercises_every_query(fixture_run: FixtureRun) -> None:
+    """Each report query has rows to check, and every tool pairing problem occurs."""
+    for name, ref in REFERENCES.items():
+        if ref is not ref_empty:
+            assert ref(fixture_run), name
+    problems = {r["problem"] for r in ref_tool_pairing_problems(fixture_run)}
+    assert problems == {"output_without_call", "call_without_output", "duplicate_call_id"}
+    assert {r["stage"] for r in fixture_run.rejected} == {"read", "decode", "convert"}
+
+
+def test_worst_records_binds_n(fixture_run: FixtureRun) -> None:
+    con = open_run(fixture_run.path)
+    q = load_query("worst_records")
+    _close(q.run(con, {"n": "3"}).to_pylist(), ref_worst_records(fixture_run, 3))
+    with pytest.raises(ConfigError, match="expected a INTEGER"):
+        q.run(con, {"n": "3; DROP TABLE x"})
+    with pytest.raises(ConfigError, match="has no parameter 'm'"):
+        q.run(con, {"m": "3"})
+
+
+def test_turns_of_a_hand_counted_conversation() -> None:
+    """user, compaction, user, assistant, call, output, assistant: 1 user, 2 assistant, 1 tool turn."""
+    import duckdb
+
+    table = decode_records([AUDIT_RECORDS[1]], "responses").table
+    con = duckdb.connect()
+    con.register("conversations", table)
+    con.register("items", item_index(table))
+    rows = load_query("turn_count_distribution").run(con).to_pylist()
+    assert rows == [
+        {
+            "all_turns": 3,
+            "conversations": 1,
+            "share": 1.0,
+            "human_turns": 1,
+            "ai_turns": 2,
+            "tool_turns": 1,
+            "system_turns": 0,
+        }
+    ]
+
+
+def _broken_copy(fx: FixtureRun, tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(fx.path, run)
+    return run
+
+
+def test_audits_find_a_broken_run(fixture_run: FixtureRun, tmp_path: Path) -> None:
+    run = _broken_copy(fixture_run, tmp_path)
+    orphan = {
+        "conversation_id": "nope",
+        "source_file": "x.jsonl",
+        "source_line": 1,
+        "source_format": "responses",
+        "target_format": "chat",
+        "kind": "status",
+        "path": "/input/0/status",
+        "detail": "d",
+    }
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist([orphan], LOSSES_SCHEMA), run / "losses" / "part-09999.parquet")
+    summary = json.loads((run / "summary.json").read_text())
+    summary["written"] += 1
+    summary["read"] += 1
+    (run / "summary.json").write_text(json.dumps(summary))
+    con = open_run(run)
+    assert load_query("losses_without_written_record").run(con).to_pylist() == [
+        {k: orphan[k] for k in ("conversation_id", "source_file", "source_line", "kind", "path")}
+    ]
+    w = fixture_run.conversations.num_rows
+    assert load_query("run_counts_mismatch").run(con).to_pylist() == [
+        {"count": "read", "in_summary": fixture_run.read + 1, "on_disk": fixture_run.read},
+        {"count": "written", "in_summary": w + 1, "on_disk": w},
+    ]
+
+
+def test_not_a_run_fails_before_work(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        open_run(tmp_path / "missing")
+    (tmp_path / "conversations").mkdir()
+    with pytest.raises(ConfigError, match="conversations/ has no Parquet shards"):
+        open_run(tmp_path)
+    with pytest.raises(ConfigError, match="no audit query 'nope'; known queries: compaction_statistics"):
+        load_query("nope")
+
+
+def test_header_needs_question_and_result() -> None:
+    with pytest.raises(ValueError, match="must have"):
+        parse_query("x", "-- question: q\nSELECT 1")
+    q = parse_query(
+        "x", "-- question: q?\n--   more\n-- result: r\n-- param: k VARCHAR = a: the k\nSELECT $k"
+    )
+    assert (q.question, q.result, q.bind()) == ("q? more", "r", {"k": "a"})
