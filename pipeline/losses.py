@@ -89,6 +89,10 @@ LOSS_KINDS: dict[str, tuple[str, str]] = {
         "an edited item's stale id or encrypted content was dropped",
         "/input/4/encrypted_content (reasoning text edited)",
     ),
+    "message_split": (
+        "a message's blocks come back as more than one message (a tool call in a user message)",
+        "/messages/2 user text + tool_use -> a user and an assistant message",
+    ),
 }
 
 

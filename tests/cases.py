@@ -469,6 +469,124 @@ ANTHROPIC: list[Case] = [
             ]
         },
     ),
+    (
+        "inline_system_messages_and_adjacent_same_role",
+        {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 1024,
+            "system": "You are a code reviewer.",
+            "messages": [
+                {"role": "system", "content": "Leading inline system text."},
+                {"role": "user", "content": [{"type": "text", "text": "Review it."}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "Looks fine."}]},
+                {"role": "user", "content": [{"type": "text", "text": "Again."}]},
+                {"role": "user", "content": "Once more."},
+                {"role": "system", "content": [{"type": "text", "text": "Use type annotations."}]},
+                {"role": "system", "content": [{"type": "text", "text": "State the complexity."}]},
+            ],
+            "temperature": 0.5,
+        },
+    ),
+    (
+        "claude_code_split_messages_and_trailing_tool_use",
+        {
+            "messages": [
+                {"role": "user", "content": "list the files"},
+                {
+                    "role": "assistant",
+                    "id": "msg_01",
+                    "type": "message",
+                    "model": "claude-sonnet-4-5",
+                    "content": [{"type": "thinking", "thinking": "use ls", "signature": "EqQB"}],
+                    "stop_reason": None,
+                    "usage": {"input_tokens": 3, "output_tokens": 5},
+                },
+                {
+                    "role": "assistant",
+                    "id": "msg_01",
+                    "type": "message",
+                    "model": "claude-sonnet-4-5",
+                    "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"c": "ls"}}],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a\nb", "is_error": True}
+                    ],
+                },
+                {"role": "assistant", "content": [{"type": "redacted_thinking", "data": "opaque"}]},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "toolu_2", "name": "Read", "input": {"p": "a"}}],
+                },
+            ],
+        },
+    ),
+    (
+        "tool_results_out_of_place",
+        {
+            "max_tokens": 0,
+            "tools": [{"type": "custom", "name": "f", "input_schema": {"type": "object"}}],
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "nobody", "content": "x"}],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": ""},
+                        {"type": "tool_use", "id": "toolu_u", "name": "f", "input": {}},
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "toolu_a", "name": "f", "input": {}}],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "first the text"},
+                        {"type": "tool_result", "tool_use_id": "toolu_a", "content": " "},
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "toolu_b", "name": "f", "input": {}}],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "toolu_b", "content": ""},
+                        {
+                            "type": "image",
+                            "source": {"type": "base64", "media_type": "image/bmp", "data": "Qk0="},
+                        },
+                        {
+                            "type": "image",
+                            "source": {"type": "url", "url": "https://example.com/a.png", "x_vendor": 1},
+                        },
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "run it yourself"},
+                        {"type": "tool_use", "id": "toolu_s", "name": "f", "input": {}},
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "toolu_s", "content": "ok"}],
+                },
+                {"role": "assistant", "content": "Done.  "},
+            ],
+        },
+    ),
+    (
+        "blank_system_and_empty_tools",
+        {"max_tokens": 16, "system": " ", "tools": [], "messages": [{"role": "user", "content": "hi"}]},
+    ),
 ]
 
 CASES: dict[str, list[Case]] = {"responses": RESPONSES, "chat": CHAT, "anthropic": ANTHROPIC}

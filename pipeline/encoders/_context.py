@@ -7,6 +7,7 @@ name the exact JSON pointer in the *source* record (``/input/3/phase``,
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, ClassVar
 
 import orjson
@@ -28,6 +29,26 @@ def is_hosted(kind: str) -> bool:
     return kind.endswith(("_call", "_call_output", "_tool_result", "_tool_use")) or kind.startswith("mcp_")
 
 
+def anthropic_image_url(ctx: Ctx, source: dict[str, Any], path: str) -> str | None:
+    """An Anthropic image ``source`` as one URL (a data URL for base64), or None when it has none.
+
+    Keys of the source a URL has no room for are reported at ``path``/source/KEY.
+
+    >>> anthropic_image_url(ctx, {"type": "base64", "media_type": "image/png", "data": "AA=="}, p)
+    'data:image/png;base64,AA=='
+    """
+    t = source.get("type")
+    if t == "url" and isinstance(source.get("url"), str):
+        keep, url = {"type", "url"}, source["url"]
+    elif t == "base64" and isinstance(source.get("media_type"), str) and isinstance(source.get("data"), str):
+        keep, url = {"type", "media_type", "data"}, f"data:{source['media_type']};base64,{source['data']}"
+    else:
+        return None
+    for key in source.keys() - keep:
+        ctx.lose(path + "/source" + pointer(key), "image", f"image source '{key}' has no slot in a URL")
+    return url
+
+
 class Ctx:
     """One record being converted: the view, its row, its item range and its losses."""
 
@@ -41,6 +62,11 @@ class Ctx:
         self.kind = view.record_kind[r]
         self.losses: list[Loss] = []
         self._ptr: dict[int, str] = {}
+
+    def generated_id(self, prefix: str, i: int) -> str:
+        """A deterministic id for item ``i``: the same record always gets the same ids."""
+        cid = self.view.conversation_id[self.r]
+        return f"{prefix}_{hashlib.blake2b(f'{cid}/{i}'.encode(), digest_size=12).hexdigest()}"
 
     # -- losses ---------------------------------------------------------------------------------
     def lose(self, path: str, kind: str, detail: str) -> None:
@@ -61,11 +87,11 @@ class Ctx:
             if self.view.items_form[self.r] == FORM_STRING and section == "input":
                 return "/input"
             return pointer(section, group)
-        if self.source == "chat":
-            base = (
-                pointer("choices", group, "message") if section == "choices" else pointer("messages", group)
-            )
+        if self.source in ("chat", "hf"):
+            base = pointer("choices", group, "message") if section == "choices" else pointer(section, group)
             return base + (pointer("tool_calls", part) if part is not None else "")
+        if self.source == "sharegpt":  # a turn (its further parallel calls live in its value)
+            return pointer(section, group)
         # anthropic
         base = "" if section == "output" else pointer("messages", group)
         if part is None:
@@ -77,11 +103,11 @@ class Ctx:
         v = self.v
         if self.source == "responses":
             return self.item_ptr(i)
-        if self.source == "chat":
+        if self.source in ("chat", "hf", "sharegpt"):
             return (
                 pointer("choices", v.group[i], "message")
                 if v.section[i] == "choices"
-                else pointer("messages", v.group[i])
+                else pointer(v.section[i], v.group[i])
             )
         return "" if v.section[i] == "output" else pointer("messages", v.group[i])
 
@@ -97,14 +123,16 @@ class Ctx:
             # a tool_result's own content list
             base = self.item_ptr(i) + "/content"
             return base if j is None else base + pointer(j)
+        if self.source == "sharegpt":  # a turn's value is one string
+            return self.message_ptr(i) + "/value"
         key = "output" if self.source == "responses" and v.type[i].endswith("_output") else "content"
-        base = self.item_ptr(i) + "/" + key
+        base = (self.message_ptr(i) if self.source == "hf" else self.item_ptr(i)) + "/" + key
         return base if j is None or v.content_form[i] != FORM_PARTS else base + pointer(j)
 
     def wire_key(self, i: int, field: str) -> str:
         """The source's key for a canonical field of item ``i`` (``call_id`` is ``tool_call_id`` in Chat)."""
         t = self.v.type[i]
-        if self.source == "chat":
+        if self.source in ("chat", "hf"):
             if field == "call_id":
                 return "id" if t in ("function_call", "custom_tool_call") else "tool_call_id"
             if field == "native_type":
@@ -181,8 +209,27 @@ class Ctx:
         loss = "hosted_tool" if is_hosted(kind) else "unknown_item"
         self.lose(base, loss, f"'{kind}' has no equivalent in {target}")
 
+    def lose_wrapper(self, i: int) -> None:
+        """Keys of the native message item ``i`` opened (Anthropic ``id``, ``model``, ``usage``... as
+        Claude Code records them) that the target has no slot for."""
+        if self.v.wrapper[i] is None:
+            return
+        base = self.message_ptr(i)
+        for key in self.wrapper(i):
+            kind = "item_id" if key == "id" else "unknown_field"
+            self.lose(base + pointer(key), kind, f"message key '{key}' has no slot")
+
+    # Anthropic block keys kept in an item's extra_json that have a loss kind of their own.
+    ANTHROPIC_KEY_KINDS: ClassVar[dict[str, str]] = {
+        "is_error": "tool_error",
+        "cache_control": "cache_control",
+    }
+
     def lose_extra(self, i: int, base: str, keep: tuple[str, ...] = ()) -> None:
         """Every unmodelled key of item ``i`` is a loss unless the target keeps it."""
         for key in self.extra(i):
             if key not in keep:
-                self.lose(base + pointer(key), "unknown_field", f"'{key}' has no slot in the target")
+                kind = (
+                    self.ANTHROPIC_KEY_KINDS.get(key, "unknown_field") if self.source == "anthropic" else None
+                )
+                self.lose(base + pointer(key), kind or "unknown_field", f"'{key}' has no slot in the target")

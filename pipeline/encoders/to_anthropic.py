@@ -746,6 +746,10 @@ def encode(ctx: Ctx) -> dict[str, Any]:
     """Convert one canonical row (Responses or Chat request) to an Anthropic Messages request body."""
     if ctx.view.instr_form[ctx.r] == "items":
         raise ValueError("converting instructions given as an item list is not supported yet")
+    if ctx.source not in TOKEN_KEYS:  # dataset rows: call ids, string arguments, tools are not read here
+        raise ValueError(
+            f"converting {ctx.source} rows to anthropic is not supported yet; convert to chat first"
+        )
     if ctx.source == "responses" and ctx.view.items_form[ctx.r] == FORM_STRING:
         ctx.lose("/input", "content_form", "the string input shorthand becomes a user message")
     leading = _leading_system(ctx)
@@ -816,7 +820,7 @@ def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
             out.append(new)
         else:
             ctx.lose(path, "tools", f"a '{t}' tool has no equivalent in Anthropic")
-    if not isinstance(raw, list) or not out:
+    if not isinstance(raw, list) or (raw and not out):  # an empty list stays one
         ctx.lose("/tools", "tools", "no tool Anthropic can declare")
     return out
 
@@ -871,8 +875,9 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
     out["max_tokens"] = _max_tokens(ctx, extra)
     out.update(body)
     if view.tools[r] is not None:
-        tools = _tools(ctx, orjson.loads(view.tools[r]))
-        if tools:
+        raw_tools = orjson.loads(view.tools[r])
+        tools = _tools(ctx, raw_tools)
+        if tools or raw_tools == []:
             out["tools"] = tools
     if view.tool_choice[r] is not None:
         choice = _tool_choice(ctx, orjson.loads(view.tool_choice[r]))

@@ -280,9 +280,19 @@ def leading_system_note(ctx: Ctx, has_instructions: bool, target: str) -> None:
     way back turns one into the other: Responses/Anthropic prompts, ShareGPT first system turns."""
     v = ctx.v
     i = ctx.start
+    while i < ctx.end and v.type[i] not in ("message", *CALLS, *OUTPUTS):
+        i += 1  # items the target drops (reasoning, references, hosted tools) leave no message
     if has_instructions or i == ctx.end or ctx.source in ("chat", "hf"):
         return
-    if v.type[i] == "message" and v.role[i] == "system" and v.content_form[i] in (FORM_STRING, FORM_PARTS):
+    if (
+        v.type[i] == "message"
+        and v.role[i] in ("system", "developer")
+        and v.content_form[i]
+        in (
+            FORM_STRING,
+            FORM_PARTS,
+        )
+    ):
         detail = f"a leading system message and the top-level system prompt look the same in {target}"
         ctx.lose(item_ptr(ctx, i), "instruction_position", detail)
         ctx.lose(instructions_key(ctx), "instruction_position", detail)
@@ -353,8 +363,9 @@ def sharegpt_value_kept(ctx: Ctx, i: int) -> None:
         ctx.lose(content_ptr(ctx, i), "argument_string", "the function_call value is re-serialised")
 
 
-def pair_outputs(ctx: Ctx) -> dict[int, int]:
-    """Output item -> its call item: by call id, or (ShareGPT has no ids) the next unanswered call."""
+def pair_outputs(ctx: Ctx, positional: bool = False) -> dict[int, int]:
+    """Output item -> its call item: by call id, or (ShareGPT has no ids; nor, with ``positional``,
+    any id-less output) the oldest unanswered call."""
     v = ctx.v
     by_id: dict[str, int] = {}
     pending: list[int] = []
@@ -370,7 +381,7 @@ def pair_outputs(ctx: Ctx) -> dict[int, int]:
             if cid is not None:
                 j = by_id.get(cid)
             else:
-                j = pending[0] if pending and ctx.source == "sharegpt" else None
+                j = pending[0] if pending and (positional or ctx.source == "sharegpt") else None
             if j is not None:
                 out[i] = j
                 if j in pending:
@@ -521,6 +532,9 @@ def _tool_message(ctx: Ctx, i: int, pairs: dict[int, int]) -> dict[str, Any]:
         msg["name"] = name
     if i not in pairs:
         ctx.lose(item_ptr(ctx, i), "orphan_output", "no matching call: the tool message has no name")
+    if v.name[i] is not None and ctx.source not in DATASET_SOURCES:
+        # kept here, but an API-format output has no name of its own: the way back drops it
+        ctx.lose(item_ptr(ctx, i) + "/name", "name", "a tool output's own name does not come back")
     content = flatten(ctx, i, TARGET)
     if not isinstance(content, str):
         ctx.lose(content_ptr(ctx, i), "content_form", "null or absent tool output written as ''")

@@ -12,12 +12,12 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import orjson
 
-from pipeline.encoders._context import Ctx
+from pipeline.encoders import anthropic_round_trip, from_dataset, to_hf
+from pipeline.encoders._context import Ctx, anthropic_image_url
 from pipeline.losses import pointer
 from pipeline.schema import FORM_NULL, FORM_PARTS, FORM_STRING
 
@@ -30,8 +30,7 @@ RENAMED_KEYS = {"max_completion_tokens": "max_output_tokens", "max_tokens": "max
 
 def generated_id(ctx: Ctx, prefix: str, i: int) -> str:
     """A deterministic id for item ``i``: the same record always gets the same ids."""
-    cid = ctx.view.conversation_id[ctx.r]
-    return f"{prefix}_{hashlib.blake2b(f'{cid}/{i}'.encode(), digest_size=12).hexdigest()}"
+    return ctx.generated_id(prefix, i)
 
 
 def _part(ctx: Ctx, i: int, j: int, k: int, assistant: bool) -> dict[str, Any] | None:
@@ -63,12 +62,9 @@ def _part(ctx: Ctx, i: int, j: int, k: int, assistant: bool) -> dict[str, Any] |
         part["image_url"] = img.get("url")
         return part
     if t == "image" and isinstance(extra.get("source"), dict):
-        src = extra["source"]
-        ctx.lose(path, "image", "Responses images have a required detail; filled 'auto'")
-        if src.get("type") == "url":
-            return {"type": "input_image", "detail": "auto", "image_url": src.get("url")}
-        if src.get("type") == "base64":
-            url = f"data:{src.get('media_type')};base64,{src.get('data')}"
+        url = anthropic_image_url(ctx, extra["source"], path)
+        if url is not None:
+            ctx.lose(path, "image", "Responses images have a required detail; filled 'auto'")
             return {"type": "input_image", "detail": "auto", "image_url": url}
     ctx.lose_part(path, t, "Responses here")
     return None
@@ -98,9 +94,6 @@ def _message(ctx: Ctx, i: int) -> dict[str, Any] | None:
         ctx.lose(base + "/refusal", "refusal", "an explicit null refusal has no slot")
     for key in extra:
         ctx.lose(base + pointer(key), "unknown_field", f"'{key}' has no slot in Responses")
-    if ctx.source == "anthropic" and v.wrapper[i] is not None:
-        for key in ctx.wrapper(i):
-            ctx.lose(ctx.message_ptr(i) + pointer(key), "unknown_field", f"message key '{key}' has no slot")
     if content is ... or content is None or (content == "" and assistant):
         if refusal is None:
             followed_by_calls = i + 1 < ctx.end and v.group[i + 1] == v.group[i] and v.type[i + 1] in CALLS
@@ -127,18 +120,28 @@ def _message(ctx: Ctx, i: int) -> dict[str, Any] | None:
     return {"role": role, "content": content}
 
 
-def _call(ctx: Ctx, i: int) -> dict[str, Any]:
+def _call(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None) -> dict[str, Any]:
     v = ctx.v
     base = ctx.item_ptr(i)
+    call_id = v.call_id[i] if calls is None else calls.call_id(i)
     if v.type[i] == "custom_tool_call":
-        item = {"type": "custom_tool_call", "call_id": v.call_id[i] or "", "name": v.name[i] or "",
+        item = {"type": "custom_tool_call", "call_id": call_id or "", "name": v.name[i] or "",
                 "input": v.input[i] or ""}  # fmt: skip
     else:
-        item = {"type": "function_call", "call_id": v.call_id[i] or "", "name": v.name[i] or "",
-                "arguments": v.arguments[i] or ""}  # fmt: skip
-    if v.call_id[i] is None:
+        arguments = v.arguments[i] if calls is None else from_dataset.arguments(ctx, i)
+        item = {"type": "function_call", "call_id": call_id or "", "name": v.name[i] or "",
+                "arguments": arguments or ""}  # fmt: skip
+        if calls is not None and arguments is None:
+            ctx.lose(to_hf.field_ptr(ctx, i, "arguments"), "content_form", "missing arguments became ''")
+    if call_id is None:
         ctx.lose(base + "/" + ctx.wire_key(i, "call_id"), "generated_id", "a call without id got ''")
-    if ctx.source == "chat":
+    if calls is not None:
+        to_hf.call_type_kept(ctx, i)
+        to_hf.sharegpt_value_kept(ctx, i)
+        from_dataset.call_extra_keys(ctx, i)
+        if v.name[i] is None:
+            ctx.lose(to_hf.field_ptr(ctx, i, "name"), "content_form", "a missing or null name became ''")
+    elif ctx.source == "chat":
         extra = ctx.extra(i)
         sub_key = "custom" if v.type[i] == "custom_tool_call" else "function"
         for key in extra.pop(sub_key, {}):
@@ -150,10 +153,12 @@ def _call(ctx: Ctx, i: int) -> dict[str, Any]:
     return item
 
 
-def _output(ctx: Ctx, i: int, custom_calls: set[str]) -> dict[str, Any]:
+def _output(
+    ctx: Ctx, i: int, custom_calls: set[str], calls: from_dataset.DatasetCalls | None
+) -> dict[str, Any]:
     v = ctx.v
     base = ctx.item_ptr(i)
-    call_id = v.call_id[i]
+    call_id = v.call_id[i] if calls is None else calls.call_id(i)
     kind = "custom_tool_call_output" if call_id in custom_calls else "function_call_output"
     item: dict[str, Any] = {"type": kind}
     if call_id is not None:
@@ -165,7 +170,11 @@ def _output(ctx: Ctx, i: int, custom_calls: set[str]) -> dict[str, Any]:
         ctx.lose(ctx.content_ptr(i), "content_form", "a tool output needs output; wrote ''")
         content = ""
     item["output"] = content
-    if v.name[i] is not None:
+    if calls is not None:  # the way back names the output after its call
+        calls.output_name(i)
+        to_hf.output_kind(ctx, i)
+        to_hf.sharegpt_tag_kept(ctx, i, "tool")
+    elif v.name[i] is not None:
         item["name"] = v.name[i]
         if ctx.source == "chat":
             ctx.lose(base + "/name", "name", "kept in Responses, but Chat tool messages have no name slot")
@@ -226,7 +235,7 @@ def encode(ctx: Ctx) -> dict[str, Any]:
     custom_calls = {v.call_id[i] for i in range(ctx.start, ctx.end) if v.type[i] == "custom_tool_call"}
     first = ctx.start
     if (
-        ctx.source == "chat"
+        ctx.source in ("chat", "hf")
         and first < ctx.end
         and v.type[first] == "message"
         and v.role[first] == "system"
@@ -241,11 +250,18 @@ def encode(ctx: Ctx) -> dict[str, Any]:
             ctx.item_ptr(first), "instruction_position", "the leading system message became instructions"
         )
         first += 1
+    emitted: set[int] = set()  # the items that have an item in the output
+    calls = from_dataset.DatasetCalls(ctx) if ctx.source in from_dataset.DATASETS else None
+    if ctx.source == "sharegpt":
+        to_hf.leading_system_note(ctx, ctx.view.instr_form[ctx.r] == FORM_STRING, "Responses")
+    bare_calls = False  # do the last items form calls with no text before them (a null-content message)?
     attaches = False  # would Chat attach a following call to the previous assistant message?
     attach_target = ""  # ... and which source message is that
     for i in range(first, ctx.end):
         t = v.type[i]
         item: dict[str, Any] | None
+        if ctx.source == "anthropic":
+            ctx.lose_wrapper(i)
         if t == "message":
             item = _message(ctx, i)
             followed_by_calls = i + 1 < ctx.end and v.group[i + 1] == v.group[i] and v.type[i + 1] in CALLS
@@ -253,10 +269,16 @@ def encode(ctx: Ctx) -> dict[str, Any]:
                 detail = "its calls join the previous assistant message"
                 ctx.lose(ctx.message_ptr(i), "message_merge", detail)
                 ctx.lose(attach_target + "/tool_calls", "message_merge", detail)
+            if item is not None and item.get("role") == "assistant" and item.get("content") and bare_calls:
+                # The way back puts text that follows calls into the calls' message (Chat cannot
+                # order text after calls), so this message and its calls join that one.
+                detail = "its text joins the previous message's calls on the way back"
+                ctx.lose(ctx.message_ptr(i), "message_merge", detail)
+                ctx.lose(attach_target, "message_merge", detail)
         elif t in CALLS:
-            item = _call(ctx, i)
+            item = _call(ctx, i, calls)
         elif t in OUTPUTS:
-            item = _output(ctx, i, custom_calls)
+            item = _output(ctx, i, custom_calls, calls)
         elif t == "reasoning":
             item = _reasoning(ctx, i)
         else:
@@ -267,11 +289,34 @@ def encode(ctx: Ctx) -> dict[str, Any]:
             item = None
         if item is not None:
             items.append(item)
-            attaches = item.get("role") == "assistant" or item.get("type") in CALLS
+            emitted.add(i)
+            is_call = item.get("type") in CALLS
+            bare_calls = ctx.source == "chat" and is_call and (bare_calls or not attaches)
+            attaches = item.get("role") == "assistant" or is_call
             if attaches:
                 attach_target = ctx.message_ptr(i)
     body["input"] = items
-    return _top(ctx, body)
+    body = _top(ctx, body)
+    anthropic_round_trip.report(ctx, media_in_results=True, emitted=emitted)
+    return body
+
+
+def _dataset_tools(ctx: Ctx) -> list[dict[str, Any]]:
+    """An HF / ShareGPT row's function schemas as Responses function tools (``parameters`` and
+    ``strict`` are required there, nullable: a missing one is set to null)."""
+    out = []
+    for k, tool in enumerate(from_dataset.function_tools(ctx) or []):
+        fn = tool["function"]
+        path = pointer("tools", k, "function") if ctx.source == "hf" else "/tools"
+        new = {"type": "function", **{key: fn[key] for key in ("name", "description", "parameters", "strict")
+                                      if key in fn}}  # fmt: skip
+        for key in ("parameters", "strict"):  # extra keys were reported by function_tools
+            if key not in fn:
+                new[key] = None
+                ctx.lose(path + (pointer(key) if ctx.source == "hf" else ""), "filled_default",
+                         f"'{key}' set to null")  # fmt: skip
+        out.append(new)
+    return out
 
 
 def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
@@ -331,6 +376,8 @@ def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
                 new["description"] = tool["description"]
             for extra in tool.keys() - {"name", "description", "input_schema", "type"}:
                 ctx.lose(path + pointer(extra), "tools", f"tool '{extra}' has no slot in Responses")
+            if "type" in tool:  # the tag is what the tool is: it comes back without one
+                ctx.lose(path, "tools", "the tool's 'type' tag is not kept")
             out.append(new)
         else:
             ctx.lose(path, "tools", "this tool has no equivalent in Responses here")
@@ -341,7 +388,9 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
     view, r = ctx.view, ctx.r
     if view.model[r] is not None:
         body["model"] = view.model[r]
-    if view.tools[r] is not None:
+    if view.tools[r] is not None and ctx.source in from_dataset.DATASETS:
+        body["tools"] = _dataset_tools(ctx)
+    elif view.tools[r] is not None:
         raw_tools = orjson.loads(view.tools[r])
         tools = _tools(ctx, raw_tools)
         if tools or raw_tools == []:
@@ -383,7 +432,7 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
             body[key] = value
         elif ctx.kind == "request" and key in RENAMED_KEYS and RENAMED_KEYS[key] not in body:
             body[RENAMED_KEYS[key]] = value
-            if key == "max_tokens":
+            if key == "max_tokens" and ctx.source == "chat":
                 detail = "the deprecated max_tokens comes back as max_completion_tokens"
                 ctx.lose(pointer(key), "request_field", detail)
                 ctx.lose("/max_completion_tokens", "request_field", detail)

@@ -5,8 +5,9 @@
 * every loss names a place in the source record;
 * no silent loss between the two dataset formats (HF -> ShareGPT -> HF and back), whose both legs
   are these encoders;
-* A -> HF/ShareGPT -> A for A in Chat/Responses needs ``to_chat`` / ``to_responses`` to read HF and
-  ShareGPT rows; until they do, that test is an expected failure (it starts passing by itself).
+* A -> HF/ShareGPT -> A for A in Chat/Responses: ``to_chat`` / ``to_responses`` read HF and
+  ShareGPT rows (:mod:`pipeline.encoders.from_dataset`), and nothing changes that A -> HF/ShareGPT
+  did not report.
 
 Codecs and encoders are registered by the fixture, so this runs before the registries list them.
 """
@@ -206,11 +207,6 @@ def test_glaive_through_hf_and_back_is_lossless() -> None:
     )  # ...or lose
 
 
-@pytest.mark.xfail(
-    reason="to_chat / to_responses do not read HF or ShareGPT rows yet (tools, tool names, positional "
-    "call pairing, source pointers); see the hf/sharegpt notes for what they need",
-    strict=False,
-)
 @pytest.mark.parametrize("b", DATASET_FORMATS)
 @pytest.mark.parametrize("a", ("chat", "responses"))
 def test_api_format_through_dataset_format_and_back(a: str, b: str) -> None:
@@ -382,3 +378,58 @@ def test_responses_to_hf_reports_what_has_no_slot() -> None:
         ("/input/3", "custom_tool"),
         ("/instructions", "instruction_position"),
     ]
+
+
+# -- dataset rows as the source of an API format ------------------------------------------------
+
+
+def test_sharegpt_to_chat_generates_ids_and_pairs_outputs_by_position() -> None:
+    record = dict(SHAREGPT_CASES)["parallel_calls_and_odd_values"]
+    short = {"conversations": record["conversations"][:4], "tools": "[]"}
+    c = _one(short, "sharegpt", "chat")
+    calls = c.record["messages"][1]["tool_calls"]
+    outputs = c.record["messages"][2:4]
+    assert [tc["function"]["arguments"] for tc in calls] == ['{"city":"Paris"}', '{"city":"Rome"}']
+    assert all(tc["id"].startswith("call_") for tc in calls)
+    assert [m["tool_call_id"] for m in outputs] == [tc["id"] for tc in calls]  # by position
+    assert [m["content"] for m in outputs] == ["18C", "21C"]
+    assert ("/conversations/1", "generated_id") in {(loss.path, loss.kind) for loss in c.losses}
+    [again] = convert_table(decode_records([short], "sharegpt").table, "chat")
+    assert again.record == c.record  # generated ids are deterministic
+
+
+def test_hf_string_arguments_and_tool_names_reach_chat() -> None:
+    row = {
+        "messages": [
+            {"role": "user", "content": "hi", "name": "ann"},
+            {
+                "role": "assistant",
+                "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}],
+            },
+            {"role": "tool", "name": "not_f", "content": "ok"},
+        ],
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+    }
+    c = _one(row, "hf", "chat")
+    msgs = c.record["messages"]
+    assert msgs[0] == {"role": "user", "content": "hi", "name": "ann"}
+    assert msgs[1]["tool_calls"][0]["function"] == {"name": "f", "arguments": '{"a": 1}'}
+    assert msgs[2]["tool_call_id"] == msgs[1]["tool_calls"][0]["id"]
+    assert c.record["tools"] == row["tools"]
+    assert sorted((loss.path, loss.kind) for loss in c.losses) == [
+        ("/messages/1/tool_calls/0", "generated_id"),
+        ("/messages/1/tool_calls/0/function/arguments", "argument_string"),
+        ("/messages/2/name", "name"),
+    ]
+    r = _one(row, "hf", "responses")
+    assert r.record["tools"] == [
+        {"type": "function", "name": "f", "parameters": {"type": "object"}, "strict": None}
+    ]
+
+
+@pytest.mark.parametrize("a", DATASET_FORMATS)
+def test_dataset_rows_to_anthropic_are_refused_not_mangled(a: str) -> None:
+    hand = HF_CASES if a == "hf" else SHAREGPT_CASES
+    out = convert_table(decode_records([rec for _, rec in hand], a).table, "anthropic")
+    assert {c.error for c in out} == {f"ValueError: converting {a} rows to anthropic is not supported yet; "
+                                      "convert to chat first"}  # fmt: skip
