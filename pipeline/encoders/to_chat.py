@@ -255,10 +255,8 @@ def encode(ctx: Ctx) -> dict[str, Any]:
                 role == "assistant"
                 and current is not None
                 and current.get("content") is None
-                # Absent content has nothing to join (and is not JSON). For a Responses source the
-                # row still fails as before: the vectorized converter's tests pin that behaviour
-                # (reported to the lead as a bug to fix in both at once).
-                and (content is not ... or ctx.source == "responses")
+                # Absent content has nothing to join: the message stays a message of its own.
+                and content is not ...
                 and content
             ):
                 # Text after this turn's calls: an assistant message with tool_calls must be followed
