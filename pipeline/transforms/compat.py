@@ -2,8 +2,12 @@
 
 * ``native``: unchanged.
 * ``flat_tools``: a function / custom tool call with a ``namespace`` gets ``name =
-  namespace__name`` and no namespace (reversible: split at the first ``__``). Only the call items
-  change; ``tools`` and ``tool_choice`` are verbatim JSON and are not rewritten yet.
+  namespace__name`` and no namespace (reversible: split at the first ``__``); in ``tools`` every
+  ``namespace`` tool is replaced by its inner tools renamed the same way (a function tool missing
+  ``parameters`` / ``strict``, optional only inside a namespace, gets them as null; the namespace's
+  own description is dropped). ``tools`` is rewritten once per distinct value (it repeats across
+  a dataset), compact JSON; a ``tools`` without namespace tools keeps its exact text.
+  ``tool_choice`` is kept: a forced function choice carries no namespace to flatten.
 * ``kimi``: every tool output is moved directly after its call (several outputs of one call keep
   their order); pairing happens only inside a stretch of items without a message, so a message
   between a call and its output stops it, and an output with no call in its stretch stays where it
@@ -15,6 +19,9 @@ Records of other formats are rejected (``compat: mode 'kimi' applies to response
 
 from __future__ import annotations
 
+from typing import Any
+
+import orjson
 import polars as pl
 
 from pipeline.transforms._items import (
@@ -46,6 +53,45 @@ def _responses_only(mode: str) -> pl.Expr:
     )
 
 
+def flatten_tools(tools_json: str) -> str:
+    """A Responses ``tools`` JSON text with every namespace tool lifted to ``namespace__name`` tools.
+
+    >>> flatten_tools('[{"type":"namespace","name":"fs","tools":[{"type":"function","name":"ls"}]}]')
+    '[{"type":"function","name":"fs__ls","parameters":null,"strict":null}]'
+    """
+    tools = orjson.loads(tools_json)
+    if not isinstance(tools, list) or not any(_is_namespace(t) for t in tools):
+        return tools_json
+    out: list[Any] = []
+    for tool in tools:
+        if not _is_namespace(tool):
+            out.append(tool)
+            continue
+        for inner in tool["tools"]:
+            if isinstance(inner, dict) and isinstance(inner.get("name"), str):
+                inner = {**inner, "name": f"{tool['name']}{SEPARATOR}{inner['name']}"}
+                if inner.get("type") == "function":  # required (nullable) on a top-level function tool
+                    inner.setdefault("parameters", None)
+                    inner.setdefault("strict", None)
+            out.append(inner)
+    return orjson.dumps(out).decode()
+
+
+def _is_namespace(tool: Any) -> bool:
+    return (
+        isinstance(tool, dict)
+        and tool.get("type") == "namespace"
+        and isinstance(tool.get("name"), str)
+        and isinstance(tool.get("tools"), list)
+    )
+
+
+def _flat_tools_column(tools: pl.Series) -> pl.Series:
+    # Python once per distinct tools value, not per row: a dataset shares a handful of tool lists.
+    distinct = tools.drop_nulls().unique()
+    return tools.replace_strict(distinct, [flatten_tools(t) for t in distinct], default=tools)
+
+
 def _flat_tools(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
     e = pl.element()
     ns, name = field("namespace"), field("name")
@@ -55,8 +101,15 @@ def _flat_tools(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFra
             (ns + SEPARATOR + name).alias("name"), pl.lit(None, pl.String).alias("namespace")
         )
     )
+    tools = (
+        pl.when(pl.col("source_format") == "responses")
+        .then(pl.col("tools").map_batches(_flat_tools_column, return_dtype=pl.String))
+        .otherwise(pl.col("tools"))
+    )
     return frame.with_columns(
-        pl.col("items").list.eval(flat.otherwise(e)).alias("items"), _responses_only("flat_tools")
+        pl.col("items").list.eval(flat.otherwise(e)).alias("items"),
+        tools.alias("tools"),
+        _responses_only("flat_tools"),
     )
 
 

@@ -346,7 +346,10 @@ def compat(row: Row, mode: str = "native") -> Result:
         for it in items:
             if it["type"] in CALL_KINDS and it["namespace"] is not None and it["name"] is not None:
                 it["name"], it["namespace"] = f"{it['namespace']}__{it['name']}", None
-        return _finish(row, items, False), None
+        out = _finish(row, items, False)
+        if row["source_format"] == "responses" and row["tools"] is not None:
+            out["tools"] = _flat_tools_json(row["tools"])
+        return out, None
     # kimi: stretches between messages; outputs follow their call
     seg, segs = 0, []
     for it in items:
@@ -440,3 +443,27 @@ def run_reference(name: str, row: Row, params: dict[str, Any]) -> Result:
     """The reference for step ``name`` with the step's validated params (``text`` -> ``text_``)."""
     kw = {("text_" if k == "text" else k): v for k, v in params.items()}
     return REFERENCE[name](row, **kw)
+
+
+def _flat_tools_json(text: str) -> str:
+    """Reference: namespace tools -> ``ns__name`` top-level tools (exact text when there is none)."""
+    tools = json.loads(text)
+    def namespace(t: Any) -> bool:
+        return (isinstance(t, dict) and t.get("type") == "namespace" and isinstance(t.get("name"), str)
+                and isinstance(t.get("tools"), list))  # fmt: skip
+    if not isinstance(tools, list) or not any(namespace(t) for t in tools):
+        return text
+    out = []
+    for t in tools:
+        if not namespace(t):
+            out.append(t)
+            continue
+        for inner in t["tools"]:
+            if isinstance(inner, dict) and isinstance(inner.get("name"), str):
+                inner = dict(inner)
+                inner["name"] = t["name"] + "__" + inner["name"]
+                if inner.get("type") == "function":
+                    inner.setdefault("parameters", None)
+                    inner.setdefault("strict", None)
+            out.append(inner)
+    return json.dumps(out, separators=(",", ":"), ensure_ascii=False)

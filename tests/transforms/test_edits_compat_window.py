@@ -7,6 +7,7 @@ import polars as pl
 from pipeline.formats import decode_records, encode_table
 from pipeline.transforms import apply_steps, make_step
 from pipeline.transforms.job import to_arrow
+from tests.sdk_validate import validate_request
 
 
 def run(rec: dict, fmt: str, name: str, **params: object) -> dict | str:
@@ -88,6 +89,43 @@ def test_flat_tools_and_other_formats() -> None:
     assert run({"messages": []}, "chat", "compat", mode="kimi") == (
         "compat: mode 'kimi' applies to responses records, got 'chat'"
     )
+
+
+def test_flat_tools_flattens_namespace_tool_definitions_into_a_valid_request() -> None:
+    fn = {"type": "function", "name": "read", "description": "d", "parameters": {"type": "object"}}
+    rec = {
+        "model": "gpt-5",
+        "input": [
+            {"role": "user", "content": "go"},
+            {"type": "function_call", "call_id": "c1", "namespace": "fs", "name": "read", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+        ],
+        "tools": [
+            {
+                "type": "namespace",
+                "name": "fs",
+                "description": "files",
+                "tools": [fn, {"type": "function", "name": "ls"}],
+            },
+            {"type": "function", "name": "top", "parameters": None, "strict": None},
+        ],
+        "tool_choice": "auto",
+    }
+    out = run(rec, "responses", "compat", mode="flat_tools")
+    assert out["input"][1]["name"] == "fs__read" and "namespace" not in out["input"][1]
+    assert out["tools"] == [
+        {**fn, "name": "fs__read", "strict": None},
+        {"type": "function", "name": "fs__ls", "parameters": None, "strict": None},
+        {"type": "function", "name": "top", "parameters": None, "strict": None},
+    ]
+    validate_request("responses", out)
+    # a tools list without namespace tools keeps its exact text
+    plain = {
+        "model": "gpt-5",
+        "input": [],
+        "tools": [{"type": "function", "name": "top", "parameters": None, "strict": None}],
+    }
+    assert run(plain, "responses", "compat", mode="flat_tools") == plain
 
 
 def test_window_keeps_system_first_task_and_never_orphans_an_output() -> None:
