@@ -72,6 +72,23 @@ def floor(src: str, dst: str) -> None:
             w.write_batch(batch)
 
 
+def head(src: Path, dst: Path, n: int) -> None:
+    """The first ``n`` rows of ``src`` as their own Parquet file."""
+    import pyarrow.parquet as pq
+
+    from pipeline.io.parquet import writer
+
+    pf = pq.ParquetFile(src)
+    done = 0
+    with writer(str(dst), pf.schema_arrow) as w:
+        for batch in pf.iter_batches(batch_size=min(n, 32_768)):
+            batch = batch.slice(0, n - done)
+            w.write_batch(batch)
+            done += batch.num_rows
+            if done >= n:
+                break
+
+
 def in_memory(src: str, ref_n: int) -> None:
     """(b): apply_steps on the whole table in memory vs the reference on the first ref_n records."""
     import polars as pl
@@ -107,6 +124,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--workdir", type=Path, default=Path("bench-out"))
     ap.add_argument("--ref-n", type=int, default=50_000, help="records the per-record reference runs on")
+    ap.add_argument(
+        "--memory-n",
+        type=int,
+        default=200_000,
+        help="(b): rows held in memory (1M rows need > 24 GB in Polars)",
+    )
     ap.add_argument("--role", choices=("main", "floor", "memory"), default="main", help=argparse.SUPPRESS)
     ap.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -136,8 +159,13 @@ def main() -> None:
     )
     import subprocess
 
+    mem_src = src
+    if args.memory_n < n:  # (b) on the first memory_n rows: the whole table's copies do not fit in RAM
+        mem_src = args.workdir / f"transforms-{args.memory_n}-s{args.seed}-head.parquet"
+        if not mem_src.exists():
+            head(src, mem_src, args.memory_n)
     mem = subprocess.run(
-        [*me, "--role", "memory", "--ref-n", str(args.ref_n), str(src)],
+        [*me, "--role", "memory", "--ref-n", str(args.ref_n), str(mem_src)],
         capture_output=True,
         text=True,
         check=True,
@@ -153,7 +181,8 @@ def main() -> None:
     text = "\n".join(
         [
             f"Transforms benchmark: {n:,} synthetic Responses conversations "
-            f"(`python benchmarks/bench_transforms.py --n {n}`), Python {platform.python_version()}, "
+            f"(`python benchmarks/bench_transforms.py --n {n} --seed {args.seed} --ref-n {args.ref_n} "
+            f"--memory-n {args.memory_n}`), Python {platform.python_version()}, "
             f"{platform.machine()}.",
             "",
             "(a) end to end, canonical Parquet in -> Parquet out",
