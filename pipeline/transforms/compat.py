@@ -129,7 +129,8 @@ def _kimi(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
     out = long.join(calls, on=[ROW, "__seg", "__cid"], how="left", maintain_order="left")
     paired = is_tool_output(pl.col(IT)) & pl.col("__call_idx").is_not_null()
     name = field("name", pl.col(IT))
-    nulls = field("null_fields", pl.col(IT)).list.set_difference(pl.lit(["name"]))
+    # list.filter keeps the order of null_fields (set_difference does not)
+    nulls = field("null_fields", pl.col(IT)).list.filter(pl.element() != "name")
     named = pl.col(IT).struct.with_fields(
         pl.col("__call_name").alias("name"),
         pl.when(nulls.list.len() > 0)

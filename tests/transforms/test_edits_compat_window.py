@@ -161,3 +161,27 @@ def test_slice_turns_python_semantics() -> None:
     assert [m["content"] for m in run(rec, "chat", "slice_turns", start=-2)["messages"]] == ["4", "5"]
     assert [m["content"] for m in run(rec, "chat", "slice_turns", start=1, stop=3)["messages"]] == ["1", "2"]
     assert run(rec, "chat", "slice_turns", start=4, stop=1)["messages"] == []
+
+
+def test_kimi_fills_an_output_name_and_keeps_the_order_of_its_null_fields() -> None:
+    """Found by hypothesis: removing 'name' from null_fields must not reorder the others."""
+    rec = {
+        "input": [
+            {"type": "function_call", "call_id": "c", "name": "get_weather", "arguments": " "},
+            {
+                "type": "function_call_output",
+                "output": "",
+                "name": None,
+                "id": None,
+                "status": None,
+                "call_id": "c",
+            },
+        ]
+    }
+    table = decode_records([rec], "responses").table
+    assert table.column("items")[0].as_py()[1]["null_fields"] == ["name", "id", "status"]
+    kept, rejected = apply_steps(pl.from_arrow(table), [make_step("compat", mode="kimi")])
+    assert rejected.height == 0
+    output = kept["items"][0][1]
+    assert output["name"] == "get_weather"
+    assert list(output["null_fields"]) == ["id", "status"]
