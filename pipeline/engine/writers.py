@@ -19,35 +19,11 @@ import pyarrow.parquet as pq
 
 from pipeline.io.item_index import ITEM_INDEX_SCHEMA, item_index
 from pipeline.io.parquet import writer as canonical_writer
+from pipeline.io.run_tables import LOSSES_SCHEMA, REJECTED_SCHEMA
 from pipeline.schema import CONVERSATION_SCHEMA
 
 FOLDERS = ("conversations", "items", "output", "losses", "rejected")
 TMP_SUFFIX = ".tmp"
-
-LOSSES_SCHEMA = pa.schema(
-    [
-        pa.field("conversation_id", pa.string()),
-        pa.field("source_file", pa.string()),
-        pa.field("source_line", pa.int64()),
-        pa.field("source_format", pa.string()),
-        pa.field("target_format", pa.string()),
-        pa.field("kind", pa.string()),
-        pa.field("path", pa.string()),
-        pa.field("detail", pa.string()),
-    ]
-)
-
-REJECTED_SCHEMA = pa.schema(
-    [
-        pa.field("source_file", pa.string()),
-        pa.field("source_line", pa.int64()),
-        pa.field("conversation_id", pa.string()),
-        pa.field("stage", pa.string()),
-        pa.field("step", pa.string()),
-        pa.field("reason", pa.string()),
-        pa.field("input", pa.string()),
-    ]
-)
 
 
 def sha256_file(path: Path) -> str:

@@ -20,20 +20,10 @@ import pyarrow.parquet as pq
 from pipeline.errors import ConfigError
 from pipeline.formats import WIRE_FORMATS, decode_lines
 from pipeline.io.parquet import writer
+from pipeline.io.run_tables import REJECTED_SCHEMA
 from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
 from pipeline.transforms import Step, apply_steps
 
-REJECTED_ARROW = pa.schema(
-    [
-        ("source_file", pa.string()),
-        ("source_line", pa.int64()),
-        ("conversation_id", pa.string()),
-        ("stage", pa.string()),
-        ("step", pa.string()),
-        ("reason", pa.string()),
-        ("input", pa.string()),
-    ]
-)
 BATCH_ROWS = 32_768
 
 
@@ -153,7 +143,7 @@ def run_transform(
     read += sum(1 for r in rejected if r["stage"] == "decode")
     for r in rejected:
         by_reason[r["reason"]] = by_reason.get(r["reason"], 0) + 1
-    pq.write_table(pa.Table.from_pylist(rejected, REJECTED_ARROW), rejected_path, compression="zstd")
+    pq.write_table(pa.Table.from_pylist(rejected, REJECTED_SCHEMA), rejected_path, compression="zstd")
     return {
         "read": read,
         "written": written,

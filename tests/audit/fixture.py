@@ -30,34 +30,11 @@ import pyarrow.parquet as pq
 from pipeline.encoders import convert_table
 from pipeline.formats import decode_lines
 from pipeline.io.parquet import writer as parquet_writer
+from pipeline.io.run_tables import LOSSES_SCHEMA, REJECTED_SCHEMA
 from tests.cases import BAD_LINES, CASES
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET = "chat"
-
-LOSSES_SCHEMA = pa.schema(
-    [
-        ("conversation_id", pa.string()),
-        ("source_file", pa.string()),
-        ("source_line", pa.int64()),
-        ("source_format", pa.string()),
-        ("target_format", pa.string()),
-        ("kind", pa.string()),
-        ("path", pa.string()),
-        ("detail", pa.string()),
-    ]
-)
-REJECTED_SCHEMA = pa.schema(
-    [
-        ("source_file", pa.string()),
-        ("source_line", pa.int64()),
-        ("conversation_id", pa.string()),
-        ("stage", pa.string()),
-        ("step", pa.string()),
-        ("reason", pa.string()),
-        ("input", pa.string()),
-    ]
-)
 
 # Records the audit queries need and the shared cases do not all have: tool pairing problems,
 # compaction, assistant phases. Converted like every other record.
