@@ -8,13 +8,14 @@ name the exact JSON pointer in the *source* record (``/input/3/phase``,
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import orjson
 
 from pipeline.formats._common import ConversationView
 from pipeline.losses import Loss, pointer
-from pipeline.schema import FORM_PARTS, FORM_STRING
+from pipeline.schema import FORM_NULL, FORM_PARTS, FORM_STRING
 
 # The loss kind of a content part the target cannot hold, by part type.
 PART_LOSS_KINDS = {
@@ -156,6 +157,17 @@ class Ctx:
     def wrapper(self, i: int) -> dict[str, Any]:
         x = self.v.wrapper[i]
         return orjson.loads(x) if x is not None else {}
+
+    def content_value(self, i: int, part: Callable[[int, int], Any]) -> Any:
+        """Item ``i``'s content in its source form: the string, None (null), ``...`` (absent), or
+        ``[part(j, k) for the k-th block j]`` without the parts ``part`` drops (returns None for)."""
+        v = self.v
+        form = v.content_form[i]
+        if form == FORM_STRING:
+            return v.content.text[v.content_off[i]]
+        if form == FORM_PARTS:
+            return [p for k, j in enumerate(self.blocks(i)) if (p := part(j, k)) is not None]
+        return None if form == FORM_NULL else ...
 
     def blocks(self, i: int) -> list[int]:
         """Indices into ``v.content`` of item ``i``'s content blocks (empty unless form is parts)."""

@@ -73,20 +73,7 @@ def _text_part(ctx: Ctx, i: int, j: int, k: int, allow_media: bool) -> dict[str,
 
 def _content(ctx: Ctx, i: int, role: str) -> Any:
     """Item ``i``'s content as a Chat content value; ``...`` when absent."""
-    v = ctx.v
-    form = v.content_form[i]
-    if form == FORM_STRING:
-        return v.content.text[v.content_off[i]]
-    if form == FORM_NULL:
-        return None
-    if form == FORM_PARTS:
-        parts = [
-            p
-            for k, j in enumerate(ctx.blocks(i))
-            if (p := _text_part(ctx, i, j, k, allow_media=role == "user")) is not None
-        ]
-        return parts
-    return ...
+    return ctx.content_value(i, lambda j, k: _text_part(ctx, i, j, k, allow_media=role == "user"))
 
 
 def _message_losses(ctx: Ctx, i: int) -> None:

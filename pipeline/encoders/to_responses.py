@@ -71,13 +71,8 @@ def _part(ctx: Ctx, i: int, j: int, k: int, assistant: bool) -> dict[str, Any] |
 
 
 def _content(ctx: Ctx, i: int, assistant: bool) -> Any:
-    v = ctx.v
-    form = v.content_form[i]
-    if form == FORM_STRING:
-        return v.content.text[v.content_off[i]]
-    if form == FORM_PARTS:
-        return [p for k, j in enumerate(ctx.blocks(i)) if (p := _part(ctx, i, j, k, assistant)) is not None]
-    return None if form == FORM_NULL else ...
+    """Item ``i``'s content as a Responses content value; ``...`` when absent."""
+    return ctx.content_value(i, lambda j, k: _part(ctx, i, j, k, assistant))
 
 
 def _message(ctx: Ctx, i: int) -> dict[str, Any] | None:
