@@ -7,7 +7,8 @@ source                 what identifies it
 ``codex-rollout``      JSONL lines ``{"timestamp", "type", "payload"}`` with a Codex line type
 ``claude-code``        JSONL lines with Claude Code types (``user``/``assistant`` with
                        ``sessionId`` and ``uuid``, ``file-history-snapshot``, ``summary``)
-``inspect-log``        a JSON object with ``version`` and ``eval``
+``inspect-log``        a JSON object with ``version`` and ``eval``, or a zip archive with
+                       ``header.json``, ``_journal/start.json`` or ``samples/*.json`` (``.eval``)
 ``swe-agent``          a JSON object with a ``history`` list and ``trajectory``
 ``tau-bench``          a JSON list of records with ``task_id`` and a ``traj`` list
 ``kiln``               a JSON object (or list) of task runs: ``model_type: "task_run"``, or
@@ -30,6 +31,7 @@ import orjson
 from pipeline.sources import (
     claude_code,
     codex_rollout,
+    inspect_eval,
     inspect_log,
     kiln,
     llamafactory,
@@ -65,6 +67,8 @@ def detect_source(path: Path) -> str | None:
             head = f.read(1 << 16)
     except OSError:
         return None
+    if inspect_eval.is_zip(path):  # only inspect's .eval logs are zip archives among the sources
+        return inspect_log.NAME if inspect_eval.looks_like_eval(path) else None
     start = head.lstrip()[:1]
     if start == b"[":
         return _from_json(path)

@@ -1,4 +1,7 @@
-"""inspect_ai eval logs in JSON (``logs/<time>_<task>.json``; the zipped ``.eval`` form is not read).
+"""inspect_ai eval logs: JSON (``logs/<time>_<task>.json``) and the zipped ``.eval`` form.
+
+A file that starts like a zip archive is read as ``.eval`` (``pipeline/sources/inspect_eval.py``:
+header and ``samples/*.json`` members); every sample then goes through the same code as here.
 
 One Chat-format conversation per sample, from ``samples[].messages`` (inspect's ChatMessage list).
 Every ``attachment://<hex>`` string is replaced by ``samples[i].attachments[<hex>]`` first (an
@@ -25,11 +28,13 @@ meta), ``score`` = the first scorer's value as a number (``C``/``I``/``P``/``N``
 booleans -> 1/0), ``started_at``/``ended_at`` = the sample's ``started_at``/``completed_at`` or its
 first/last event timestamp. ``meta_json`` keeps ``eval`` (task, run id, model, created, ...), every
 score, and every other sample key except ``messages``, ``attachments`` (resolved), ``events``
-(see below) and ``output.choices`` (the last assistant message again).
+and ``events_data`` (see below) and ``output.choices`` (the last assistant message again).
 
 Option ``model_calls=True`` also yields the raw model calls of the sample's ``model`` events:
 ``call.request`` as a request conversation and ``call.response`` as a response conversation, each
-in its own wire format (Chat, Responses or Anthropic, from the body's shape), attachments resolved,
+in its own wire format (Chat, Responses or Anthropic, from the body's shape), attachments resolved
+(newer inspect pools request messages in ``events_data.calls``: a ``call_refs`` request gets its
+``call_key`` list back from the pool first; a bad reference rejects that call),
 ``meta_json.call`` = ``{"event": index, "part": "request"|"response"}``.
 """
 
@@ -41,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.sources._base import SourceBuilder, SourceResult, check_options, gc_paused, load_json
+from pipeline.sources.inspect_eval import is_zip, read_eval
 
 NAME = "inspect-log"
 OPTIONS: dict[str, type] = {"model_calls": bool}
@@ -49,7 +55,8 @@ ATTACHMENT = "attachment://"
 _SCORE_LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 _MESSAGE_KEYS = frozenset(("role", "content", "tool_calls", "tool_call_id"))
 _CALL_KEYS = frozenset(("id", "function", "arguments", "type"))
-_DROPPED_SAMPLE_KEYS = frozenset(("messages", "attachments", "events"))
+# events_data: the message / call pools newer inspect condenses events into (part of the events)
+_DROPPED_SAMPLE_KEYS = frozenset(("messages", "attachments", "events", "events_data"))
 
 
 def sniff(obj: Any) -> bool:
@@ -172,24 +179,38 @@ def wire_format(body: dict[str, Any], part: str, provider_model: Any = None) -> 
 
 
 def read(path: Path, **options: Any) -> Iterator[SourceResult]:
-    """Read one JSON eval log: one conversation per sample (plus its model calls when asked)."""
+    """Read one eval log (JSON or ``.eval``): one conversation per sample (plus its model calls)."""
     check_options(NAME, options, OPTIONS)
     model_calls = options.get("model_calls", False)
     b = SourceBuilder(NAME, path)
     with gc_paused():
-        log = load_json(path, b)
-        if log is not ...:
-            _read_log(b, log, model_calls)
+        if is_zip(path):
+            yield from read_eval(path, b, model_calls)
+        else:
+            log = load_json(path, b)
+            if log is not ...:
+                _read_log(b, log, model_calls)
     yield b.result(final=True)
+
+
+def eval_meta_of(ev: dict[str, Any], status: Any) -> dict[str, Any]:
+    """The eval spec keys a sample's provenance keeps (``meta_json.eval``)."""
+    meta = {k: ev[k] for k in ("eval_id", "run_id", "task", "task_id", "model", "created") if k in ev}
+    meta["status"] = status
+    return meta
+
+
+def session_of(log: dict[str, Any]) -> str | None:
+    ev = log.get("eval")
+    eid = ev.get("eval_id") if type(ev) is dict else None
+    return eid if type(eid) is str else None
 
 
 def _read_log(b: SourceBuilder, log: Any, model_calls: bool) -> None:
     if type(log) is not dict or type(log.get("eval")) is not dict:
         b.reject(1, log, "broken envelope: an inspect log is an object with an 'eval' object")
         return
-    ev = log["eval"]
-    eval_meta = {k: ev[k] for k in ("eval_id", "run_id", "task", "task_id", "model", "created") if k in ev}
-    eval_meta["status"] = log.get("status")
+    eval_meta = eval_meta_of(log["eval"], log.get("status"))
     samples = log.get("samples")
     if samples is None:
         b.counts["skipped:log_without_samples"] += 1
@@ -197,10 +218,10 @@ def _read_log(b: SourceBuilder, log: Any, model_calls: bool) -> None:
     if type(samples) is not list:
         b.reject(1, {"samples": samples}, "broken envelope: 'samples' is not a list")
         return
-    session = ev.get("eval_id") if type(ev.get("eval_id")) is str else None
+    session = session_of(log)
     for i, sample in enumerate(samples):
         b.counts["samples_read"] += 1
-        _read_sample(b, i + 1, sample, session, eval_meta, model_calls)
+        read_sample(b, i + 1, sample, session, eval_meta, model_calls)
 
 
 def _sample_times(sample: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -214,16 +235,20 @@ def _sample_times(sample: dict[str, Any]) -> tuple[str | None, str | None]:
     return (start if type(start) is str else None), (end if type(end) is str else None)
 
 
-def _read_sample(
+def read_sample(
     b: SourceBuilder,
     number: int,
     sample: Any,
     session: str | None,
     eval_meta: dict[str, Any],
     model_calls: bool,
+    where: str | None = None,
 ) -> None:
+    """One sample (the ``number``-th, 1-based) -> its conversation (and model calls); ``where`` names it
+    in reject reasons (default ``samples[<number - 1>]``; a ``.eval`` member name)."""
+    where = where or f"samples[{number - 1}]"
     if type(sample) is not dict or type(sample.get("messages")) is not list:
-        b.reject(number, sample, f"broken envelope: samples[{number - 1}] has no 'messages' list")
+        b.reject(number, sample, f"broken envelope: {where} has no 'messages' list")
         return
     attachments = sample.get("attachments") if type(sample.get("attachments")) is dict else {}
     unresolved = [0]
@@ -262,7 +287,7 @@ def _read_sample(
         reject_value={"sample": number - 1, "id": sid, "messages": sample["messages"]},
     )
     if model_calls:
-        _read_calls(b, number, sample, attachments, session, sample_id)
+        _read_calls(b, number, sample, attachments, session, sample_id, where)
 
 
 def _read_calls(
@@ -272,10 +297,13 @@ def _read_calls(
     attachments: dict[str, Any],
     session: str | None,
     sample_id: str | None,
+    where: str,
 ) -> None:
     events = sample.get("events")
     if type(events) is not list:
         return
+    pool = sample.get("events_data")
+    calls_pool = pool.get("calls") if type(pool) is dict else None
     for e, event in enumerate(events):
         if type(event) is not dict or event.get("event") != "model":
             continue
@@ -288,10 +316,15 @@ def _read_calls(
             if type(body) is not dict:
                 continue
             b.counts[f"model_calls:{part}"] += 1
+            if part == "request" and "call_refs" in call:
+                body = _expand_call_refs(body, call, calls_pool)
+                if type(body) is str:
+                    b.reject(number, call, f"{where}.events[{e}].call.call_refs: {body}")
+                    continue
             body = resolve(body, attachments, [0])
             fmt = wire_format(body, part, event.get("model"))
             if fmt is None:
-                b.reject(number, body, f"samples[{number - 1}].events[{e}].call.{part}: unknown wire format")
+                b.reject(number, body, f"{where}.events[{e}].call.{part}: unknown wire format")
                 continue
             b.add(
                 fmt,
@@ -303,3 +336,27 @@ def _read_calls(
                 started_at=event.get("timestamp") if type(event.get("timestamp")) is str else None,
                 meta={"call": {"event": e, "part": part, "model": event.get("model")}},
             )
+
+
+def _expand_call_refs(body: dict[str, Any], call: dict[str, Any], pool: Any) -> dict[str, Any] | str:
+    """A condensed request with its messages put back; a string says why it cannot be.
+
+    Recent inspect (0.3.285 checked) pools call messages in ``sample.events_data.calls``:
+    ``call_refs`` is a list of ``[start, end_exclusive]`` ranges into that pool and ``call_key`` the
+    request key they came from (default ``messages``).
+    """
+    refs = call.get("call_refs")
+    if refs is None:
+        return body
+    if type(pool) is not list:
+        return "the sample has no events_data.calls pool"
+    msgs: list[Any] = []
+    for r in refs if type(refs) is list else [refs]:
+        if type(r) is not list or len(r) != 2 or not all(type(x) is int for x in r):
+            return f"expected [start, end] pairs, got {r!r}"
+        start, end = r
+        if not 0 <= start <= end <= len(pool):
+            return f"range {r} outside the pool of {len(pool)} messages"
+        msgs.extend(pool[start:end])
+    key = call.get("call_key") if type(call.get("call_key")) is str else "messages"
+    return {key: msgs, **{k: v for k, v in body.items() if k != key}}

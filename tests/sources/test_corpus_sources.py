@@ -56,7 +56,13 @@ EXPECTED = {
     CODEX_LOCALPUSH: ("codex-rollout", 1, 29, 5),
     CODEX_SCHEMA: ("codex-rollout", 7, 22 + 159, 4),
     CLAUDE_AGENTCMD: ("claude-code", 1, 82, 27),
-    CLAUDE_SCHEMA: ("claude-code", 3, 26, 3),
+    # 4 conversations since rewinds are resolved (was 3 in file order): in the ses_stage0_small
+    # sidechain, a2 (line 18) and a3 (line 19) both have parentUuid u2, so a2 is an abandoned branch
+    # of its own; u3 (line 22, parent a3) is the most recent leaf, the active chain is lines
+    # 7 8 9 10 19 22 (u2 and u2b are the tool results of a1 and stay in its node). Items stay 26:
+    # every message line is in exactly one conversation (8 + 1 in the sidechain). Counted with
+    # jq -c 'select(.isSidechain==true and .message)|[.uuid,.parentUuid]' C
+    CLAUDE_SCHEMA: ("claude-code", 4, 26, 3),
     "inspect-ai-logs/2025-05-12T20-27-36-04-00_browser.json": ("inspect-log", 1, 14, 4),
     "inspect-ai-logs/2025-05-12T20-28-26-04-00_security-guide.json": ("inspect-log", 3, 9, 0),
     "llama-factory/glaive_toolcall_en_demo.json": ("sharegpt", 300, 1914, 211),
