@@ -5,24 +5,15 @@
 --   avg_items_after_last DOUBLE (items after the last compaction, over compacted conversations; NULL: none),
 --   encrypted_bytes BIGINT (length of the compactions' encrypted_content)
 -- params: none
-WITH per_conversation AS (  -- compaction items from the item index, joined to every conversation
-    SELECT
-        c.source_format,
-        count(i.item_index) AS compactions,
-        any_value(c.n_items) - 1 - max(i.item_index) AS after_last,
-        sum(i.encrypted_bytes) AS encrypted_bytes
-    FROM conversations AS c
-    LEFT JOIN items AS i ON i.conversation_id = c.conversation_id AND i.type = 'compaction'
-    GROUP BY c.conversation_id, c.source_format
-)
-SELECT
+SELECT  -- per-shard counts (record_counts), summed: a record is in exactly one shard
     source_format,
-    count(*)::BIGINT AS conversations,
-    count(*) FILTER (WHERE compactions > 0)::BIGINT AS compacted,
+    sum(records)::BIGINT AS conversations,
+    sum(compacted)::BIGINT AS compacted,
     sum(compactions)::BIGINT AS compaction_items,
-    max(compactions)::BIGINT AS max_per_conversation,
-    avg(after_last) FILTER (WHERE compactions > 0)::DOUBLE AS avg_items_after_last,
-    coalesce(sum(encrypted_bytes), 0)::BIGINT AS encrypted_bytes
-FROM per_conversation
+    max(max_compactions)::BIGINT AS max_per_conversation,
+    (sum(items_after_last_compaction) / nullif(sum(compacted), 0))::DOUBLE AS avg_items_after_last,
+    sum(compaction_encrypted_bytes)::BIGINT AS encrypted_bytes
+FROM record_counts
+WHERE status = 'written'
 GROUP BY source_format
 ORDER BY source_format

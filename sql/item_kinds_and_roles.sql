@@ -3,12 +3,12 @@
 --   source_format VARCHAR, type VARCHAR, role VARCHAR (NULL: the item has no role),
 --   items BIGINT, conversations BIGINT (conversations holding at least one)
 -- params: none
-SELECT
+SELECT  -- per-shard counts (item_counts), summed: a conversation is in exactly one shard
     source_format,
     type,
     role,
-    count(*)::BIGINT AS items,
-    count(DISTINCT conversation_id)::BIGINT AS conversations
-FROM items
-GROUP BY ALL
+    sum(items)::BIGINT AS items,
+    sum(conversations)::BIGINT AS conversations
+FROM item_counts
+GROUP BY source_format, type, role
 ORDER BY items DESC, source_format, type, role NULLS FIRST

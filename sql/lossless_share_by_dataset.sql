@@ -4,28 +4,22 @@
 --   dataset VARCHAR (source_file), read BIGINT, rejected BIGINT, written BIGINT, lossless BIGINT,
 --   lossless_share DOUBLE (lossless / written; NULL when nothing was written)
 -- params: none
-WITH lossy AS (
-    SELECT DISTINCT conversation_id FROM losses
-),
-written AS (
+WITH by_file AS (  -- per-shard counts (record_counts) of written and rejected records, summed
     SELECT
-        c.source_file AS dataset,
-        count(*) AS written,
-        count(*) FILTER (WHERE lossy.conversation_id IS NULL) AS lossless
-    FROM conversations AS c
-    LEFT JOIN lossy USING (conversation_id)
-    GROUP BY c.source_file
-),
-rejected_by_file AS (
-    SELECT source_file AS dataset, count(*) AS rejected FROM rejected GROUP BY source_file
+        source_file AS dataset,
+        sum(records) AS read,
+        coalesce(sum(records) FILTER (WHERE status = 'rejected'), 0) AS rejected,
+        coalesce(sum(records) FILTER (WHERE status = 'written'), 0) AS written,
+        coalesce(sum(records) FILTER (WHERE status = 'written' AND NOT lossy), 0) AS lossless
+    FROM record_counts
+    GROUP BY source_file
 )
 SELECT
     dataset,
-    (coalesce(w.written, 0) + coalesce(r.rejected, 0))::BIGINT AS read,
-    coalesce(r.rejected, 0)::BIGINT AS rejected,
-    coalesce(w.written, 0)::BIGINT AS written,
-    coalesce(w.lossless, 0)::BIGINT AS lossless,
-    (w.lossless / w.written)::DOUBLE AS lossless_share
-FROM written AS w
-FULL OUTER JOIN rejected_by_file AS r USING (dataset)
+    read::BIGINT AS read,
+    rejected::BIGINT AS rejected,
+    written::BIGINT AS written,
+    lossless::BIGINT AS lossless,
+    (lossless / nullif(written, 0))::DOUBLE AS lossless_share
+FROM by_file
 ORDER BY dataset

@@ -1,6 +1,7 @@
 -- question: Which tool calls and tool outputs do not pair up? (an audit: no rows = healthy)
 --   output_without_call: a tool output whose call_id no call of the same conversation has (or no call_id);
---   call_without_output: a tool call whose call_id no output of the same conversation answers;
+--   call_without_output: a tool call whose call_id no output of the same conversation answers (or with
+--   no call_id);
 --   duplicate_call_id: two or more calls of one conversation share a call_id (every such call is listed).
 -- result: one row per offending item, by conversation and item:
 --   conversation_id VARCHAR, source_file VARCHAR, source_line BIGINT, problem VARCHAR, call_id VARCHAR,

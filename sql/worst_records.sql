@@ -4,22 +4,23 @@
 --   losses BIGINT, kinds VARCHAR[] (distinct, sorted), paths VARCHAR[] (first 5 pointers, sorted)
 -- params:
 -- param: n INTEGER = 10: how many records to list
-WITH top AS (  -- rank on counts alone; only the top $n records' losses are gathered below
-    SELECT conversation_id, count(*) AS losses
-    FROM losses
-    GROUP BY conversation_id
-    ORDER BY losses DESC, conversation_id
-    LIMIT $n
+WITH candidates AS (
+    -- n <= 100: each shard's 100 records with the most losses (top_losses/) hold the run's top n
+    SELECT * FROM top_losses WHERE $n <= 100
+    UNION ALL
+    -- a longer list: every record of the record index (DuckDB skips the branch whose guard is false)
+    SELECT conversation_id, source_file, source_line, source_format, losses, loss_kinds, loss_paths
+    FROM records
+    WHERE $n > 100 AND status = 'written' AND losses > 0
 )
 SELECT
-    t.conversation_id,
-    any_value(l.source_file) AS source_file,
-    any_value(l.source_line)::BIGINT AS source_line,
-    any_value(l.source_format) AS source_format,
-    t.losses::BIGINT AS losses,
-    list_sort(list_distinct(list(l.kind))) AS kinds,
-    list_sort(list(l.path))[1:5] AS paths
-FROM top AS t
-JOIN losses AS l USING (conversation_id)
-GROUP BY t.conversation_id, t.losses
-ORDER BY t.losses DESC, t.conversation_id
+    conversation_id,
+    source_file,
+    source_line::BIGINT AS source_line,
+    source_format,
+    losses::BIGINT AS losses,
+    loss_kinds AS kinds,
+    loss_paths AS paths
+FROM candidates
+ORDER BY losses DESC, conversation_id
+LIMIT $n

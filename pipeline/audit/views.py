@@ -13,7 +13,18 @@ view                one row per
 ``losses``          reported loss: ``RUN/losses/*.parquet``
 ``rejected``        rejected input record: ``RUN/rejected/*.parquet``
 ``summary``         the run: one row, ``RUN/summary.json`` (``read``, ``written``, ``target``, ...)
+``records``         written or rejected record: the record index ``RUN/records/*.parquet``
+                    (turns, compaction, losses per record: pipeline/io/record_index.py)
+``top_losses``      each shard's 100 records with the most losses (record-index columns)
+``record_counts``,  per-shard counts (pipeline/io/shard_counts.py), summed by the queries:
+``item_counts``,    ``RUN/<name>/*.parquet``
+``phase_counts``,
+``loss_counts``
 ==================  ==========================================================================
+
+The last six are the audit facts the engine writes with each shard. For a run written before
+them (or resumed across that change, so that some shards lack them) each is a view computed from
+the first four instead (pipeline/audit/derived.py): same columns, same answers, slower.
 
 The file lists are handed to DuckDB's ``read_parquet`` through the relation API, so no path is
 ever spliced into SQL text. The views are lazy: a query reads only the columns it names.
@@ -29,6 +40,7 @@ from pathlib import Path
 
 import duckdb
 
+from pipeline.audit.derived import DERIVED
 from pipeline.errors import ConfigError
 
 FOLDERS = ("conversations", "losses", "rejected")
@@ -86,6 +98,21 @@ def define_views(con: duckdb.DuckDBPyConnection, run: Path) -> None:
         con.read_parquet(index).create_view("items", replace=True)
     else:
         con.execute(ITEMS_FROM_CONVERSATIONS)
+    for name in written_facts(run):
+        con.read_parquet(shard_files(run, name)).create_view(name, replace=True)
+    for name, sql in DERIVED.items():
+        if name not in written_facts(run):
+            con.execute(sql)
+
+
+def written_facts(run: Path) -> list[str]:
+    """The audit-fact folders (``records``, ``*_counts``) written for every shard of ``run``.
+
+    A folder counts only when it has exactly the shards of ``conversations/``: a run resumed
+    across versions may have the facts for some shards only, and summing those would undercount.
+    """
+    shards = {p.name for p in (run / "conversations").glob("*.parquet")}
+    return [n for n in DERIVED if {p.name for p in (run / n).glob("*.parquet")} == shards]
 
 
 def open_run(run: str | Path, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:

@@ -196,7 +196,7 @@ def run_shard(
     steps = _steps(work)
     policy = LossPolicy(work.on_loss, frozenset(work.allowed))
     encoded = work.target != PARQUET
-    writer = ShardWriter(Path(work.run_dir), shard.id, encoded)
+    writer = ShardWriter(Path(work.run_dir), shard.id, encoded, target=work.target)
     counts = _Counts()
     started = time.perf_counter()
     try:

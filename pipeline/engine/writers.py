@@ -15,14 +15,25 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pipeline.io import shard_counts
 from pipeline.io.item_index import ITEM_INDEX_SCHEMA, item_index
 from pipeline.io.parquet import writer as canonical_writer
+from pipeline.io.record_index import (
+    RECORD_INDEX_SCHEMA,
+    TOP_LOSSES_COLUMNS,
+    rejected_records,
+    top_losses,
+    written_records,
+)
 from pipeline.io.run_tables import LOSSES_SCHEMA, REJECTED_SCHEMA
 from pipeline.schema import CONVERSATION_SCHEMA
 
-FOLDERS = ("conversations", "items", "output", "losses", "rejected")
+# records/ and the *_counts/ folders are derived audit facts (docs/run-layout.md)
+FACTS = ("records", "top_losses", *shard_counts.FOLDERS)
+FOLDERS = ("conversations", "items", *FACTS, "output", "losses", "rejected")
 TMP_SUFFIX = ".tmp"
 
 
@@ -35,14 +46,18 @@ def sha256_file(path: Path) -> str:
 
 
 class ShardWriter:
-    """Streams one shard's conversations, encoded output, losses and rejections to temp files."""
+    """Streams one shard's conversations, encoded output, losses and rejections to temp files.
 
-    def __init__(self, run_dir: Path, shard: str, encoded: bool) -> None:
+    Beside them it writes the shard's audit facts: the item index, the record index and the
+    per-shard counts. Losses given to :meth:`losses` are joined to the records of the next
+    :meth:`conversations` call (the engine reports a batch's losses before its conversations).
+    """
+
+    def __init__(self, run_dir: Path, shard: str, encoded: bool, target: str | None = None) -> None:
+        self.shard, self.target = shard, target
         self.final = {
-            "conversations": run_dir / "conversations" / f"{shard}.parquet",
-            "items": run_dir / "items" / f"{shard}.parquet",
-            "losses": run_dir / "losses" / f"{shard}.parquet",
-            "rejected": run_dir / "rejected" / f"{shard}.parquet",
+            name: run_dir / name / f"{shard}.parquet"
+            for name in ("conversations", "items", *FACTS, "losses", "rejected")
         }
         if encoded:
             self.final["output"] = run_dir / "output" / f"{shard}.jsonl"
@@ -51,6 +66,10 @@ class ShardWriter:
         self.rows = dict.fromkeys(self.final, 0)
         self._conv: pq.ParquetWriter | None = None
         self._items = pq.ParquetWriter(self.tmp["items"], ITEM_INDEX_SCHEMA, compression="zstd")
+        self._records = pq.ParquetWriter(self.tmp["records"], RECORD_INDEX_SCHEMA, compression="zstd")
+        self._counts: dict[str, list[pa.Table]] = {name: [] for name in shard_counts.FOLDERS}
+        self._top: list[pa.Table] = []  # each batch's top_losses, reduced to the shard's at commit
+        self._pending_losses: list[pa.Table] = []
         self._losses = pq.ParquetWriter(self.tmp["losses"], LOSSES_SCHEMA, compression="zstd")
         self._rejected = pq.ParquetWriter(self.tmp["rejected"], REJECTED_SCHEMA, compression="zstd")
         self._out = open(self.tmp["output"], "wb") if encoded else None  # noqa: SIM115
@@ -59,12 +78,25 @@ class ShardWriter:
         if self._conv is None:
             schema = table.schema.with_metadata(CONVERSATION_SCHEMA.metadata)
             self._conv = canonical_writer(str(self.tmp["conversations"]), schema)
+        losses = pa.concat_tables(self._pending_losses) if self._pending_losses else None
+        self._pending_losses = []
         if table.num_rows:
             self._conv.write_table(table.cast(self._conv.schema))
             self.rows["conversations"] += table.num_rows
             index = item_index(table)
             self._items.write_table(index)
             self.rows["items"] += index.num_rows
+            records = written_records(table, index, losses, self.shard, self.target)
+            self._write_records(records)
+            parents = pc.list_parent_indices(table.column("items").combine_chunks()).to_numpy()
+            self._counts["item_counts"].append(shard_counts.item_counts(index, parents))
+            self._counts["phase_counts"].append(shard_counts.phase_counts(index))
+
+    def _write_records(self, records: pa.Table) -> None:
+        self._records.write_table(records)
+        self.rows["records"] += records.num_rows
+        self._counts["record_counts"].append(shard_counts.record_counts(records))
+        self._top.append(top_losses(records))
 
     def output(self, data: bytes, rows: int) -> None:
         assert self._out is not None
@@ -74,13 +106,17 @@ class ShardWriter:
     def losses(self, cols: dict[str, list[Any]]) -> None:
         n = len(cols["kind"])
         if n:
-            self._losses.write_table(pa.Table.from_pydict(cols, schema=LOSSES_SCHEMA))
+            table = pa.Table.from_pydict(cols, schema=LOSSES_SCHEMA)
+            self._losses.write_table(table)
             self.rows["losses"] += n
+            self._pending_losses.append(table)
+            self._counts["loss_counts"].append(shard_counts.loss_counts(table))
 
     def rejected(self, rows: list[dict[str, Any]]) -> None:
         if rows:
             self._rejected.write_table(pa.Table.from_pylist(rows, schema=REJECTED_SCHEMA))
             self.rows["rejected"] += len(rows)
+            self._write_records(rejected_records(rows, self.shard))
 
     def commit(self) -> dict[str, dict[str, Any]]:
         """Close, hash and rename every file into place; returns ``{folder: {path, rows, bytes, sha256}}``."""
@@ -89,6 +125,16 @@ class ShardWriter:
         assert self._conv is not None
         self._conv.close()
         self._items.close()
+        self._records.close()
+        for name, parts in self._counts.items():
+            counts = shard_counts.merge(name, parts)
+            pq.write_table(counts, self.tmp[name], compression="zstd")
+            self.rows[name] = counts.num_rows
+        top = top_losses(pa.concat_tables(self._top)) if self._top else None
+        if top is None:
+            top = RECORD_INDEX_SCHEMA.empty_table().select(list(TOP_LOSSES_COLUMNS))
+        pq.write_table(top, self.tmp["top_losses"], compression="zstd")
+        self.rows["top_losses"] = top.num_rows
         self._losses.close()
         self._rejected.close()
         if self._out is not None:
@@ -106,7 +152,7 @@ class ShardWriter:
         return files
 
     def abort(self) -> None:
-        for w in (self._conv, self._items, self._losses, self._rejected, self._out):
+        for w in (self._conv, self._items, self._records, self._losses, self._rejected, self._out):
             if w is not None:
                 # Closing a half-written file after an error: the original error is what matters.
                 with contextlib.suppress(Exception):

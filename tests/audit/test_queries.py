@@ -19,10 +19,14 @@ import pyarrow as pa
 import pytest
 
 from pipeline.audit import load_query, open_run, query_names
+from pipeline.audit.derived import DERIVED
 from pipeline.audit.queries import parse_query
 from pipeline.errors import ConfigError
 from pipeline.formats import decode_records
 from pipeline.io.item_index import item_index
+from pipeline.io.record_index import written_records
+from pipeline.io.run_tables import REJECTED_SCHEMA
+from pipeline.io.shard_counts import record_counts
 from tests.audit.fixture import AUDIT_RECORDS, LOSSES_SCHEMA, FixtureRun
 
 Rows = list[dict[str, Any]]
@@ -134,7 +138,8 @@ def ref_tool_pairing_problems(fx: FixtureRun) -> Rows:
             problems = []
             if it["type"] in OUTPUTS and (it["call_id"] is None or it["call_id"] not in call_ids):
                 problems.append("output_without_call")
-            if it["type"] in CALLS and it["call_id"] not in out_ids:
+            # a call without a call_id cannot be answered (NULL never pairs, as for outputs)
+            if it["type"] in CALLS and (it["call_id"] is None or it["call_id"] not in out_ids):
                 problems.append("call_without_output")
             if it["type"] in CALLS and it["call_id"] is not None and call_ids.count(it["call_id"]) > 1:
                 problems.append("duplicate_call_id")
@@ -317,14 +322,29 @@ def test_worst_records_binds_n(fixture_run: FixtureRun) -> None:
         q.run(con, {"m": "3"})
 
 
-def test_turns_of_a_hand_counted_conversation() -> None:
-    """user, compaction, user, assistant, call, output, assistant: 1 user, 2 assistant, 1 tool turn."""
+@pytest.mark.parametrize("facts", ["written", "derived"])
+def test_turns_of_a_hand_counted_conversation(facts: str) -> None:
+    """user, compaction, user, assistant, call, output, assistant: 1 user, 2 assistant, 1 tool turn.
+
+    Counted from the facts the engine writes (record index -> record_counts) and from the views
+    computed in SQL for runs without them (pipeline/audit/derived.py).
+    """
     import duckdb
 
     table = decode_records([AUDIT_RECORDS[1]], "responses").table
     con = duckdb.connect()
-    con.register("conversations", table)
-    con.register("items", item_index(table))
+    items = item_index(table)
+    if facts == "written":
+        records = written_records(table, items, None, "part-00000", "chat")
+        con.register("record_counts", record_counts(records))
+    else:
+        con.register("conversations", table)
+        con.register("items", items)
+        con.register("losses", LOSSES_SCHEMA.empty_table())
+        con.register("rejected", REJECTED_SCHEMA.empty_table())
+        con.sql("CREATE VIEW summary AS SELECT 'chat' AS target")
+        con.execute(DERIVED["records"])
+        con.execute(DERIVED["record_counts"])
     rows = load_query("turn_count_distribution").run(con).to_pylist()
     assert rows == [
         {

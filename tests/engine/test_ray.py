@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from pipeline.engine import run_job
+from pipeline.engine.writers import FOLDERS
 from pipeline.jobs import load_job
 from tests.cases import BAD_LINES, CASES
 from tests.engine.helpers import file_hashes, write_job, write_jsonl
@@ -33,7 +34,7 @@ def test_ray_engine_output_equals_local_engine(local_ray: Any, tmp_path: Path) -
         summaries[engine] = run_job(load_job(job))
     local, ray_ = file_hashes(tmp_path / "local"), file_hashes(tmp_path / "ray")
     assert summaries["local"]["shards"] == -(-len(lines) // 7) > 2
-    assert len(local) == 5 * summaries["local"]["shards"] + 1  # five folders x shards + manifest
+    assert len(local) == len(FOLDERS) * summaries["local"]["shards"] + 1  # every folder x shards + manifest
     assert ray_ == local
     for k in ("read", "written", "rejected", "rejected_by_stage", "rejected_by_reason", "losses_by_kind"):
         assert summaries["ray"][k] == summaries["local"][k], k

@@ -19,6 +19,8 @@ from pipeline.engine.manifest import Manifest
 from pipeline.engine.writers import LOSSES_SCHEMA, REJECTED_SCHEMA
 from pipeline.errors import ConfigError
 from pipeline.formats import decode_lines, decode_records
+from pipeline.io import shard_counts
+from pipeline.io.record_index import RECORD_INDEX_SCHEMA
 from pipeline.jobs import load_job
 from pipeline.schema import CONVERSATION_SCHEMA
 from tests.cases import BAD_LINES, CASES
@@ -114,7 +116,9 @@ def test_run_layout_contract(tmp_path: Path) -> None:
     run = tmp_path / "run"
     ids = {p.stem for p in (run / "conversations").iterdir()}
     assert ids == {f"part-{k:05d}" for k in range(-(-len(lines) // 8))}
-    folders = (("items", "parquet"), ("output", "jsonl"), ("losses", "parquet"), ("rejected", "parquet"))
+    folders = (("items", "parquet"), ("output", "jsonl"), ("losses", "parquet"), ("rejected", "parquet"),
+               ("records", "parquet"), ("top_losses", "parquet"),
+               *((n, "parquet") for n in shard_counts.FOLDERS))  # fmt: skip
     for name, ext in folders:
         assert {p.name for p in (run / name).iterdir()} == {f"{i}.{ext}" for i in ids}
     for i in sorted(ids):
@@ -124,6 +128,13 @@ def test_run_layout_contract(tmp_path: Path) -> None:
         assert len((run / "output" / f"{i}.jsonl").read_bytes().splitlines()) == conv.num_rows
         index = pq.read_table(run / "items" / f"{i}.parquet")
         assert index.num_rows == sum(conv.column("n_items").to_pylist())
+        records = pq.read_table(run / "records" / f"{i}.parquet")  # one row per written or rejected record
+        rejected = pq.read_table(run / "rejected" / f"{i}.parquet")
+        assert records.schema.equals(RECORD_INDEX_SCHEMA)
+        assert records.num_rows == conv.num_rows + rejected.num_rows
+        assert set(records.column("shard").to_pylist()) == {i}
+        for name, schema in shard_counts.SCHEMAS.items():
+            assert pq.read_table(run / name / f"{i}.parquet").schema.equals(schema), name
         meta = pq.ParquetFile(run / "conversations" / f"{i}.parquet").metadata
         assert meta.row_group(0).column(0).compression == "ZSTD"
     manifest = orjson.loads((run / "manifest.json").read_bytes())

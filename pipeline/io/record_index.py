@@ -1,0 +1,232 @@
+"""The record index: one flat row per written or rejected record, written beside each shard for audits.
+
+The audit's per-record questions (turns, compaction, losses per record, the worst records) would
+otherwise window over every item or count-distinct over every loss of the run. The writer knows
+those facts while it holds a batch, so it writes them once: ``RUN/records/part-NNNNN.parquet``,
+computed from the batch's canonical table, its item index and its losses with Arrow compute and
+numpy (no per-row Python). Like the item index it is derived data: ``conversations/``,
+``losses/`` and ``rejected/`` stay the source of truth.
+
+==========================  ================================================================
+column                      value
+==========================  ================================================================
+conversation_id             of the record (null for a rejected record that never decoded)
+shard                       the shard id, ``part-NNNNN``
+source_file, source_line    where the record came from
+source_format               of a written record (null for a rejected one)
+target_format               the run's target for a written record (null for a rejected one)
+status                      ``written`` or ``rejected``
+stage                       the rejection stage (``read``, ``decode``, ...); null when written
+n_items                     items of the written record
+human_turns ... system_turns turns, with the rule of ``sql/turn_count_distribution.sql``
+all_turns                   human_turns + ai_turns
+compactions                 compaction items
+items_after_last_compaction items after the last compaction item (null: no compaction)
+compaction_encrypted_bytes  bytes of the compaction items' ``encrypted_content``
+losses                      loss rows reported for the record in ``losses/``
+loss_kinds                  its distinct loss kinds, sorted
+loss_paths                  its first 5 loss pointers, sorted (byte order)
+==========================  ================================================================
+
+Every count column is null for a rejected record (nothing of it was written).
+
+>>> from pipeline.formats import decode_records
+>>> from pipeline.io.item_index import item_index
+>>> t = decode_records([{"input": [{"role": "user", "content": "hi"},
+...     {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+...     {"type": "function_call_output", "call_id": "c", "output": "x"}]}], "responses").table
+>>> r = written_records(t, item_index(t), None, "part-00000", "chat").to_pylist()[0]
+>>> [r[k] for k in ("n_items", "human_turns", "ai_turns", "tool_turns", "all_turns")]
+[3, 1, 1, 1, 2]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+MAX_PATHS = 5
+# records kept per shard in top_losses/; sql/worst_records.sql reads it for n <= this (same number)
+TOP_LOSSES = 100
+TOP_LOSSES_COLUMNS = (
+    "conversation_id", "source_file", "source_line", "source_format", "losses", "loss_kinds", "loss_paths",
+)  # fmt: skip
+
+TURN_COLUMNS = ("human_turns", "ai_turns", "tool_turns", "system_turns")
+# side codes of the turn rule; 0 = the item has no side (compaction, references, unknown kinds)
+USER, ASSISTANT, TOOL, SYSTEM = 1, 2, 3, 4
+
+RECORD_INDEX_SCHEMA = pa.schema(
+    [
+        pa.field("conversation_id", pa.string()),
+        pa.field("shard", pa.string()),
+        pa.field("source_file", pa.string()),
+        pa.field("source_line", pa.int64()),
+        pa.field("source_format", pa.string()),
+        pa.field("target_format", pa.string()),
+        pa.field("status", pa.string()),
+        pa.field("stage", pa.string()),
+        pa.field("n_items", pa.int32()),
+        *(pa.field(n, pa.int32()) for n in TURN_COLUMNS),
+        pa.field("all_turns", pa.int32()),
+        pa.field("compactions", pa.int32()),
+        pa.field("items_after_last_compaction", pa.int32()),
+        pa.field("compaction_encrypted_bytes", pa.int64()),
+        pa.field("losses", pa.int32()),
+        pa.field("loss_kinds", pa.list_(pa.field("item", pa.string()))),
+        pa.field("loss_paths", pa.list_(pa.field("item", pa.string()))),
+    ]
+)
+
+
+def _mask(values: pa.Array) -> np.ndarray:
+    """A boolean Arrow result as numpy, null as False."""
+    return pc.fill_null(values, False).to_numpy(zero_copy_only=False)
+
+
+def item_sides(items: pa.Table) -> np.ndarray:
+    """The turn side of every item-index row (0: none), as in ``sql/turn_count_distribution.sql``.
+
+    Tool outputs (``*call_output``) first; messages by role (user / assistant / system+developer);
+    reasoning, ``server_tool_use``, ``*_call`` and ``*_tool_result`` are assistant. Items of a
+    Responses ``instructions`` list have no side.
+    """
+    t, role = items.column("type"), items.column("role")
+    side = np.zeros(items.num_rows, np.int8)
+    assistant = (
+        _mask(pc.is_in(t, pa.array(["reasoning", "server_tool_use"])))
+        | _mask(pc.ends_with(t, "_call"))
+        | _mask(pc.ends_with(t, "_tool_result"))
+    )
+    side[assistant] = ASSISTANT
+    message = _mask(pc.equal(t, "message"))
+    side[message] = 0
+    for roles, code in ((["user"], USER), (["assistant"], ASSISTANT), (["system", "developer"], SYSTEM)):
+        side[message & _mask(pc.is_in(role, pa.array(roles)))] = code
+    side[_mask(pc.ends_with(t, "call_output"))] = TOOL  # checked first by the SQL, so it wins
+    side[_mask(pc.equal(items.column("section"), "instructions"))] = 0
+    return side
+
+
+def turn_counts(parents: np.ndarray, sides: np.ndarray, n: int) -> dict[str, np.ndarray]:
+    """Turns per record: a turn opens where a sided item's side differs from the previous sided item's.
+
+    ``parents`` (record row of each item, non-decreasing) and ``sides`` are per item, in item order.
+    """
+    keep = sides > 0
+    p, s = parents[keep], sides[keep]
+    opens = np.ones(len(s), bool)
+    opens[1:] = (s[1:] != s[:-1]) | (p[1:] != p[:-1])
+    return {
+        name: np.bincount(p[opens & (s == code)], minlength=n).astype(np.int32)
+        for name, code in zip(TURN_COLUMNS, (USER, ASSISTANT, TOOL, SYSTEM), strict=True)
+    }
+
+
+def _lists(groups: np.ndarray, values: pa.Array, n: int) -> pa.ListArray:
+    """``values`` (sorted by group) as one list per group row ``0..n-1`` (empty lists for the rest)."""
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(np.bincount(groups, minlength=n), out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), values)
+
+
+def loss_facts(conversation_ids: pa.Array, losses: pa.Table | None) -> dict[str, pa.Array]:
+    """Per record row: ``losses`` (count), ``loss_kinds`` (distinct, sorted), ``loss_paths`` (first 5)."""
+    n = len(conversation_ids)
+    if losses is None or losses.num_rows == 0:
+        empty = pa.array(np.zeros(n + 1, np.int32))
+        return {
+            "losses": pa.array(np.zeros(n, np.int32)),
+            "loss_kinds": pa.ListArray.from_arrays(empty, pa.array([], pa.string())),
+            "loss_paths": pa.ListArray.from_arrays(empty, pa.array([], pa.string())),
+        }
+    row = pc.index_in(losses.column("conversation_id"), value_set=conversation_ids)
+    found = pc.is_valid(row)
+    own = pa.table(
+        {"row": pc.filter(row, found), "kind": pc.filter(losses.column("kind"), found),
+         "path": pc.filter(losses.column("path"), found)}
+    )  # fmt: skip
+    rows = own.column("row").to_numpy()
+    counts = np.bincount(rows, minlength=n).astype(np.int32)
+    kinds = own.group_by(["row", "kind"]).aggregate([]).sort_by([("row", "ascending"), ("kind", "ascending")])
+    by_path = own.take(pc.sort_indices(own, [("row", "ascending"), ("path", "ascending")]))
+    path_rows = by_path.column("row").to_numpy()
+    starts = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=starts[1:])
+    first = (np.arange(len(path_rows)) - starts[path_rows]) < MAX_PATHS
+    return {
+        "losses": pa.array(counts),
+        "loss_kinds": _lists(kinds.column("row").to_numpy(), kinds.column("kind").combine_chunks(), n),
+        "loss_paths": _lists(path_rows[first], by_path.column("path").combine_chunks().filter(first), n),
+    }
+
+
+def written_records(
+    table: pa.Table, items: pa.Table, losses: pa.Table | None, shard: str, target: str | None
+) -> pa.Table:
+    """The record-index rows of written conversations.
+
+    ``items`` is ``item_index(table)`` (flat items in record order), ``losses`` the losses reported
+    for these records (LOSSES_SCHEMA columns; losses of other records are ignored).
+    """
+    n = table.num_rows
+    ids = table.column("conversation_id").combine_chunks()
+    n_items = pc.fill_null(pc.list_value_length(table.column("items")), 0).to_numpy().astype(np.int32)
+    parents = np.repeat(np.arange(n), n_items)
+    position = items.column("item_index").to_numpy().astype(np.int64)
+    turns = turn_counts(parents, item_sides(items), n)
+    compaction = _mask(pc.equal(items.column("type"), "compaction"))
+    compactions = np.bincount(parents[compaction], minlength=n).astype(np.int32)
+    last = np.full(n, -1, np.int64)
+    np.maximum.at(last, parents[compaction], position[compaction])
+    encrypted = items.column("encrypted_bytes").to_numpy()[compaction]
+    columns: dict[str, Any] = {
+        "conversation_id": ids,
+        "shard": pa.array(np.full(n, shard, object), pa.string()),
+        "source_file": table.column("source_file"),
+        "source_line": table.column("source_line"),
+        "source_format": table.column("source_format"),
+        "target_format": pa.nulls(n, pa.string()) if target is None else pa.array([target] * n, pa.string()),
+        "status": pa.array(["written"] * n, pa.string()),
+        "stage": pa.nulls(n, pa.string()),
+        "n_items": pa.array(n_items),
+        **{k: pa.array(v) for k, v in turns.items()},
+        "all_turns": pa.array(turns["human_turns"] + turns["ai_turns"]),
+        "compactions": pa.array(compactions),
+        "items_after_last_compaction": pa.array(n_items - 1 - last, mask=compactions == 0).cast(pa.int32()),
+        "compaction_encrypted_bytes": pa.array(
+            np.bincount(parents[compaction], weights=encrypted, minlength=n).astype(np.int64)
+        ),
+        **loss_facts(ids, losses),
+    }
+    return pa.table(columns).cast(RECORD_INDEX_SCHEMA)
+
+
+def rejected_records(rows: list[dict[str, Any]], shard: str) -> pa.Table:
+    """The record-index rows of rejected records (``rows``: rows of ``rejected/``)."""
+    n = len(rows)
+    if n == 0:
+        return RECORD_INDEX_SCHEMA.empty_table()
+    # Rejections are few and arrive as Python rows already (as for rejected/ itself).
+    columns = {k: [r[k] for r in rows] for k in ("conversation_id", "source_file", "source_line", "stage")}
+    columns["shard"] = [shard] * n
+    columns["status"] = ["rejected"] * n
+    table = pa.Table.from_pydict(columns)
+    full = {f.name: table[f.name] if f.name in columns else pa.nulls(n, f.type) for f in RECORD_INDEX_SCHEMA}
+    return pa.table(full).cast(RECORD_INDEX_SCHEMA)
+
+
+def top_losses(records: pa.Table, k: int = TOP_LOSSES) -> pa.Table:
+    """The ``k`` written records with the most losses (ties: by ``conversation_id``), record-index columns.
+
+    Written per shard as ``top_losses/``: the run's top ``n <= k`` records are among the union of
+    every shard's top ``k`` (a record outranked by fewer than ``n`` records of the run is outranked
+    by fewer than ``n`` of its shard), so ``worst_records`` reads a few rows per shard. Applying it
+    to the concatenated tops of a shard's batches gives the shard's top ``k``.
+    """
+    lossy = records.filter(pc.fill_null(pc.greater(records.column("losses"), 0), False))
+    order = pc.sort_indices(lossy, [("losses", "descending"), ("conversation_id", "ascending")])
+    return lossy.take(order[:k]).select(list(TOP_LOSSES_COLUMNS))
