@@ -14,8 +14,10 @@ to the rejected frame.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,37 +101,82 @@ def run_step(frame: pl.DataFrame | pl.LazyFrame, step: Step) -> pl.DataFrame | p
     return fn(frame, step.params)
 
 
-def apply_steps(df: pl.DataFrame, steps: Sequence[Step]) -> tuple[pl.DataFrame, pl.DataFrame]:
+# Below this many rows per chunk, threads cost more than they save.
+MIN_CHUNK_ROWS = 4096
+# Above this many rows per chunk the flat item columns outgrow the CPU caches and every row costs
+# more (measured: 200,000 rows cost about 15% more CPU in one pass than in 16,384-row pieces).
+MAX_CHUNK_ROWS = 16_384
+
+
+def apply_steps(
+    df: pl.DataFrame, steps: Sequence[Step], *, chunks: int | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Run ``steps`` in order; return ``(kept, rejected)`` with ``len(kept) + len(rejected) == len(df)``.
 
     ``kept`` has the canonical columns first, then the columns the steps added. ``rejected`` has
     ``conversation_id, source_file, source_line, step, reason``, one row per record a step could
     not handle (it goes no further).
+
+    Every step computes each row from that row alone, so the frame is cut into ``chunks`` runs of
+    rows that go through the steps on a pool of one thread per Polars thread (Polars and Arrow
+    release the GIL) and are concatenated in order: the result is the same as one pass. ``None``
+    picks enough chunks to keep every thread busy (at least :data:`MIN_CHUNK_ROWS` rows each) and
+    none longer than :data:`MAX_CHUNK_ROWS` rows; ``1`` is one pass.
     """
+    threads = pl.thread_pool_size()
+    if chunks is None:
+        chunks = max(min(threads, len(df) // MIN_CHUNK_ROWS), -(-len(df) // MAX_CHUNK_ROWS))
+    chunks = max(1, min(chunks, len(df)))
+    if chunks == 1:
+        kept, rejected = _apply_steps(df, steps)
+        return kept, pl.concat(rejected)
+    bounds = [len(df) * i // chunks for i in range(chunks + 1)]
+    parts = [df.slice(lo, hi - lo) for lo, hi in itertools.pairwise(bounds)]
+    with ThreadPoolExecutor(min(chunks, threads), thread_name_prefix="chatlake-steps") as pool:
+        results = list(pool.map(lambda part: _apply_steps(part, steps), parts))
+    # rejected rows step by step, each step's in row order, as one pass lists them
+    by_step = [rejected[i] for i in range(len(steps) + 1) for _, rejected in results]
+    return pl.concat([k for k, _ in results]), pl.concat(by_step)
+
+
+def _rows(frame: pl.DataFrame, mask: pl.Series) -> pl.DataFrame:
+    """The rows where ``mask`` is true, by index (Polars' filter is several times slower than a
+    gather on nested list columns)."""
+    return frame[mask.arg_true()]
+
+
+def _apply_steps(df: pl.DataFrame, steps: Sequence[Step]) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+    """One pass: the kept rows, and the rejected rows as ``[empty, step 1's, step 2's, ...]``."""
     rejected = [pl.DataFrame(schema=REJECTED_SCHEMA)]
     for step in steps:
         out = run_step(df.lazy(), step).collect()
+        bad = pl.DataFrame(schema=REJECTED_SCHEMA)
         if ERROR in out.columns:
-            bad = out.filter(pl.col(ERROR).is_not_null())
-            if len(bad):
-                rejected.append(
-                    bad.select(
+            failed = out.get_column(ERROR).is_not_null()
+            if failed.any():
+                bad = (
+                    _rows(out, failed)
+                    .select(
                         "conversation_id",
                         "source_file",
                         "source_line",
                         pl.lit(step.name).alias("step"),
                         pl.col(ERROR).alias("reason"),
-                    ).cast(REJECTED_SCHEMA)  # type: ignore[arg-type]
+                    )
+                    .cast(REJECTED_SCHEMA)  # type: ignore[arg-type]
                 )
-                out = out.filter(pl.col(ERROR).is_null())
+                out = _rows(out, ~failed)
             out = out.drop(ERROR)
+        rejected.append(bad)
         df = out.with_columns(pl.col("items").list.len().fill_null(0).cast(pl.Int32).alias("n_items"))
     canonical = CONVERSATION_SCHEMA.names
     df = df.select(*canonical, *(c for c in df.columns if c not in canonical))
-    return df, pl.concat(rejected)
+    return df, rejected
 
 
 __all__ = [
+    "MAX_CHUNK_ROWS",
+    "MIN_CHUNK_ROWS",
     "REJECTED_SCHEMA",
     "STEPS",
     "ConfigError",

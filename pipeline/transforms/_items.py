@@ -37,7 +37,11 @@ def field(name: str, item: pl.Expr | None = None) -> pl.Expr:
 
 
 def is_tool_output(item: pl.Expr | None = None) -> pl.Expr:
-    t = field("type", item)
+    return tool_output_kind(field("type", item))
+
+
+def tool_output_kind(t: pl.Expr) -> pl.Expr:
+    """Whether an item kind (``type``) is a tool output."""
     return t.is_in(TOOL_OUTPUT_KINDS) | t.str.ends_with("_call_output")
 
 
@@ -51,23 +55,50 @@ def label(item: pl.Expr | None = None) -> pl.Expr:
     Tool outputs are ``tool`` whatever their role (Anthropic tool_result blocks sit in user
     messages); reasoning, calls (any ``*_call``) and Anthropic server blocks are ``assistant``.
     """
-    t = field("type", item)
-    role = field("role", item)
+    return label_of(field("type", item), field("role", item))
+
+
+# label codes (UInt8) of label_code_of: the index into LABELS
+LABELS = (USER, ASSISTANT, TOOL, SYSTEM)
+
+
+def label_of(t: pl.Expr, role: pl.Expr) -> pl.Expr:
+    """:func:`label` from the item's ``type`` and ``role`` (columns of a flat item frame).
+
+    ========================  =========  =========
+    type                      role       label
+    ========================  =========  =========
+    function_call_output      user       tool
+    message                   developer  system
+    reasoning                 null       assistant
+    compaction                null       null
+    ========================  =========  =========
+    """
+    code = label_code_of(t, role)
+    out = pl.lit(None, pl.String)
+    for i, name in reversed(list(enumerate(LABELS))):
+        out = pl.when(code == i).then(pl.lit(name)).otherwise(out)
+    return out
+
+
+def label_code_of(t: pl.Expr, role: pl.Expr) -> pl.Expr:
+    """:func:`label_of` as a small integer (the index into :data:`LABELS`), cheaper to compare."""
+    user, assistant, tool, system = range(len(LABELS))
     return (
-        pl.when(is_tool_output(item))
-        .then(pl.lit(TOOL))
+        pl.when(tool_output_kind(t))
+        .then(tool)
         .when(t == "message")
         .then(
             pl.when(role == USER)
-            .then(pl.lit(USER))
+            .then(user)
             .when(role == ASSISTANT)
-            .then(pl.lit(ASSISTANT))
+            .then(assistant)
             .when(role.is_in(SYSTEM_ROLES))
-            .then(pl.lit(SYSTEM))
+            .then(system)
         )
         .when(t.is_in(ASSISTANT_KINDS) | t.str.ends_with("_call") | t.str.ends_with("_tool_result"))
-        .then(pl.lit(ASSISTANT))
-        .otherwise(pl.lit(None, pl.String))
+        .then(assistant)
+        .cast(pl.UInt8)
     )
 
 

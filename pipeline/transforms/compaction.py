@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.transforms._items import ASSISTANT, ITEMS_DTYPE, USER, field, is_message, text
+from pipeline.transforms._flat import Frame, arrow, child, eager, scatter, split
+from pipeline.transforms._items import ASSISTANT, USER
+from pipeline.transforms._text import block_texts, join_groups
 
 DEFAULT_MARKERS = (
     # Claude Code's continuation summary
@@ -25,20 +27,11 @@ DEFAULT_MARKERS = (
 DEFAULT_ITEM_TYPES = ("compaction", "compacted")
 
 
-def is_compaction(markers: tuple[str, ...], item_types: tuple[str, ...]) -> pl.Expr:
-    """Inside ``list.eval``: whether the item marks a compaction."""
-    by_kind = field("type").is_in(list(item_types))
-    if not markers:
-        return by_kind
-    scanned = is_message() & field("role").is_in((USER, ASSISTANT))
-    return by_kind | (scanned & text().str.contains_any(list(markers)))
-
-
 def compaction(
-    frame: pl.DataFrame | pl.LazyFrame,
+    frame: Frame,
     markers: tuple[str, ...] = DEFAULT_MARKERS,
     item_types: tuple[str, ...] = DEFAULT_ITEM_TYPES,
-) -> pl.DataFrame | pl.LazyFrame:
+) -> Frame:
     """Add ``compacted``, ``compaction_count`` and ``first_compaction_index``.
 
     >>> from pipeline.formats import decode_records
@@ -46,18 +39,51 @@ def compaction(
     >>> compaction(pl.from_arrow(decode_records([rec], "responses").table)).select(
     ...     "compacted", "compaction_count", "first_compaction_index").row(0)
     (True, 1, 1)
+
+    Computed on the flat items (see :mod:`pipeline.transforms._flat`); markers are searched in
+    the content blocks' texts directly unless a marker contains ``\n`` (then it could span two
+    blocks, and the item texts are joined first).
     """
-    flags = pl.col("items").fill_null(pl.lit([], ITEMS_DTYPE)).list.eval(is_compaction(markers, item_types))
-    return (
-        frame.with_columns(flags.alias("__flags"))
-        .with_columns(
-            (pl.col("__flags").list.sum() > 0).alias("compacted"),
-            pl.col("__flags").list.sum().cast(pl.Int32).alias("compaction_count"),
-            pl.col("__flags")
-            .list.eval(pl.element().arg_true())
-            .list.first()
-            .cast(pl.Int32)
-            .alias("first_compaction_index"),
-        )
-        .drop("__flags")
+    return eager(frame, lambda df: _compaction(df, markers, item_types))
+
+
+def _contains(text: pl.Series, markers: tuple[str, ...]) -> pl.Series:
+    """Whether each text contains one of ``markers`` (literal, case-sensitive)."""
+    if len(markers) > 4:  # Aho-Corasick pays off with many patterns; a few memmem scans are faster
+        return text.str.contains_any(list(markers))
+    hit = text.str.contains(markers[0], literal=True)
+    for m in markers[1:]:
+        hit = hit | text.str.contains(m, literal=True)
+    return hit
+
+
+def _compaction(df: pl.DataFrame, markers: tuple[str, ...], item_types: tuple[str, ...]) -> pl.DataFrame:
+    flat = split(arrow(df.get_column("items")))
+    items = flat.values
+    parent = flat.parent()
+    kind, role = child(items, "type"), child(items, "role")
+    flag = kind.is_in(list(item_types)).fill_null(False)
+    if markers:
+        scanned = ((kind == "message") & role.is_in((USER, ASSISTANT))).fill_null(False)
+        texts = block_texts(items, kind)
+        texts = texts.select(scanned.gather(texts.owner))
+        if any("\n" in m for m in markers):
+            starts = (texts.owner != texts.owner.shift(1)).fill_null(True)
+            group = starts.cum_sum() - 1  # the blocks of one item are contiguous
+            joined = join_groups(group, texts.text, int(starts.sum()))
+            hit_at = texts.owner.filter(starts).filter(_contains(joined, markers))
+        else:  # a marker without "\n" cannot span the "\n" that joins two blocks
+            hit_at = texts.owner.filter(_contains(texts.text, markers)).unique(maintain_order=True)
+        flag = flag | scatter(
+            len(items), hit_at, pl.repeat(True, len(hit_at), eager=True), pl.Boolean
+        ).fill_null(False)
+    count = flat.segment_sum(flag).cast(pl.Int32)
+    at = flag.arg_true()
+    rows = parent.gather(at)
+    first = rows.is_first_distinct()
+    first_index = scatter(len(df), rows.filter(first), flat.index(parent, at).filter(first), pl.Int32)
+    return df.with_columns(
+        (count > 0).alias("compacted"),
+        count.alias("compaction_count"),
+        first_index.alias("first_compaction_index"),
     )

@@ -58,7 +58,9 @@ def _plain(t: pa.DataType) -> pa.DataType:
 
 def to_arrow(df: pl.DataFrame) -> pa.Table:
     """Kept rows as Arrow: canonical columns cast to the schema, added columns with plain types."""
-    table = df.to_arrow()
+    # string views out of Polars without a copy, then one cast to plain strings (the default export
+    # copies to large strings first, and the cast copies again)
+    table = df.to_arrow(compat_level=pl.CompatLevel.newest())
     canon = cast_to_canonical(table)
     extra = [n for n in table.column_names if n not in CONVERSATION_SCHEMA.names]
     for name in extra:

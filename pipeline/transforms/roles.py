@@ -17,7 +17,22 @@ assistant  user       output_text -> input_text
 from __future__ import annotations
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
 
+from pipeline.transforms._flat import (
+    Flat,
+    Frame,
+    arrow,
+    child,
+    eager,
+    gather,
+    regroup,
+    scatter,
+    series,
+    split,
+    with_children,
+)
 from pipeline.transforms._items import (
     ASSISTANT,
     ERROR,
@@ -39,8 +54,6 @@ _SWAPPABLE = (USER, ASSISTANT)
 
 def swap_error(prefix: str) -> pl.Expr:
     """Inside ``list.eval``: why item ``i`` cannot be swapped (null when it can)."""
-    role, kind, form = field("role"), field("type"), field("content_form")
-    idx = pl.int_range(pl.len())
     bad_block = (
         field("content")
         .list.eval(
@@ -51,17 +64,66 @@ def swap_error(prefix: str) -> pl.Expr:
         )
         .list.first()
     )
+    return swap_error_of(
+        prefix, field("role"), field("type"), field("content_form"), bad_block, pl.int_range(pl.len())
+    )
+
+
+# why an item cannot be swapped, by :func:`swap_case`: (message head, message tail)
+_CASES = (
+    ("unsupported role '", "' at item "),  # the value is the role
+    ("unsupported item type '", "' at item "),  # the item kind
+    ("non-text content (", ") at item "),  # the content_form
+    ("non-text content '", "' at item "),  # the first non-text block's type
+)
+
+
+def swap_case(role: pl.Expr, kind: pl.Expr, form: pl.Expr, bad_block: pl.Expr) -> pl.Expr:
+    """Which of the :data:`_CASES` keeps an item from being swapped (UInt8), null when it can be."""
     return (
         pl.when(role.is_not_null() & ~role.is_in(_SWAPPABLE))
-        .then(pl.format(prefix + ": unsupported role '{}' at item {}", role, idx))
+        .then(0)
         .when(kind != "message")
-        .then(pl.format(prefix + ": unsupported item type '{}' at item {}", kind, idx))
+        .then(1)
         .when(form.is_in(("null", "absent")))
-        .then(pl.format(prefix + ": non-text content ({}) at item {}", form, idx))
+        .then(2)
         .when(bad_block.is_not_null())
-        .then(pl.format(prefix + ": non-text content '{}' at item {}", bad_block, idx))
-        .otherwise(pl.lit(None, pl.String))
+        .then(3)
+        .cast(pl.UInt8)
     )
+
+
+def swap_error_of(
+    prefix: str, role: pl.Expr, kind: pl.Expr, form: pl.Expr, bad_block: pl.Expr, idx: pl.Expr
+) -> pl.Expr:
+    """Why an item cannot be swapped (null when it can), from its role, kind, ``content_form``, the
+    type of its first non-text block and its index in the conversation.
+
+    ======  =========  =====  ==========  ===================================================
+    role    kind       form   bad block   error
+    ======  =========  =====  ==========  ===================================================
+    user    message    parts  null        null
+    tool    message    parts  null        ``role_swap: unsupported role 'tool' at item 3``
+    null    reasoning  null   null        ``role_swap: unsupported item type 'reasoning' at item 3``
+    user    message    null   null        ``role_swap: non-text content (null) at item 3``
+    user    message    parts  input_file  ``role_swap: non-text content 'input_file' at item 3``
+    ======  =========  =====  ==========  ===================================================
+    """
+    case = swap_case(role, kind, form, bad_block)
+    head = tail = pl.lit(None, pl.String)
+    for i, (h, t) in reversed(list(enumerate(_CASES))):
+        head = pl.when(case == i).then(pl.lit(f"{prefix}: {h}")).otherwise(head)
+        tail = pl.when(case == i).then(pl.lit(t)).otherwise(tail)
+    value = (
+        pl.when(case == 0)
+        .then(role)
+        .when(case == 1)
+        .then(kind)
+        .when(case == 2)
+        .then(form)
+        .otherwise(bad_block)
+    )
+    return pl.concat_str(head, value, tail, idx.cast(pl.String))
 
 
 def swapped_item() -> pl.Expr:
@@ -87,9 +149,62 @@ def first_error(errors: pl.Expr) -> pl.Expr:
     return errors.list.drop_nulls().list.first()
 
 
-def role_swap(
-    frame: pl.DataFrame | pl.LazyFrame, on_unsupported: str = "reject"
-) -> pl.DataFrame | pl.LazyFrame:
+def swapped(items: pa.Array) -> pa.StructArray:
+    """Flat item structs with user and assistant exchanged and text block kinds flipped to match.
+
+    Only the ``role`` child and the content blocks' ``type`` child are new; every other child
+    (texts, ids, nested lists) is the input's buffers, re-wrapped.
+    """
+    role = child(items, "role")
+    new_role = pl.select(
+        pl.when(role == USER)
+        .then(pl.lit(ASSISTANT))
+        .when(role == ASSISTANT)
+        .then(pl.lit(USER))
+        .otherwise(role)
+    ).to_series()
+    content = split(pc.struct_field(items, "content"))
+    kind = child(content.values, "type")
+    new_kind = pl.select(
+        pl.when(kind == "input_text")
+        .then(pl.lit("output_text"))
+        .when(kind == "output_text")
+        .then(pl.lit("input_text"))
+        .otherwise(kind)
+    ).to_series()
+    blocks = with_children(content.values, {"type": arrow(new_kind)})
+    return with_children(items, {"role": arrow(new_role), "content": content.rewrap(blocks)})
+
+
+def swap_errors(flat: Flat, parent: pl.Series, prefix: str) -> tuple[pl.Series, pl.Series]:
+    """``(at, errors)``: the flat positions of the items that cannot be swapped, and why (see
+    :func:`swap_error_of`); messages are built for those items only."""
+    items = flat.values
+    content = split(pc.struct_field(items, "content"))
+    kind = child(content.values, "type")
+    blocks_at = (kind.is_not_null() & ~kind.is_in(TEXT_BLOCK_TYPES)).arg_true()
+    owner = content.parent().gather(blocks_at)
+    first = owner.is_first_distinct()  # blocks are in item order: the first bad block of each item
+    bad_block = scatter(len(items), owner.filter(first), kind.gather(blocks_at).filter(first), pl.String)
+    cols = [child(items, "role"), child(items, "type"), child(items, "content_form"), bad_block.alias("bad")]
+    case = pl.DataFrame(cols).select(swap_case(*(pl.col(c.name) for c in cols))).to_series()
+    at = case.is_not_null().arg_true()
+    code = case.gather(at)
+    # the same message as swap_error_of, built without ``when`` over strings (which evaluates every
+    # branch on every row): heads and values are gathered by case, and the tail with the item index
+    # from a table of every (case, index) ending -- indices are small, formatting each is not
+    value = pl.concat(cols).gather(code.cast(pl.Int64) * len(items) + at)
+    heads = pl.Series([f"{prefix}: {h}" for h, _ in _CASES]).gather(code)
+    idx = flat.index(parent, at).cast(pl.Int64)
+    width = int(idx.max() or 0) + 1  # type: ignore[arg-type]
+    numbers = pl.int_range(0, width, eager=True).cast(pl.String)
+    endings = pl.concat([pl.select(pl.concat_str(pl.lit(t), numbers)).to_series() for _, t in _CASES])
+    tails = endings.gather(code.cast(pl.Int64) * width + idx)
+    parts = pl.DataFrame([heads.alias("h"), value.alias("v"), tails.alias("t")])
+    return at, parts.select(pl.concat_str("h", "v", "t").alias("error")).to_series()
+
+
+def role_swap(frame: Frame, on_unsupported: str = "reject") -> Frame:
     """Swap user and assistant message roles in every conversation.
 
     >>> from pipeline.formats import decode_records
@@ -98,23 +213,38 @@ def role_swap(
     >>> out = role_swap(pl.from_arrow(t))
     >>> out["items"].list.eval(pl.element().struct.field("role")).to_list()
     [['assistant', 'user']]
+
+    Computed on the flat items (see :mod:`pipeline.transforms._flat`): per-item errors as one
+    column, then the kept items re-wrapped with new offsets (drop) or the original ones (reject).
     """
-    items = pl.col("items").fill_null(pl.lit([], ITEMS_DTYPE))
-    errors = items.list.eval(swap_error("role_swap"))
-    swapped = pl.col("items").list.eval(swapped_item())
+    return eager(frame, lambda df: _role_swap(df, on_unsupported))
+
+
+def _role_swap(df: pl.DataFrame, on_unsupported: str) -> pl.DataFrame:
+    flat = split(arrow(df.get_column("items")))
+    parent = flat.parent()
+    at, errors = swap_errors(flat, parent, "role_swap")
+    form = df.select(items_form_after(pl.col("items").list.len() > 0)).to_series()
     if on_unsupported == "drop":
-        keep = pl.col("items").list.eval(swap_error("role_swap").is_null())
-        kept = pl.col("items").list.gather(keep.list.eval(pl.element().arg_true())).list.eval(swapped_item())
-        return frame.with_columns(
-            kept.cast(ITEMS_DTYPE).alias("items"),
-            errors.list.drop_nulls().alias("role_swap_dropped"),
-            items_form_after(pl.col("items").list.len() > 0),
+        drop = scatter(len(flat.values), at, pl.repeat(True, len(at), eager=True), pl.Boolean).fill_null(
+            False
         )
-    return frame.with_columns(
-        swapped.cast(ITEMS_DTYPE).alias("items"),
-        first_error(errors).alias(ERROR),
-        items_form_after(pl.col("items").list.len() > 0),
-    )
+        keep = ~drop
+        kept = swapped(gather(flat.values, keep.arg_true()))
+        items = regroup(kept, flat.kept_offsets(keep), flat.nulls)
+        dropped = regroup(arrow(errors), flat.kept_offsets(drop))
+        return df.with_columns(
+            _items_series(items), series(dropped, "role_swap_dropped").cast(pl.List(pl.String)), form
+        )
+    rows = parent.gather(at)
+    first = rows.is_first_distinct()
+    error = scatter(len(df), rows.filter(first), errors.filter(first), pl.String)
+    return df.with_columns(_items_series(flat.rewrap(swapped(flat.values))), error.alias(ERROR), form)
+
+
+def _items_series(items: pa.Array) -> pl.Series:
+    s = series(items, "items")
+    return s if s.dtype == ITEMS_DTYPE else s.cast(ITEMS_DTYPE)
 
 
 def synthetic_user_view(

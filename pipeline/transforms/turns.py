@@ -1,4 +1,4 @@
-"""The grouped turn view (Eleanor's turn counts), computed over exploded items.
+"""The grouped turn view (Eleanor's turn counts), computed on the flat items (see ``_flat``).
 
 A turn is a maximal run of consecutive items with the same label (see ``_items.label``):
 
@@ -22,66 +22,32 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.transforms._items import (
-    ASSISTANT,
-    IDX,
-    ROW,
-    SYSTEM,
-    TOOL,
-    USER,
-    label,
-    text,
-    with_row,
+from pipeline.transforms._flat import (
+    Frame,
+    arrow,
+    child,
+    eager,
+    offsets_by_row,
+    regroup,
+    scatter,
+    segment_sums,
+    series,
+    split,
 )
+from pipeline.transforms._items import (
+    IDX,
+    LABELS,
+    ROW,
+    USER,
+    label_code_of,
+)
+from pipeline.transforms._text import BlockTexts, block_texts, join_groups
 
 TURN_DTYPE = pl.Struct({"label": pl.String, "first": pl.Int32, "last": pl.Int32, "preview": pl.String})
 COUNT_COLUMNS = ("human_turns", "ai_turns", "tool_turns", "system_turns", "all_turns")
 
 
-def labelled_items(
-    frame: pl.DataFrame | pl.LazyFrame, preview_chars: int | None = None
-) -> pl.DataFrame | pl.LazyFrame:
-    """One row per labelled item: ``__row``, ``__idx``, ``__label``, ``__text``, ``__turn``.
-
-    Label and text are computed inside the lists and only those small columns are exploded (the
-    item structs are never copied). ``__turn`` numbers the runs globally (rows are contiguous, so a
-    run starts where the label or the conversation changes); ``__text`` is cut to ``preview_chars``.
-    """
-    txt = text()
-    if preview_chars is not None:
-        txt = txt.str.slice(0, preview_chars)
-    items = pl.col("items")
-    long = (
-        frame.select(
-            ROW,
-            items.list.eval(label()).alias("__label"),
-            items.list.eval(txt).alias("__text"),
-            items.list.eval(pl.int_range(pl.len(), dtype=pl.Int32)).alias(IDX),
-        )
-        .filter(pl.col(IDX).list.len() > 0)
-        .explode(["__label", "__text", IDX])
-        .filter(pl.col("__label").is_not_null())
-    )
-    starts = (pl.col("__label") != pl.col("__label").shift(1)) | (pl.col(ROW) != pl.col(ROW).shift(1))
-    return long.with_columns(starts.fill_null(True).cum_sum().alias("__turn"))
-
-
-def turn_table(long: pl.DataFrame | pl.LazyFrame, preview_chars: int) -> pl.DataFrame | pl.LazyFrame:
-    """One row per turn: ``__row``, ``__turn``, label, first / last item index, preview."""
-    # plain first/last/implode aggregations stay on Polars' fast group-by path; the preview is
-    # joined afterwards as a list operation
-    per_turn = long.group_by("__turn", maintain_order=True).agg(
-        pl.col(ROW).first(),
-        pl.col("__label").first().alias("label"),
-        pl.col(IDX).first().alias("first"),
-        pl.col(IDX).last().alias("last"),
-        pl.col("__text").alias("preview"),
-    )
-    preview = pl.col("preview").list.eval(pl.element().filter(pl.element() != "")).list.join("\n")
-    return per_turn.with_columns(preview.str.slice(0, preview_chars).alias("preview"))
-
-
-def turns(frame: pl.DataFrame | pl.LazyFrame, preview_chars: int = 80) -> pl.DataFrame | pl.LazyFrame:
+def turns(frame: Frame, preview_chars: int = 80) -> Frame:
     """Add the turn list, the turn counts and ``first_user_task``.
 
     >>> from pipeline.formats import decode_records
@@ -93,34 +59,72 @@ def turns(frame: pl.DataFrame | pl.LazyFrame, preview_chars: int = 80) -> pl.Dat
     >>> out = turns(pl.from_arrow(decode_records([rec], "chat").table))
     >>> out.select("human_turns", "ai_turns", "tool_turns", "all_turns").row(0)
     (1, 2, 1, 3)
+
+    Computed on the flat items (one row per item, see :mod:`pipeline.transforms._flat`): labels,
+    runs and counts are flat columns; only the turn list is re-wrapped per conversation.
     """
-    f = with_row(frame)
-    long = labelled_items(f, preview_chars)
-    per_turn = turn_table(long, preview_chars)
-    lab = pl.col("label")
-    counts = per_turn.group_by(ROW).agg(
-        pl.struct("label", "first", "last", "preview").alias("turns"),
-        (lab == USER).sum().alias("human_turns"),
-        (lab == ASSISTANT).sum().alias("ai_turns"),
-        (lab == TOOL).sum().alias("tool_turns"),
-        (lab == SYSTEM).sum().alias("system_turns"),
+    return eager(frame, lambda df: _turns(df, preview_chars))
+
+
+def _turns(df: pl.DataFrame, preview_chars: int) -> pl.DataFrame:
+    n = len(df)
+    flat = split(arrow(df.get_column("items")))
+    items = flat.values
+    parent = flat.parent()
+    kind = child(items, "type")
+    code = (
+        pl.DataFrame([kind, child(items, "role")])
+        .select(label_code_of(pl.col("type"), pl.col("role")))
+        .to_series()
     )
-    task = (
-        pl.col("items")
-        .list.eval(pl.when((label() == USER) & (text() != "")).then(text()))
-        .list.drop_nulls()
-        .list.first()
-        .alias("first_user_task")
+    texts = block_texts(items, kind)
+
+    # labelled items in conversation order; a run starts where the label or the conversation changes
+    at = code.is_not_null().arg_true()
+    long = pl.DataFrame(
+        {ROW: parent.gather(at), IDX: flat.index(parent, at), "code": code.gather(at)}
+    ).with_columns(
+        ((pl.col("code") != pl.col("code").shift(1)) | (pl.col(ROW) != pl.col(ROW).shift(1)))
+        .fill_null(True)
+        .alias("__start")
     )
-    out = f.with_columns(task).join(counts, on=ROW, how="left", maintain_order="left")
-    zero = pl.lit(0, pl.Int32)
-    return (
-        out.with_columns(
-            pl.col("turns").fill_null(pl.lit([], pl.List(TURN_DTYPE))).cast(pl.List(TURN_DTYPE)),
-            *(pl.col(c).cast(pl.Int32).fill_null(zero) for c in COUNT_COLUMNS[:4]),
-        )
-        .with_columns(
-            (pl.col("human_turns") + pl.col("ai_turns")).alias("all_turns"),
-        )
-        .select(pl.exclude(ROW, "first_user_task"), "first_user_task")
+    start = long.get_column("__start")
+    end = start.shift(-1).fill_null(True)
+    heads = long.filter(start)
+
+    # preview: the turn's non-empty item texts joined; a turn's blocks are contiguous and in order
+    if preview_chars > 0:
+        turn_of_item = scatter(len(items), at, start.cum_sum() - 1, pl.UInt32)
+        turn_of_block = turn_of_item.gather(texts.owner)
+        used = turn_of_block.is_not_null() & texts.nonempty.gather(texts.owner)
+        keys, cut = turn_of_block.filter(used), texts.text.filter(used)
+        preview = join_groups(keys, cut, len(heads), limit=preview_chars)
+    else:
+        preview = pl.repeat("", len(heads), dtype=pl.String, eager=True)
+    head_code = heads.get_column("code")
+    table = pl.DataFrame(
+        {
+            "label": pl.Series(LABELS).gather(head_code),
+            "first": heads.get_column(IDX),
+            "last": long.get_column(IDX).filter(end),
+            "preview": preview,
+        }
     )
+    offsets = offsets_by_row(heads.get_column(ROW), n)
+    turn_list = series(regroup(arrow(table.to_struct()), offsets), "turns").cast(pl.List(TURN_DTYPE))
+    # COUNT_COLUMNS[:4] follow the order of LABELS
+    flags = pl.DataFrame([(head_code == i).alias(name) for i, name in enumerate(COUNT_COLUMNS[:4])])
+    counts = segment_sums(flags, offsets).with_columns(pl.all().cast(pl.Int32))
+    counts = counts.with_columns((pl.col("human_turns") + pl.col("ai_turns")).alias("all_turns"))
+    return df.with_columns(turn_list, *counts, _first_user_task(parent, code, texts, n))
+
+
+def _first_user_task(parent: pl.Series, code: pl.Series, texts: BlockTexts, n: int) -> pl.Series:
+    """Per conversation, the full text of its first user item with visible text (null: none)."""
+    at = ((code == LABELS.index(USER)) & texts.nonempty).fill_null(False).arg_true()
+    rows = parent.gather(at)
+    chosen = at.filter(rows.is_first_distinct())
+    is_chosen = scatter(len(code), chosen, pl.repeat(True, len(chosen), eager=True), pl.Boolean)
+    picked = texts.select(is_chosen.gather(texts.owner).fill_null(False))
+    task = join_groups(parent.gather(picked.owner), picked.text, n, absent_null=True)
+    return task.alias("first_user_task")

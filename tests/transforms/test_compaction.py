@@ -57,3 +57,18 @@ def test_codex_summary_prefix_and_custom_markers() -> None:
     assert signal([{"input": [{"role": "user", "content": "cut here"}]}], "responses", markers=["CUT"]) == [
         (False, 0, None)
     ]
+
+
+def test_marker_with_newline_spans_two_blocks() -> None:
+    """Item text joins blocks with "\\n": a marker containing one can match across two blocks, which
+    a search block by block would miss; without "\\n" in the marker it cannot."""
+    blocks = [{"type": "text", "text": "end of part one"}, {"type": "text", "text": "start of two"}]
+    recs = [
+        {"messages": [{"role": "user", "content": "x"}, {"role": "user", "content": blocks}]},
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": "one\nstart"}]}]},
+        {"messages": [{"role": "system", "content": blocks}]},
+    ]
+    assert signal(recs, "chat", markers=["one\nstart"]) == [(True, 1, 1), (True, 1, 0), (False, 0, None)]
+    assert signal(recs, "chat", markers=["onestart"]) == [(False, 0, None)] * 3
+    many = ["@1", "@2", "@3", "@4", "one\nstart"]  # five markers: the Aho-Corasick path
+    assert signal(recs, "chat", markers=many) == [(True, 1, 1), (True, 1, 0), (False, 0, None)]
