@@ -19,11 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.encoders import convert_table, supported
+from pipeline.encoders import supported
+from pipeline.encoders.vectorized.encode_rows import encode_rows
 from pipeline.errors import ConfigError
 from pipeline.formats import WIRE_FORMATS, Rejected, decode_lines
 from pipeline.io.jsonl import DEFAULT_CHUNK_BYTES, Chunk, iter_chunks
@@ -157,38 +159,37 @@ def _encode_rows(
     policy: LossPolicy,
     raw: dict[int, bytes] | None = None,
 ) -> _Encoded:
-    """Encode every row; a row that fails, or whose losses the policy refuses, is rejected."""
-    formats = table.column("source_format").to_pylist()
-    ids = table.column("conversation_id").to_pylist()
-    out: list[bytes] = []
-    loss_lines: list[bytes] = []
+    """Encode every row; a row that fails, or whose losses the policy refuses, is rejected.
+
+    :func:`encode_rows` converts column at a time where it can (Responses -> Chat) and gives the
+    same bytes as the per-record encoders; only rejected rows are visited one by one here.
+    """
+    enc = encode_rows(table, target)
+    refused = enc.refused_kinds(policy)
+    failed = enc.errors.is_valid().to_numpy(zero_copy_only=False)
+    keep = ~(failed | refused.is_valid().to_numpy(zero_copy_only=False))
     rejected: list[Rejected] = []
     rejected_formats: Counter[str] = Counter()
-    kinds: Counter[str] = Counter()
-    lossy = 0
-    for r, c in enumerate(convert_table(table, target, as_bytes=True)):
-        line = lines[r]
-        text = raw[line].decode("utf-8", "replace") if raw is not None else ids[r]
-        if c.error is not None:
-            rejected.append(Rejected(line, text, f"encode: {c.error}", source_file))
+    bad = np.flatnonzero(~keep)
+    if len(bad):
+        formats = table.column("source_format").to_pylist()
+        ids = table.column("conversation_id").to_pylist()
+        errors = enc.errors.to_pylist()
+        refused_list = refused.to_pylist()
+        lost = enc.losses_of(bad)
+        for r in bad.tolist():
+            line = lines[r]
+            text = raw[line].decode("utf-8", "replace") if raw is not None else ids[r]
+            if errors[r] is not None:
+                rejected.append(Rejected(line, text, f"encode: {errors[r]}", source_file))
+            else:
+                rej = Rejected(line, text, f"loss: {refused_list[r]} (--on-loss reject)", source_file)
+                rej.losses = lost.get(r, [])
+                rejected.append(rej)
             rejected_formats[formats[r]] += 1
-            continue
-        refused = policy.refused(c.losses)
-        if refused:
-            kinds_refused = ", ".join(sorted({loss.kind for loss in refused}))
-            rej = Rejected(line, text, f"loss: {kinds_refused} (--on-loss reject)", source_file)
-            rej.losses = [loss.to_json() for loss in c.losses]
-            rejected.append(rej)
-            rejected_formats[formats[r]] += 1
-            continue
-        out.append(c.record)
-        if c.losses:
-            lossy += 1
-            kinds.update(loss.kind for loss in c.losses)
-            loss_lines.append(orjson.dumps({"line": line, "losses": [loss.to_json() for loss in c.losses]}))
-    data = (b"\n".join(out) + b"\n") if out else b""
-    losses = (b"\n".join(loss_lines) + b"\n") if loss_lines else b""
-    return _Encoded(data, rejected, rejected_formats, losses, kinds, lossy)
+    kinds, lossy = enc.kept_loss_counts(keep)
+    return _Encoded(enc.jsonl(keep), rejected, rejected_formats, enc.loss_lines(keep, pa.array(lines)), kinds,
+                    lossy)  # fmt: skip
 
 
 def process_chunk(task: tuple[str, str, Any, LossPolicy]) -> ChunkResult:

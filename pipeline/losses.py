@@ -72,7 +72,10 @@ LOSS_KINDS: dict[str, tuple[str, str]] = {
     "namespace": ("a tool namespace dropped or flattened", "/input/2/namespace"),
     "cache_control": ("a prompt-caching marker dropped", "/messages/0/content/1/cache_control"),
     "citations": ("citations dropped", "/content/2/citations"),
-    "image": ("an image part dropped or changed (file id, detail, media type)", "/input/0/content/1"),
+    "image": (
+        "an image part dropped or changed (file id, a detail value the target does not accept, media type)",
+        "/input/0/content/1/detail '[trimmed]' -> Chat (not auto/low/high/original)",
+    ),
     "file": ("a file/document part dropped", "/messages/0/content/2"),
     "audio": ("an audio part or reference dropped", "/messages/2/audio"),
     "tool_error": ("a tool result's is_error flag has no slot", "/messages/2/content/0/is_error"),
@@ -88,6 +91,14 @@ LOSS_KINDS: dict[str, tuple[str, str]] = {
     "edited": (
         "an edited item's stale id or encrypted content was dropped",
         "/input/4/encrypted_content (reasoning text edited)",
+    ),
+    "response_field": (
+        "a response object's top-level field (or a further choice) the target response has no slot for",
+        "Chat completion /system_fingerprint -> Responses Response",
+    ),
+    "usage": (
+        "a token count the target's usage has no slot for, or counts it differently",
+        "Responses /usage/output_tokens_details/reasoning_tokens -> Anthropic Message",
     ),
     "message_split": (
         "a message's blocks come back as more than one message (a tool call in a user message)",

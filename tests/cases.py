@@ -653,3 +653,29 @@ BAD_LINES: list[tuple[str, bytes, str]] = [
         "$.seed: integer outside the 64-bit range cannot be stored exactly",
     ),
 ]
+
+# -- appended cases ---------------------------------------------------------------------------------
+
+# Claude Code's schema fixtures record tool_use / tool_result blocks without ids: Chat and Responses
+# need ids (generated from the record, results paired by position); the second result answers no call.
+ANTHROPIC.append(
+    (
+        "tool_use_without_ids",
+        {
+            "max_tokens": 64,
+            "messages": [
+                {"role": "user", "content": "list files"},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": "Listing."},
+                        {"type": "tool_use", "name": "bash", "input": {"command": "ls"}},
+                    ],
+                },
+                {"role": "user", "content": [{"type": "tool_result", "content": "a.txt"}]},
+                {"role": "user", "content": [{"type": "tool_result", "content": "denied", "is_error": True}]},
+                {"role": "assistant", "content": "Done."},
+            ],
+        },
+    )
+)

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from pipeline.encoders import to_anthropic, to_chat, to_hf, to_responses, to_sharegpt
+from pipeline.encoders import response_objects, to_anthropic, to_chat, to_hf, to_responses, to_sharegpt
 from pipeline.encoders._context import Ctx
 from pipeline.encoders.edits import drop_stale_state
 from pipeline.formats import CODECS, gc_paused
@@ -51,7 +51,10 @@ def _finish(record: Any, as_bytes: bool) -> Any:
     return data if as_bytes else orjson.loads(data)
 
 
-def supported(source: str, target: str) -> bool:
+def supported(source: str, target: str, kind: str = "request") -> bool:
+    """Can a ``kind`` record (request body or response object) of ``source`` be converted to ``target``?"""
+    if kind == "response" and source != target:
+        return response_objects.supported(source, target)
     return source == target or target in ENCODERS
 
 
@@ -73,13 +76,17 @@ def convert_table(table: pa.Table, target: str, *, as_bytes: bool = False) -> li
                 if view.source_format[r] == target:
                     out.append(Converted(_finish(same(view, r), as_bytes)))
                 elif view.record_kind[r] != "request":
-                    out.append(
-                        Converted(
-                            None,
-                            error="converting a response object to another format "
-                            "is not supported yet; convert request bodies",
+                    if not response_objects.supported(view.source_format[r], target):
+                        out.append(
+                            Converted(
+                                None,
+                                error=f"converting a {view.source_format[r]} response object to {target} "
+                                "is not supported yet; convert request bodies",
+                            )
                         )
-                    )
+                        continue
+                    ctx = Ctx(view, r)
+                    out.append(Converted(_finish(response_objects.encode(ctx, target), as_bytes), ctx.losses))
                 elif cross is None:
                     out.append(
                         Converted(

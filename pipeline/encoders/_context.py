@@ -8,7 +8,7 @@ name the exact JSON pointer in the *source* record (``/input/3/phase``,
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, ClassVar
 
 import orjson
@@ -23,6 +23,18 @@ PART_LOSS_KINDS = {
     "input_file": "file", "document": "file", "file": "file",
     "input_audio": "audio", "refusal": "refusal",
 }  # fmt: skip
+
+
+def keys_except(d: dict[str, Any], keep: Collection[str]) -> list[str]:
+    """``d``'s keys that are not in ``keep``, in ``d``'s own order.
+
+    A set difference (``d.keys() - keep``) iterates in string-hash order, which changes with
+    ``PYTHONHASHSEED``; losses are reported in source order, so runs agree exactly.
+
+    >>> keys_except({"b": 1, "type": 2, "a": 3}, {"type"})
+    ['b', 'a']
+    """
+    return [k for k in d if k not in keep]
 
 
 def is_hosted(kind: str) -> bool:
@@ -45,7 +57,7 @@ def anthropic_image_url(ctx: Ctx, source: dict[str, Any], path: str) -> str | No
         keep, url = {"type", "media_type", "data"}, f"data:{source['media_type']};base64,{source['data']}"
     else:
         return None
-    for key in source.keys() - keep:
+    for key in keys_except(source, keep):
         ctx.lose(path + "/source" + pointer(key), "image", f"image source '{key}' has no slot in a URL")
     return url
 
@@ -206,7 +218,7 @@ class Ctx:
 
     def lose_block_keys(self, j: int, path: str, carried: frozenset[str] | set[str]) -> None:
         """Report every key of source block ``j`` that the target part does not carry."""
-        for key in self.source_block(j).keys() - carried:
+        for key in keys_except(self.source_block(j), carried):
             self.lose(
                 path + pointer(key), self.BLOCK_KEY_KINDS.get(key, "unknown_field"), f"'{key}' is not carried"
             )

@@ -4,7 +4,8 @@ The dataset formats hold what the API formats need in other places:
 
 * **call ids**: ShareGPT has none (an ``observation`` answers the oldest unanswered
   ``function_call``), and HF rows made from ShareGPT have none either. A call without an id gets one
-  generated from the record (``generated_id``, reported on the call), and its output the same id.
+  generated from the record (``generated_id``, reported on the call), and its output the same id
+  (:mod:`pipeline.encoders.call_ids`; reported on an HF tool message, which comes back with it).
 * **arguments**: an HF call's ``function.arguments`` is an object, stored as its compact JSON text;
   an Arrow-backed dataset may hold a Chat-style string instead (kept in extra_json), which is used
   as the arguments text as it is. A ShareGPT ``function_call`` value that is not ``{name,
@@ -33,6 +34,7 @@ import orjson
 
 from pipeline.encoders import to_hf
 from pipeline.encoders._context import Ctx
+from pipeline.encoders.call_ids import CallIds
 from pipeline.formats import hf
 from pipeline.losses import pointer
 from pipeline.schema import FORM_STRING
@@ -40,26 +42,8 @@ from pipeline.schema import FORM_STRING
 DATASETS = frozenset(("hf", "sharegpt"))
 
 
-class DatasetCalls:
-    """Call ids and names for the calls and outputs of one dataset row."""
-
-    def __init__(self, ctx: Ctx) -> None:
-        v = ctx.v
-        self.ids: dict[int, str] = {}
-        self.pairs = to_hf.pair_outputs(ctx, positional=True)
-        for i in range(ctx.start, ctx.end):
-            if v.type[i] in to_hf.CALLS and v.call_id[i] is None:
-                self.ids[i] = ctx.generated_id("call", i)
-                ctx.lose(to_hf.item_ptr(ctx, i), "generated_id", "a call without id got one")
-        for out, call in self.pairs.items():
-            if v.call_id[out] is None:
-                self.ids[out] = v.call_id[call] if v.call_id[call] is not None else self.ids[call]
-        self.ctx = ctx
-
-    def call_id(self, i: int) -> str | None:
-        """Item ``i``'s call id: its own, or the generated / paired one."""
-        own = self.ctx.v.call_id[i]
-        return own if own is not None else self.ids.get(i)
+class DatasetCalls(CallIds):
+    """Call ids (:class:`CallIds`) and tool names for the calls and outputs of one dataset row."""
 
     def output_name(self, i: int) -> None:
         """Report an HF tool message ``name`` the way back would not give back (it takes the name

@@ -1,4 +1,5 @@
-"""Canonical rows of Responses or Chat -> Anthropic Messages request bodies, with every loss reported.
+"""Canonical rows of Responses, Chat, HF or ShareGPT -> Anthropic Messages request bodies, with every
+loss reported.
 
 Semantics (sections 3 and 4.1 of the wire-format reference):
 
@@ -31,6 +32,16 @@ Semantics (sections 3 and 4.1 of the wire-format reference):
   source had no limit); Chat ``stop`` becomes ``stop_sequences``; everything else is
   ``request_field`` (the pinned SDK's request type has no ``temperature`` or ``top_p``).
 
+* **dataset rows** (HF, ShareGPT) are read as :mod:`pipeline.encoders.from_dataset` reads them for
+  Chat: id-less calls get generated ids and their outputs the same (``generated_id``), HF object
+  arguments and ShareGPT ``function_call`` values become ``input``, the ShareGPT ``system`` column
+  and an HF leading system message become ``system``, the function schemas become tools; what the
+  way back to the dataset format drops (``model``, ``tool_choice``, ``max_tokens``, content lists)
+  is reported. HF rows nest calls in their assistant message, like Chat (:data:`NESTED`).
+* **response objects** (``record_kind`` response) use only the item rules: no system prompt, no
+  call/result pairing, no prefill trimming; :mod:`pipeline.encoders.response_objects` writes the
+  ``Message`` around the blocks.
+
 The loss report promises that A -> Anthropic -> A differs nowhere else, so it also names:
 
 * values this body keeps but the existing Anthropic -> source encoders do not restore (a tool's
@@ -47,9 +58,10 @@ from typing import Any
 
 import orjson
 
-from pipeline.encoders._context import Ctx
+from pipeline.encoders import from_dataset, to_hf
+from pipeline.encoders._context import Ctx, keys_except
 from pipeline.losses import pointer
-from pipeline.schema import FORM_NULL, FORM_PARTS, FORM_STRING
+from pipeline.schema import FORM_ABSENT, FORM_NULL, FORM_PARTS, FORM_STRING
 
 DEFAULT_MAX_TOKENS = 4096
 """``max_tokens`` for a source without a token limit (Anthropic requires one)."""
@@ -61,7 +73,15 @@ IMAGE_MEDIA = frozenset(("image/jpeg", "image/png", "image/gif", "image/webp"))
 # A custom tool's free-form input wrapped as an object, and the schema declaring that wrapper.
 CUSTOM_SCHEMA = {"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}
 # Source keys for the output token limit, in order of preference.
-TOKEN_KEYS = {"responses": ("max_output_tokens",), "chat": ("max_completion_tokens", "max_tokens")}
+# Dataset rows (HF, ShareGPT) have none: they always get the default.
+TOKEN_KEYS = {
+    "responses": ("max_output_tokens",),
+    "chat": ("max_completion_tokens", "max_tokens"),
+    "hf": (),
+    "sharegpt": (),
+}
+# Sources whose calls sit in their assistant message's ``tool_calls`` (and come back there).
+NESTED = frozenset(("chat", "hf"))
 
 
 @dataclass(eq=False)
@@ -95,7 +115,7 @@ class Turn:
 
 def _text_type_back(ctx: Ctx, where: str) -> str:
     """The part type a text block comes back as from Anthropic (what the source must have had)."""
-    if ctx.source == "chat":
+    if ctx.source in NESTED:
         return "text"
     return "output_text" if where == "assistant" else "input_text"
 
@@ -153,7 +173,7 @@ def image_source(url: Any) -> dict[str, Any] | None:
 
 def _image_block(ctx: Ctx, extra: dict[str, Any], path: str) -> dict[str, Any] | None:
     """Responses ``input_image`` / Chat ``image_url`` as an ``image`` block (``detail`` is lost)."""
-    if ctx.source == "chat":
+    if ctx.source in NESTED:
         inner = extra.get("image_url")
         inner = inner if isinstance(inner, dict) else {}
         url = inner.get("url")
@@ -178,7 +198,7 @@ def _image_block(ctx: Ctx, extra: dict[str, Any], path: str) -> dict[str, Any] |
 def _document_block(ctx: Ctx, extra: dict[str, Any], path: str) -> dict[str, Any] | None:
     """A PDF file part as a ``document`` block; anything else is dropped. Both are ``file`` losses:
     the filename and part shape have no slot, and documents do not convert back."""
-    f = extra.get("file") if ctx.source == "chat" else extra
+    f = extra.get("file") if ctx.source in NESTED else extra
     f = f if isinstance(f, dict) else {}
     data, url = f.get("file_data"), f.get("file_url")
     source: dict[str, Any] | None = None
@@ -273,8 +293,11 @@ def _message_seg(ctx: Ctx, i: int) -> Seg | None:
         ctx.lose(base, "developer_role", "Anthropic has no developer role; it became system")
         role = "system"
     elif role not in ("user", "assistant", "system"):
-        ctx.lose(base + "/role", "unknown_field", f"role '{role}' has no equivalent; sent as user")
+        key = "/from" if ctx.source == "sharegpt" else "/role"
+        ctx.lose(base + key, "unknown_field", f"role '{role}' has no equivalent; sent as user")
         role = "user"
+    else:
+        to_hf.sharegpt_tag_kept(ctx, i, role)
     seg = Seg("text", role, i)
     _content_blocks(ctx, i, role, seg)
     _item_keys_lost(ctx, i, ("refusal",) if ctx.source == "chat" else ())
@@ -289,8 +312,10 @@ def _message_seg(ctx: Ctx, i: int) -> Seg | None:
     if seg.blocks:
         return seg
     has_calls = i + 1 < ctx.end and ctx.v.group[i + 1] == v.group[i] and v.type[i + 1] in CALLS
-    if ctx.source == "chat" and has_calls:
-        if v.content_form[i] not in (FORM_NULL, FORM_STRING):  # absent or [] come back as null
+    if ctx.source in NESTED and has_calls:
+        # a call-only message comes back with null content (Chat) or none (HF)
+        back = FORM_NULL if ctx.source == "chat" else FORM_ABSENT
+        if v.content_form[i] not in (back, FORM_STRING):  # a blank string is reported as empty_text
             ctx.lose(ctx.content_ptr(i), "content_form", "content without text comes back as null")
         return None
     ctx.lose(base, "content_form", "a message with no text Anthropic can hold is dropped")
@@ -323,11 +348,15 @@ def tool_input(ctx: Ctx, raw: str | None, path: str) -> dict[str, Any]:
     return parsed
 
 
-def _call_seg(ctx: Ctx, i: int) -> Seg:
-    """A function or custom call as a ``tool_use`` block (custom input wrapped as an object)."""
+def _call_seg(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None) -> Seg:
+    """A function or custom call as a ``tool_use`` block (custom input wrapped as an object).
+
+    ``calls`` (dataset rows only) gives id-less calls their generated ids and reads the
+    arguments where HF / ShareGPT keep them (:mod:`pipeline.encoders.from_dataset`).
+    """
     v = ctx.v
     base = ctx.item_ptr(i)
-    call_id = v.call_id[i]
+    call_id = v.call_id[i] if calls is None else calls.call_id(i)
     if call_id is None:
         call_id = f"toolu_gen_{i - ctx.start}"
         ctx.lose(base + "/" + ctx.wire_key(i, "call_id"), "generated_id", "a call without id got one")
@@ -336,13 +365,26 @@ def _call_seg(ctx: Ctx, i: int) -> Seg:
         where = ctx.message_ptr(i) + "/tool_calls" if ctx.source == "chat" else base
         ctx.lose(where, "custom_tool", "a free-form call was wrapped as tool_use input {'input': text}")
         tool_in: dict[str, Any] = {"input": v.input[i] or ""}
+    elif calls is not None:
+        tool_in = tool_input(ctx, from_dataset.arguments(ctx, i), to_hf.field_ptr(ctx, i, "arguments"))
     else:
         tool_in = tool_input(ctx, v.arguments[i], _arguments_path(ctx, i, "arguments"))
     if v.name[i] is None:
         ctx.lose(base, "name", "a call without a tool name was sent with name ''")
     block = {"type": "tool_use", "id": call_id, "name": v.name[i] or "", "input": tool_in}
-    _call_keys_lost(ctx, i)
+    if calls is not None:  # what the way back to HF / ShareGPT writes differently
+        to_hf.call_type_kept(ctx, i)
+        to_hf.sharegpt_value_kept(ctx, i)
+        from_dataset.call_extra_keys(ctx, i)
+    else:
+        _call_keys_lost(ctx, i)
     return Seg("call", "assistant", i, [block], [base], call_id=call_id)
+
+
+def _list_back_as_string(ctx: Ctx, i: int) -> None:
+    """HF content lists come back from Anthropic as one string (the HF encoder flattens them)."""
+    if ctx.source == "hf" and ctx.v.content_form[i] == FORM_PARTS:
+        ctx.lose(ctx.content_ptr(i), "content_form", "a content list comes back to HF as one string")
 
 
 def _call_keys_lost(ctx: Ctx, i: int) -> None:
@@ -361,14 +403,15 @@ def _call_keys_lost(ctx: Ctx, i: int) -> None:
     _item_keys_lost(ctx, i, ("name",))
 
 
-def _result_seg(ctx: Ctx, i: int) -> Seg:
+def _result_seg(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None) -> Seg:
     """A tool output as a ``tool_result`` block; an empty string output is sent without content."""
     v = ctx.v
     base = ctx.item_ptr(i)
-    seg = Seg("result", "user", i, call_id=v.call_id[i])
+    call_id = v.call_id[i] if calls is None else calls.call_id(i)
+    seg = Seg("result", "user", i, call_id=call_id)
     if v.type[i] == "custom_tool_call_output":
         ctx.lose(base, "custom_tool", "a custom tool output comes back as a function output")
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": v.call_id[i] or ""}
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id or ""}
     form = v.content_form[i]
     extra = ctx.extra(i)
     if form == FORM_STRING:
@@ -382,6 +425,7 @@ def _result_seg(ctx: Ctx, i: int) -> Seg:
         _content_blocks(ctx, i, "tool", parts)
         if parts.blocks:
             block["content"] = parts.blocks
+            _list_back_as_string(ctx, i)
         else:
             ctx.lose(ctx.content_ptr(i), "content_form", "an output with no content Anthropic can hold")
     elif ctx.source == "responses" and "output" in extra:
@@ -389,7 +433,13 @@ def _result_seg(ctx: Ctx, i: int) -> Seg:
         ctx.lose(ctx.content_ptr(i), "content_form", "a JSON value output was sent as its JSON text")
     else:
         ctx.lose(ctx.content_ptr(i), "content_form", "a null or absent output was sent without content")
-    _item_keys_lost(ctx, i, ("output",))
+    if calls is not None:  # a tool message name is the call's on the way back
+        calls.output_name(i)
+        to_hf.output_kind(ctx, i)
+        to_hf.sharegpt_tag_kept(ctx, i, "tool")
+        _item_keys_lost(ctx, i, ("output", "name"))
+    else:
+        _item_keys_lost(ctx, i, ("output",))
     seg.blocks.append(block)
     seg.paths.append(base)
     return seg
@@ -415,6 +465,7 @@ def _dropped(ctx: Ctx, i: int) -> None:
 def _segments(ctx: Ctx, skip: set[int]) -> list[Seg]:
     """Every item not in ``skip`` (the leading system messages) as segments, in source order."""
     v = ctx.v
+    calls = from_dataset.DatasetCalls(ctx) if ctx.source in from_dataset.DATASETS else None
     segs: list[Seg] = []
     for i in range(ctx.start, ctx.end):
         t = v.type[i]
@@ -425,9 +476,9 @@ def _segments(ctx: Ctx, skip: set[int]) -> list[Seg]:
             if seg is not None:
                 segs.append(seg)
         elif t in CALLS:
-            segs.append(_call_seg(ctx, i))
+            segs.append(_call_seg(ctx, i, calls))
         elif t in OUTPUTS and v.role[i] != "function":
-            segs.append(_result_seg(ctx, i))
+            segs.append(_result_seg(ctx, i, calls))
         elif t in OUTPUTS:
             ctx.lose(ctx.item_ptr(i), "orphan_output", "a legacy function result has no call id to pair")
         else:
@@ -453,16 +504,17 @@ def _leading_system(ctx: Ctx) -> list[int]:
 
 
 def _instruction_pieces(ctx: Ctx) -> list[tuple[str, bool]]:
-    """Responses ``instructions`` as (text, from a string) pieces for ``system``."""
+    """Responses ``instructions`` (ShareGPT ``system``) as (text, from a string) pieces for ``system``."""
     view, r = ctx.view, ctx.r
     form = view.instr_form[r]
+    key = to_hf.instructions_key(ctx)
     if form == FORM_NULL:
-        ctx.lose("/instructions", "content_form", "explicit null instructions dropped")
+        ctx.lose(key, "content_form", "explicit null instructions dropped")
     if form != FORM_STRING:
         return []
     text = view.instr.text[view.instr_off[r]]
     if not text.strip():
-        ctx.lose("/instructions", "empty_text", "empty instructions produce no system prompt")
+        ctx.lose(key, "empty_text", "empty instructions produce no system prompt")
         return []
     return [(text, True)]
 
@@ -475,16 +527,18 @@ def _system(ctx: Ctx, leading: list[int]) -> Any:
         if ctx.v.role[i] == "developer":
             ctx.lose(ctx.item_ptr(i), "developer_role", "developer became the system prompt")
         _content_blocks(ctx, i, "system", seg)
+        _list_back_as_string(ctx, i)
         _item_keys_lost(ctx, i)
-        if ctx.source == "responses":
+        if ctx.source in ("responses", "sharegpt"):  # the way back makes it the instructions / system
             ctx.lose(ctx.item_ptr(i), "instruction_position", "a leading message became top-level system")
         elif len(leading) > 1:
             ctx.lose(ctx.item_ptr(i), "message_merge", "leading system messages became one system prompt")
         if not seg.blocks:
             ctx.lose(ctx.item_ptr(i), "empty_text", "a system message with no text is dropped")
         pieces += [(b["text"], seg.string) for b in seg.blocks]
-    if leading and ctx.source == "responses":
-        ctx.lose("/instructions", "instruction_position", "leading messages joined the instructions")
+    if leading and ctx.source in ("responses", "sharegpt"):
+        detail = "leading messages joined the instructions"
+        ctx.lose(to_hf.instructions_key(ctx), "instruction_position", detail)
     if not pieces:
         return ...
     if len(pieces) == 1 and pieces[0][1]:
@@ -629,8 +683,9 @@ def _vanished(ctx: Ctx, segs: list[Seg], turns: list[Turn]) -> None:
     dropped has lost its ``tool_calls`` key: say so at those paths."""
     kept = {ctx.message_ptr(s.i) for t in turns for s in t.segs}
     with_calls = {ctx.message_ptr(s.i) for t in turns for s in t.segs if s.kind == "call"}
-    for ptr in {ctx.message_ptr(s.i) for s in segs if s.kind == "call"} - with_calls:
-        if ctx.source == "chat" and ptr in kept:
+    # dict.fromkeys, not a set: the losses come out in source order whatever PYTHONHASHSEED is
+    for ptr in dict.fromkeys(ctx.message_ptr(s.i) for s in segs if s.kind == "call"):
+        if ptr not in with_calls and ctx.source in NESTED and ptr in kept:
             ctx.lose(ptr + "/tool_calls", "unanswered_call", "none of its calls is left")
     reported = {loss.path for loss in ctx.losses}
     kinds = {"call": "unanswered_call", "result": "orphan_output", "text": "content_form"}
@@ -651,7 +706,7 @@ def _source_lists(ctx: Ctx) -> list[list[tuple[str, tuple[Any, ...]]]]:
     lists = [top]
     for i in range(ctx.start, ctx.end):
         ptr = ctx.message_ptr(i)
-        if ctx.source == "chat" and v.type[i] in CALLS:
+        if ctx.source in NESTED and v.type[i] in CALLS:
             calls.setdefault(ptr, []).append((ctx.item_ptr(i), ("call",)))
         elif not top or top[-1][0] != ptr:
             kind = "message" if v.type[i] == "message" else v.native_type[i]
@@ -704,7 +759,7 @@ def _merge_losses(ctx: Ctx, turn: Turn) -> None:
         if a.kind == "text" and b.kind == "text":
             ctx.lose(ctx.message_ptr(b.i), "message_merge", "joined the previous message of the same role")
             ctx.lose(ctx.message_ptr(a.i), "message_merge", "the next message's text joined this one")
-        elif ctx.source == "chat" and b.kind == "call" and a.kind in ("text", "call"):
+        elif ctx.source in NESTED and b.kind == "call" and a.kind in ("text", "call"):
             ctx.lose(ctx.message_ptr(b.i), "message_merge", "its calls joined the previous assistant message")
             ctx.lose(ctx.message_ptr(a.i), "message_merge", "the next message's calls joined this one")
 
@@ -713,6 +768,9 @@ def _shape_losses(ctx: Ctx, seg: Seg, as_string: bool) -> None:
     """What a text segment's message looks like on the way back, versus the source."""
     v = ctx.v
     i = seg.i
+    if ctx.source in from_dataset.DATASETS:  # the way back flattens content to one string anyway
+        _list_back_as_string(ctx, i)
+        return
     if seg.string and not as_string:
         ctx.lose(ctx.content_ptr(i), "content_form", "string content became a block in a list")
     if ctx.source != "responses":
@@ -743,27 +801,33 @@ def _render(ctx: Ctx, turn: Turn) -> dict[str, Any]:
 
 
 def encode(ctx: Ctx) -> dict[str, Any]:
-    """Convert one canonical row (Responses or Chat request) to an Anthropic Messages request body."""
-    if ctx.view.instr_form[ctx.r] == "items":
+    """Convert one canonical row (a Responses or Chat request, an HF or ShareGPT row) to an
+    Anthropic Messages request body."""
+    if ctx.view.instr_form[ctx.r] == "items" and ctx.kind == "request":
         raise ValueError("converting instructions given as an item list is not supported yet")
-    if ctx.source not in TOKEN_KEYS:  # dataset rows: call ids, string arguments, tools are not read here
-        raise ValueError(
-            f"converting {ctx.source} rows to anthropic is not supported yet; convert to chat first"
-        )
     if ctx.source == "responses" and ctx.view.items_form[ctx.r] == FORM_STRING:
         ctx.lose("/input", "content_form", "the string input shorthand becomes a user message")
-    leading = _leading_system(ctx)
-    system = _system(ctx, leading)
+    request = ctx.kind == "request"
+    # A response object's output has no system prompt, and its calls are answered later: the
+    # request rules (leading system, call/result pairing, prefill whitespace) do not apply.
+    leading = _leading_system(ctx) if request else []
+    system = _system(ctx, leading) if request else ...
     skip = set(leading)
     segs = _segments(ctx, skip)
-    turns = _strip_final(ctx, _pair(ctx, _group(segs)))
+    turns = _strip_final(ctx, _pair(ctx, _group(segs))) if request else _group(segs)
+    if ctx.source == "sharegpt" and turns and turns[0].role == "system":
+        # a first system message comes back to ShareGPT as the system column (to_sharegpt)
+        detail = "a first system message and the system prompt look the same on the way back"
+        for seg in turns[0].segs:
+            ctx.lose(ctx.item_ptr(seg.i), "instruction_position", detail)
+        ctx.lose("/system", "instruction_position", detail)
     _vanished(ctx, segs, turns)
     body: dict[str, Any] = {}
     if system is not ...:
         body["system"] = system
     body["messages"] = [_render(ctx, t) for t in turns]
     _ambiguous_neighbours(ctx)
-    return _top(ctx, body)
+    return _top(ctx, body) if request else body
 
 
 # ---------------------------------------------------------------------------------------------
@@ -792,10 +856,10 @@ def _function_tool(ctx: Ctx, tool: dict[str, Any], path: str) -> dict[str, Any]:
     if strict is not None or ("strict" in fn) == (ctx.source == "chat"):  # back: Responses null, Chat absent
         ctx.lose(fpath + "/strict", "tools", "strict is not restored from Anthropic tools")
     known = {"name", "description", "parameters", "strict", "type"}
-    for key in fn.keys() - known:
+    for key in keys_except(fn, known):
         ctx.lose(fpath + pointer(key), "tools", f"tool '{key}' has no slot in Anthropic")
     if ctx.source == "chat":
-        for key in tool.keys() - {"type", "function"}:
+        for key in keys_except(tool, {"type", "function"}):
             ctx.lose(path + pointer(key), "tools", f"tool '{key}' has no slot in Anthropic")
     return out
 
@@ -825,17 +889,46 @@ def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _dataset_tools(ctx: Ctx) -> list[dict[str, Any]]:
+    """An HF / ShareGPT row's function schemas as Anthropic tools (``{name, description?,
+    input_schema}``); what the way back would not rebuild as it was is a ``tools`` loss."""
+    schemas = to_hf.function_schemas(ctx) or []
+    out = []
+    for k, fn in enumerate(schemas):
+        path = pointer("tools", k, "function") if ctx.source == "hf" else "/tools"
+        tool: dict[str, Any] = {"name": fn.get("name") if isinstance(fn.get("name"), str) else ""}
+        if isinstance(fn.get("description"), str):
+            tool["description"] = fn["description"]
+        params = fn.get("parameters")
+        tool["input_schema"] = params if isinstance(params, dict) else {"type": "object"}
+        for key in fn:  # source key order, so the report does not depend on set iteration
+            if key not in ("name", "description", "parameters") or fn[key] is not tool.get(
+                "input_schema" if key == "parameters" else key
+            ):
+                ctx.lose(path + (pointer(key) if ctx.source == "hf" else ""), "tools",
+                         f"tool '{key}' is not kept as it was")  # fmt: skip
+        if "parameters" not in fn:
+            ctx.lose(path + ("/parameters" if ctx.source == "hf" else ""), "tools",
+                     "missing parameters became an empty object schema")  # fmt: skip
+        out.append(tool)
+    # The way back writes {name, description?, parameters} schemas: say so if that is not the source.
+    back = [{"name": t["name"], **({"description": t["description"]} if "description" in t else {}),
+             "parameters": t["input_schema"]} for t in out]  # fmt: skip
+    to_hf.tools_kept(ctx, back)
+    return out
+
+
 def _tool_choice(ctx: Ctx, raw: Any) -> dict[str, Any] | None:
     simple = {"auto": "auto", "required": "any", "none": "none"}
     if isinstance(raw, str) and raw in simple:
         return {"type": simple[raw]}
     if isinstance(raw, dict) and raw.get("type") == "function":
-        inner = raw.get("function") if ctx.source == "chat" else raw
+        inner = raw.get("function") if ctx.source in NESTED else raw
         if isinstance(inner, dict) and isinstance(inner.get("name"), str):
-            if ctx.source == "chat":
-                extra = (raw.keys() - {"type", "function"}) | (inner.keys() - {"type", "name"})
+            if ctx.source in NESTED:
+                extra = keys_except(raw, {"type", "function"}) + keys_except(inner, {"type", "name"})
             else:  # Responses keeps the name flat on the choice itself
-                extra = raw.keys() - {"type", "name"}
+                extra = keys_except(raw, {"type", "name"})
             if not extra:
                 return {"type": "tool", "name": inner["name"]}
     ctx.lose("/tool_choice", "tools", "tool_choice has no equivalent in Anthropic")
@@ -846,6 +939,9 @@ def _max_tokens(ctx: Ctx, extra: dict[str, Any]) -> int:
     """Anthropic requires ``max_tokens``: the source's limit, or :data:`DEFAULT_MAX_TOKENS`."""
     keys = TOKEN_KEYS[ctx.source]
     value: int | None = None
+    if not keys:
+        ctx.lose("/max_tokens", "filled_default", f"no token limit; max_tokens {DEFAULT_MAX_TOKENS} was set")
+        return DEFAULT_MAX_TOKENS
     for key in keys:
         if key not in extra:
             continue
@@ -869,12 +965,17 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
     """Model, max_tokens, tools and the top-level keys Anthropic shares; the rest is lost."""
     view, r = ctx.view, ctx.r
     out: dict[str, Any] = {}
+    dataset = ctx.source in from_dataset.DATASETS
     if view.model[r] is not None:
         out["model"] = view.model[r]
+        if dataset:
+            ctx.lose("/model", "request_field", "kept, but HF/ShareGPT rows written from Anthropic have none")
     extra = orjson.loads(view.extra[r]) if view.extra[r] is not None else {}
     out["max_tokens"] = _max_tokens(ctx, extra)
     out.update(body)
-    if view.tools[r] is not None:
+    if view.tools[r] is not None and dataset:
+        out["tools"] = _dataset_tools(ctx)
+    elif view.tools[r] is not None:
         raw_tools = orjson.loads(view.tools[r])
         tools = _tools(ctx, raw_tools)
         if tools or raw_tools == []:
@@ -883,6 +984,8 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
         choice = _tool_choice(ctx, orjson.loads(view.tool_choice[r]))
         if choice is not None:
             out["tool_choice"] = choice
+            if dataset:
+                ctx.lose("/tool_choice", "tools", "kept, but HF rows written from Anthropic have none")
     for name in view.nulls[r] or ():
         ctx.lose("/" + name, "request_field", f"explicit null '{name}' dropped")
     for key, value in extra.items():

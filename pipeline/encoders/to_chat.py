@@ -17,7 +17,8 @@ from typing import Any
 import orjson
 
 from pipeline.encoders import anthropic_round_trip, from_dataset, to_hf
-from pipeline.encoders._context import Ctx, anthropic_image_url
+from pipeline.encoders._context import Ctx, anthropic_image_url, keys_except
+from pipeline.encoders.call_ids import CallIds
 from pipeline.losses import pointer
 from pipeline.schema import FORM_ABSENT, FORM_NULL, FORM_PARTS, FORM_STRING
 
@@ -29,6 +30,8 @@ SAME_KEYS = frozenset(
     ("temperature", "top_p", "parallel_tool_calls", "metadata", "store", "user", "n", "seed")
 )
 RENAMED_KEYS = {"max_output_tokens": "max_completion_tokens", "max_tokens": "max_completion_tokens"}
+# The image ``detail`` values Chat accepts (openai ChatCompletionContentPartImageParam.ImageURL).
+IMAGE_DETAILS = ("auto", "low", "high", "original")
 
 
 def _text_part(ctx: Ctx, i: int, j: int, k: int, allow_media: bool) -> dict[str, Any] | None:
@@ -56,10 +59,13 @@ def _text_part(ctx: Ctx, i: int, j: int, k: int, allow_media: bool) -> dict[str,
         return {"type": "refusal", "refusal": c.text[j] or ""}
     if allow_media and t == "input_image" and isinstance(extra.get("image_url"), str):
         part: dict[str, Any] = {"url": extra["image_url"]}
-        if "detail" in extra:
-            part["detail"] = extra["detail"]
-        else:
+        detail = extra.get("detail", ...)
+        if detail in IMAGE_DETAILS:
+            part["detail"] = detail
+        elif detail is ...:
             ctx.lose(path + "/detail", "image", "no detail: Responses requires one, 'auto' comes back")
+        else:  # Chat rejects any other value (a placeholder, null): the part goes without one
+            ctx.lose(path + "/detail", "image", f"detail {detail!r} is not one of Chat's {IMAGE_DETAILS}")
         ctx.lose_block_keys(j, path, {"type", "image_url", "detail"})
         return {"type": "image_url", "image_url": part}
     if allow_media and t == "image" and isinstance(extra.get("source"), dict):
@@ -107,10 +113,12 @@ def _message_losses(ctx: Ctx, i: int) -> None:
     ctx.lose_extra(i, base)
 
 
-def _tool_call(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None) -> dict[str, Any]:
+def _tool_call(
+    ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None, ids: CallIds | None
+) -> dict[str, Any]:
     v = ctx.v
     base = ctx.item_ptr(i)
-    call_id = (v.call_id[i] if calls is None else calls.call_id(i)) or ""
+    call_id = (v.call_id[i] if ids is None else ids.call_id(i)) or ""
     ctx.lose_fields(i, base, ("id", "status", "namespace", "phase", "encrypted_content"))
     value = "input" if v.type[i] == "custom_tool_call" else "arguments"
     arguments = v.arguments[i]
@@ -121,7 +129,7 @@ def _tool_call(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None) -> dic
         from_dataset.call_extra_keys(ctx, i)
     for field in ("call_id", "name", value):
         if (arguments if field == "arguments" else getattr(v, field)[i]) is None and not (
-            field == "call_id" and calls is not None
+            field == "call_id" and ids is not None
         ):
             ctx.lose(
                 base + "/" + ctx.wire_key(i, field), "content_form", f"a missing or null '{field}' becomes ''"
@@ -141,11 +149,13 @@ def _tool_call(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None) -> dic
     }
 
 
-def _tool_message(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None) -> dict[str, Any]:
+def _tool_message(
+    ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None, ids: CallIds | None
+) -> dict[str, Any]:
     v = ctx.v
     base = ctx.item_ptr(i)
     msg: dict[str, Any] = {"role": "tool"}
-    call_id = v.call_id[i] if calls is None else calls.call_id(i)
+    call_id = v.call_id[i] if ids is None else ids.call_id(i)
     if call_id is not None:
         msg["tool_call_id"] = call_id
     else:
@@ -216,12 +226,16 @@ def _leading_system_will_become_instructions(
 def encode(ctx: Ctx) -> dict[str, Any]:
     """Convert one canonical row to a Chat request body."""
     v = ctx.v
-    if ctx.view.instr_form[ctx.r] == "items":
+    if ctx.view.instr_form[ctx.r] == "items" and ctx.kind == "request":
         raise ValueError("converting instructions given as an item list is not supported yet")
     if ctx.source == "responses" and ctx.view.items_form[ctx.r] == FORM_STRING:
         ctx.lose("/input", "content_form", "the string input shorthand becomes a user message")
-    messages = _instructions(ctx)
+    request = ctx.kind == "request"  # a response object's envelope is response_objects.py's
+    messages = _instructions(ctx) if request else []
     calls = from_dataset.DatasetCalls(ctx) if ctx.source in from_dataset.DATASETS else None
+    # Anthropic blocks recorded without ids (Claude Code fixtures) would give Chat tool messages
+    # without tool_call_id, which the API rejects: ids are generated and paired by position.
+    ids: CallIds | None = calls if calls is not None else CallIds(ctx) if ctx.source == "anthropic" else None
     if ctx.source == "sharegpt":
         to_hf.leading_system_note(ctx, bool(messages), "Chat")
     call_group = -1  # the source turn of the calls in ``current`` (ShareGPT: one turn, one message)
@@ -273,10 +287,14 @@ def encode(ctx: Ctx) -> dict[str, Any]:
                 current_first = i
                 messages.append(current)
                 origin.append(i)
-            current.setdefault("tool_calls", []).append(_tool_call(ctx, i, calls))
+            current.setdefault("tool_calls", []).append(_tool_call(ctx, i, calls, ids))
             call_group = v.group[i]
+        elif t in OUTPUTS and ids is not None and ids.call_id(i) is None:
+            # no id and no call before it to pair with: Chat rejects a tool message without one
+            ctx.lose(base, "orphan_output", "a tool output with no call to pair with is dropped")
+            current = None
         elif t in OUTPUTS:
-            messages.append(_tool_message(ctx, i, calls))
+            messages.append(_tool_message(ctx, i, calls, ids))
             origin.append(i)
             current = None
             inferred = "custom_tool_call_output" if v.call_id[i] in custom_ids else "function_call_output"
@@ -299,7 +317,7 @@ def encode(ctx: Ctx) -> dict[str, Any]:
             ctx.lose_item(base, t, "Chat")
             current = None
     _leading_system_will_become_instructions(ctx, messages, origin)
-    body = _top(ctx, {"messages": messages})
+    body = _top(ctx, {"messages": messages}) if request else {"messages": messages}
     anthropic_round_trip.report(ctx, media_in_results=False)
     return body
 
@@ -318,19 +336,19 @@ def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
             if "description" in tool:
                 fn["description"] = tool["description"]
             fn["parameters"] = tool["input_schema"]
-            for extra in tool.keys() - {"name", "description", "input_schema", "type"}:
+            for extra in keys_except(tool, {"name", "description", "input_schema", "type"}):
                 ctx.lose(path + pointer(extra), "tools", f"tool '{extra}' has no slot in Chat")
             if "type" in tool:  # the tag is what the tool is: it comes back without one
                 ctx.lose(path, "tools", "the tool's 'type' tag is not kept")
             out.append({"type": "function", "function": fn})
         elif ctx.source == "responses" and t == "function":
             fn = {k2: tool[k2] for k2 in ("name", "description", "parameters", "strict") if k2 in tool}
-            for extra in tool.keys() - {"name", "description", "parameters", "strict", "type"}:
+            for extra in keys_except(tool, {"name", "description", "parameters", "strict", "type"}):
                 ctx.lose(path + pointer(extra), "tools", f"tool '{extra}' has no slot in Chat")
             out.append({"type": "function", "function": fn})
         elif ctx.source == "responses" and t == "custom":
             custom = {k2: tool[k2] for k2 in ("name", "description") if k2 in tool}
-            for extra in tool.keys() - {"name", "description", "format", "type"}:
+            for extra in keys_except(tool, {"name", "description", "format", "type"}):
                 ctx.lose(path + pointer(extra), "tools", f"tool '{extra}' has no slot in Chat")
             fmt = tool.get("format")
             if isinstance(fmt, dict) and fmt.get("type") == "grammar":
@@ -348,7 +366,7 @@ def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
 
 def _tool_choice(ctx: Ctx, raw: Any) -> Any:
     if isinstance(raw, dict):
-        for key in raw.keys() - {"type", "name", "disable_parallel_tool_use"}:
+        for key in keys_except(raw, {"type", "name", "disable_parallel_tool_use"}):
             ctx.lose("/tool_choice" + pointer(key), "tools", f"tool_choice '{key}' has no slot in Chat")
     if ctx.source == "responses":
         if raw in ("none", "auto", "required"):
@@ -360,7 +378,7 @@ def _tool_choice(ctx: Ctx, raw: Any) -> Any:
     elif isinstance(raw, dict):
         t = raw.get("type")
         mapped = {"auto": "auto", "any": "required", "none": "none"}.get(t)
-        if raw.keys() - {"type", "name"}:
+        if keys_except(raw, {"type", "name"}):
             ctx.lose("/tool_choice", "tools", "disable_parallel_tool_use has no slot in Chat tool_choice")
         if mapped is not None:
             return mapped

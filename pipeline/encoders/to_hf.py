@@ -32,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from pipeline.encoders._context import Ctx
+from pipeline.encoders._context import Ctx, keys_except
 from pipeline.formats import hf, sharegpt
 from pipeline.formats._common import BlockView
 from pipeline.losses import pointer
@@ -415,15 +415,15 @@ def _schema(ctx: Ctx, tool: Any, path: str) -> dict[str, Any] | None:
         return None
     t = tool.get("type")
     if t == "function" and isinstance(tool.get("function"), dict):  # Chat / HF / OpenAI-style
-        for key in tool.keys() - {"type", "function"}:
+        for key in keys_except(tool, {"type", "function"}):
             ctx.lose(path + pointer(key), "tools", f"tool '{key}' has no slot")
         return dict(tool["function"])
     if ctx.source == "responses" and t == "function":
-        for key in tool.keys() - {"type", "name", "description", "parameters", "strict"}:
+        for key in keys_except(tool, {"type", "name", "description", "parameters", "strict"}):
             ctx.lose(path + pointer(key), "tools", f"tool '{key}' has no slot")
         return {k: tool[k] for k in ("name", "description", "parameters", "strict") if k in tool}
     if ctx.source == "anthropic" and t in (None, "custom") and "input_schema" in tool:
-        for key in tool.keys() - {"type", "name", "description", "input_schema"}:
+        for key in keys_except(tool, {"type", "name", "description", "input_schema"}):
             ctx.lose(path + pointer(key), "tools", f"tool '{key}' has no slot")
         fn = {k: tool[k] for k in ("name", "description") if k in tool}
         fn["parameters"] = tool["input_schema"]

@@ -17,7 +17,8 @@ from typing import Any
 import orjson
 
 from pipeline.encoders import anthropic_round_trip, from_dataset, to_hf
-from pipeline.encoders._context import Ctx, anthropic_image_url
+from pipeline.encoders._context import Ctx, anthropic_image_url, keys_except
+from pipeline.encoders.call_ids import CallIds
 from pipeline.losses import pointer
 from pipeline.schema import FORM_NULL, FORM_PARTS, FORM_STRING
 
@@ -54,7 +55,7 @@ def _part(ctx: Ctx, i: int, j: int, k: int, assistant: bool) -> dict[str, Any] |
     if t == "image_url" and isinstance(extra.get("image_url"), dict):
         img = extra["image_url"]
         ctx.lose_block_keys(j, path, {"type", "image_url"})
-        for key in img.keys() - {"url", "detail"}:
+        for key in keys_except(img, {"url", "detail"}):
             ctx.lose(path + "/image_url" + pointer(key), "image", f"'{key}' is not carried")
         part: dict[str, Any] = {"type": "input_image", "detail": img.get("detail", "auto")}
         if "detail" not in img:
@@ -115,10 +116,10 @@ def _message(ctx: Ctx, i: int) -> dict[str, Any] | None:
     return {"role": role, "content": content}
 
 
-def _call(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None) -> dict[str, Any]:
+def _call(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None, ids: CallIds | None) -> dict[str, Any]:
     v = ctx.v
     base = ctx.item_ptr(i)
-    call_id = v.call_id[i] if calls is None else calls.call_id(i)
+    call_id = v.call_id[i] if ids is None else ids.call_id(i)
     if v.type[i] == "custom_tool_call":
         item = {"type": "custom_tool_call", "call_id": call_id or "", "name": v.name[i] or "",
                 "input": v.input[i] or ""}  # fmt: skip
@@ -149,11 +150,11 @@ def _call(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None) -> dict[str
 
 
 def _output(
-    ctx: Ctx, i: int, custom_calls: set[str], calls: from_dataset.DatasetCalls | None
+    ctx: Ctx, i: int, custom_calls: set[str], calls: from_dataset.DatasetCalls | None, ids: CallIds | None
 ) -> dict[str, Any]:
     v = ctx.v
     base = ctx.item_ptr(i)
-    call_id = v.call_id[i] if calls is None else calls.call_id(i)
+    call_id = v.call_id[i] if ids is None else ids.call_id(i)
     kind = "custom_tool_call_output" if call_id in custom_calls else "function_call_output"
     item: dict[str, Any] = {"type": kind}
     if call_id is not None:
@@ -225,7 +226,9 @@ def encode(ctx: Ctx) -> dict[str, Any]:
     """Convert one canonical row to a Responses request body."""
     v = ctx.v
     body: dict[str, Any] = {}
-    _instructions(ctx, body)
+    request = ctx.kind == "request"  # a response object's envelope is response_objects.py's
+    if request:
+        _instructions(ctx, body)
     items: list[dict[str, Any]] = []
     custom_calls = {v.call_id[i] for i in range(ctx.start, ctx.end) if v.type[i] == "custom_tool_call"}
     first = ctx.start
@@ -247,6 +250,8 @@ def encode(ctx: Ctx) -> dict[str, Any]:
         first += 1
     emitted: set[int] = set()  # the items that have an item in the output
     calls = from_dataset.DatasetCalls(ctx) if ctx.source in from_dataset.DATASETS else None
+    # Anthropic blocks recorded without ids: Responses requires call_id (see call_ids.py)
+    ids: CallIds | None = calls if calls is not None else CallIds(ctx) if ctx.source == "anthropic" else None
     if ctx.source == "sharegpt":
         to_hf.leading_system_note(ctx, ctx.view.instr_form[ctx.r] == FORM_STRING, "Responses")
     bare_calls = False  # do the last items form calls with no text before them (a null-content message)?
@@ -271,9 +276,9 @@ def encode(ctx: Ctx) -> dict[str, Any]:
                 ctx.lose(ctx.message_ptr(i), "message_merge", detail)
                 ctx.lose(attach_target, "message_merge", detail)
         elif t in CALLS:
-            item = _call(ctx, i, calls)
+            item = _call(ctx, i, calls, ids)
         elif t in OUTPUTS:
-            item = _output(ctx, i, custom_calls, calls)
+            item = _output(ctx, i, custom_calls, calls, ids)
         elif t == "reasoning":
             item = _reasoning(ctx, i)
         else:
@@ -291,7 +296,7 @@ def encode(ctx: Ctx) -> dict[str, Any]:
             if attaches:
                 attach_target = ctx.message_ptr(i)
     body["input"] = items
-    body = _top(ctx, body)
+    body = _top(ctx, body) if request else body
     anthropic_round_trip.report(ctx, media_in_results=True, emitted=emitted)
     return body
 
@@ -322,7 +327,7 @@ def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
             ctx.lose(path, "tools", "not a tool object")
             continue
         if ctx.source == "chat":
-            for extra in tool.keys() - {"type", "function", "custom"}:
+            for extra in keys_except(tool, {"type", "function", "custom"}):
                 ctx.lose(path + pointer(extra), "tools", f"tool '{extra}' has no slot in Responses")
         if ctx.source == "chat" and tool.get("type") == "function" and isinstance(tool.get("function"), dict):
             fn = tool["function"]
@@ -330,7 +335,7 @@ def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
                 "type": "function",
                 **{k2: fn[k2] for k2 in ("name", "description", "parameters", "strict") if k2 in fn},
             }
-            for extra in fn.keys() - {"name", "description", "parameters", "strict"}:
+            for extra in keys_except(fn, {"name", "description", "parameters", "strict"}):
                 ctx.lose(
                     path + "/function" + pointer(extra), "tools", f"tool '{extra}' has no slot in Responses"
                 )
@@ -342,7 +347,7 @@ def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
         elif ctx.source == "chat" and tool.get("type") == "custom" and isinstance(tool.get("custom"), dict):
             custom = tool["custom"]
             new = {"type": "custom", **{k2: custom[k2] for k2 in ("name", "description") if k2 in custom}}
-            for extra in custom.keys() - {"name", "description", "format"}:
+            for extra in keys_except(custom, {"name", "description", "format"}):
                 ctx.lose(
                     path + "/custom" + pointer(extra), "tools", f"tool '{extra}' has no slot in Responses"
                 )
@@ -353,7 +358,7 @@ def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
                 and isinstance(fmt.get("grammar"), dict)
             ):
                 new["format"] = {"type": "grammar", **fmt["grammar"]}  # Responses keeps the grammar flat
-                for extra in fmt.keys() - {"type", "grammar"}:
+                for extra in keys_except(fmt, {"type", "grammar"}):
                     ctx.lose(
                         path + "/custom/format" + pointer(extra), "tools", f"format '{extra}' has no slot"
                     )
@@ -369,7 +374,7 @@ def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
             }
             if "description" in tool:
                 new["description"] = tool["description"]
-            for extra in tool.keys() - {"name", "description", "input_schema", "type"}:
+            for extra in keys_except(tool, {"name", "description", "input_schema", "type"}):
                 ctx.lose(path + pointer(extra), "tools", f"tool '{extra}' has no slot in Responses")
             if "type" in tool:  # the tag is what the tool is: it comes back without one
                 ctx.lose(path, "tools", "the tool's 'type' tag is not kept")
@@ -396,9 +401,9 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
         raw = orjson.loads(view.tool_choice[r])
         if isinstance(raw, dict):
             inner = raw.get(raw.get("type")) if isinstance(raw.get(raw.get("type")), dict) else {}
-            for key in raw.keys() - {"type", "name", "function", "custom"}:
+            for key in keys_except(raw, {"type", "name", "function", "custom"}):
                 ctx.lose("/tool_choice" + pointer(key), "tools", f"tool_choice '{key}' has no slot")
-            for key in inner.keys() - {"name"}:
+            for key in keys_except(inner, {"name"}):
                 ctx.lose(
                     f"/tool_choice/{raw['type']}" + pointer(key), "tools", f"tool_choice '{key}' has no slot"
                 )

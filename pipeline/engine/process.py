@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import polars as pl
 import pyarrow as pa
 
 from pipeline.convert import reason_of
-from pipeline.encoders import convert_table
+from pipeline.encoders.vectorized.encode_rows import encode_rows
 from pipeline.jobs.resolve import PARQUET, build_steps
 from pipeline.losses import LossPolicy
 from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
@@ -133,56 +135,50 @@ class _Counts:
 def _encode(
     table: pa.Table, target: str, policy: LossPolicy, raw: dict[int, bytes]
 ) -> tuple[pa.Table, bytes, dict[str, list[Any]], list[dict[str, Any]]]:
-    """Encode every row to ``target``; keep the ones that encode and pass the loss policy."""
+    """Encode every row to ``target``; keep the ones that encode and pass the loss policy.
+
+    :func:`encode_rows` converts column at a time where it can (Responses -> Chat), with the same
+    bytes and losses as the per-record encoders; only rejected rows are visited one by one here.
+    Each record's losses are sorted by (path, kind, detail): some encoders report losses in set
+    order, which changes with PYTHONHASHSEED, and a resumed run must write the same bytes as an
+    uninterrupted one.
+    """
     canonical = cast_to_canonical(table)
-    ids = canonical.column("conversation_id").to_pylist()
-    files = canonical.column("source_file").to_pylist()
-    lines = canonical.column("source_line").to_pylist()
-    formats = canonical.column("source_format").to_pylist()
-    keep: list[bool] = []
-    out: list[bytes] = []
-    losses: dict[str, list[Any]] = {k: [] for k in (
-        "conversation_id", "source_file", "source_line", "source_format", "target_format", "kind", "path",
-        "detail",
-    )}  # fmt: skip
+    enc = encode_rows(canonical, target)
+    refused = enc.refused_kinds(policy)
+    failed = enc.errors.is_valid().to_numpy(zero_copy_only=False)
+    keep = ~(failed | refused.is_valid().to_numpy(zero_copy_only=False))
     rejected: list[dict[str, Any]] = []
-    for r, c in enumerate(convert_table(canonical, target, as_bytes=True)):
-        stage = reason = None
-        if c.error is not None:
-            stage, reason = "convert", f"encode: {c.error}"
-        else:
-            refused = policy.refused(c.losses)
-            if refused:
-                stage = "loss_policy"
-                reason = f"loss: {', '.join(sorted({x.kind for x in refused}))} (on_loss = reject)"
-        if stage is not None:
-            text = raw.get(lines[r]) if lines[r] is not None else None
+    bad = np.flatnonzero(~keep)
+    if len(bad):
+        picked = canonical.select(["conversation_id", "source_file", "source_line"]).take(pa.array(bad))
+        errors = enc.errors.take(pa.array(bad)).to_pylist()
+        kinds = refused.take(pa.array(bad)).to_pylist()
+        for row, error, kind in zip(picked.to_pylist(), errors, kinds, strict=True):
+            line = row["source_line"]
+            text = raw.get(line) if line is not None else None
+            stage, reason = (
+                ("convert", f"encode: {error}") if error is not None
+                else ("loss_policy", f"loss: {kind} (on_loss = reject)")
+            )  # fmt: skip
             rejected.append(
                 rejected_row(
-                    files[r], lines[r], stage, str(reason), conversation_id=ids[r],
+                    row["source_file"], line, stage, reason, conversation_id=row["conversation_id"],
                     text=text.decode("utf-8", "replace") if text is not None else None,
                 )
             )  # fmt: skip
-            keep.append(False)
-            continue
-        keep.append(True)
-        out.append(c.record)
-        if c.losses:
-            # Sorted: some encoders report losses in set order, which changes with PYTHONHASHSEED,
-            # and a resumed run must write the same bytes as an uninterrupted one.
-            ls = sorted(c.losses, key=lambda x: (x.path, x.kind, x.detail))
-            n = len(ls)
-            losses["conversation_id"] += [ids[r]] * n
-            losses["source_file"] += [files[r]] * n
-            losses["source_line"] += [lines[r]] * n
-            losses["source_format"] += [formats[r]] * n
-            losses["target_format"] += [target] * n
-            losses["kind"] += [x.kind for x in ls]
-            losses["path"] += [x.path for x in ls]
-            losses["detail"] += [x.detail for x in ls]
-    data = (b"\n".join(out) + b"\n") if out else b""
-    kept = table if all(keep) else table.filter(pa.array(keep, pa.bool_()))
-    return kept, data, losses, rejected
+    lf = pl.from_arrow(enc.losses)
+    assert isinstance(lf, pl.DataFrame)
+    lf = lf.filter(pl.Series(keep).gather(lf["row"]))
+    lf = lf.sort(["row", "path", "kind", "detail"], maintain_order=True)
+    ident = canonical.select(["conversation_id", "source_file", "source_line", "source_format"]).take(
+        lf["row"].to_arrow())  # fmt: skip
+    losses: dict[str, list[Any]] = {name: ident.column(name).to_pylist() for name in ident.column_names}
+    losses["target_format"] = [target] * lf.height
+    for name in ("kind", "path", "detail"):
+        losses[name] = lf[name].to_list()
+    kept = table if keep.all() else table.filter(pa.array(keep, pa.bool_()))
+    return kept, enc.jsonl(keep), losses, rejected
 
 
 def run_shard(

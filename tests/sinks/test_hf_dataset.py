@@ -42,7 +42,14 @@ def _strip_nulls(row: dict[str, Any]) -> dict[str, Any]:
     """A row without null message keys: typed features fill every absent key with None, so a
     dataset row cannot tell an absent key from a null one (docs/export.md); everything else must
     be identical."""
-    return {**row, "messages": [{k: v for k, v in m.items() if v is not None} for m in row["messages"]]}
+    def strip(d: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in d.items() if v is not None}
+
+    def message(m: dict[str, Any]) -> dict[str, Any]:
+        calls = m.get("tool_calls")  # a call's id is a typed field too (absent: id-less sources)
+        return strip({**m, "tool_calls": [strip(c) for c in calls] if calls else calls})
+
+    return {**row, "messages": [message(m) for m in row["messages"]]}
 
 
 @pytest.fixture(scope="module")

@@ -189,16 +189,7 @@ def test_inspect_score_and_model_calls() -> None:
 
 # Cross-format conversions that are not valid SDK request bodies today, and why (pinned so that an
 # encoder fix shows up here). (file, target) -> (encode errors, invalid bodies).
-KNOWN_GAPS = {
-    # hf / sharegpt -> anthropic is refused ("not supported yet; convert to chat first")
-    ("llama-factory/glaive_toolcall_en_demo.json", "anthropic"): (300, 0),
-    ("llama-factory/mllm_demo.json", "anthropic"): (6, 0),
-    ("llama-factory/reason_tool_use_demo_50.jsonl", "anthropic"): (50, 0),
-    # the fixture's tool_use / tool_result have no ids: the Chat tool message has no tool_call_id
-    (CLAUDE_SCHEMA, "chat"): (0, 1),
-    # the fixture's image detail is the placeholder "[trimmed for fixture]"
-    (CODEX_SCHEMA, "chat"): (0, 1),
-}
+KNOWN_GAPS: dict[tuple[str, str], tuple[int, int]] = {}
 
 
 @pytest.mark.parametrize("rel", sorted(EXPECTED))

@@ -32,16 +32,24 @@ losses. Example (``s`` = a synthetic Responses table):
 ['instruction_position']
 
 **Fallback** (rows converted by the per-record encoder instead, chosen by a vectorized predicate and
-counted in :attr:`ChatConversion.fallback`): rows whose source is not a Responses request body; an
-Anthropic-style ``image`` part in a user message; an ``input_image`` whose ``detail`` is neither a
-string nor null; an assistant message with *absent* content that would merge into a turn (the
-per-record encoder fails on it: the failure message is the per-record one). Tool definitions,
-``tool_choice`` and top-level keys that must be rewritten are converted once per *distinct* value with
-``to_chat``'s own functions (real logs repeat a handful of tool sets).
+counted in :attr:`ChatConversion.fallback`): rows whose source is not a Responses request body
+(response objects included); an Anthropic-style ``image`` part in a user message; an ``input_image``
+whose ``detail`` Chat does not accept and is neither null nor a plain printable-ASCII string (the loss
+detail quotes its Python ``repr``); an assistant message with *absent* content that would merge into a
+turn (the per-record encoder fails on it: the failure message is the per-record one); text merged into a
+turn opened by an assistant message with absent content, after its calls (the per-record record has
+the keys ``role, tool_calls, content`` in that order, which :mod:`.chat_json` does not write). Tool
+definitions (per distinct ``tools`` text), ``tool_choice`` and top-level keys that must be rewritten
+are converted once per *distinct* value with ``to_chat``'s own functions (real logs repeat a handful
+of tool sets).
+
+:data:`PHASES` accumulates the seconds spent per phase (``benchmarks/bench_convert_vectorized.py``
+prints it).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -54,7 +62,7 @@ import pyarrow.compute as pc
 
 from pipeline.encoders import convert_table
 from pipeline.encoders._context import PART_LOSS_KINDS, Ctx
-from pipeline.encoders.to_chat import RENAMED_KEYS, SAME_KEYS, _tool_choice, _tools
+from pipeline.encoders.to_chat import IMAGE_DETAILS, RENAMED_KEYS, SAME_KEYS, _tool_choice, _tools
 from pipeline.encoders.vectorized._json import (
     json_elements,
     json_keys,
@@ -65,11 +73,9 @@ from pipeline.encoders.vectorized._json import (
 from pipeline.formats import decode_records
 from pipeline.schema import BLOCK, CONVERSATION_SCHEMA, ITEM, cast_to_canonical
 
-RESPONSE_OBJECT_ERROR = (
-    "converting a response object to another format is not supported yet; convert request bodies"
-)
 INSTRUCTION_ITEMS_ERROR = "ValueError: converting instructions given as an item list is not supported yet"
 
+_BAD_DETAIL = f" is not one of Chat's {IMAGE_DETAILS}"  # to_chat's words
 _TEXT_TYPES = ["input_text", "output_text", "text"]  # and a null type (a plain-string content)
 _CALLS = ["function_call", "custom_tool_call"]
 _OUTPUTS = ["function_call_output", "custom_tool_call_output"]
@@ -115,8 +121,12 @@ class ChatConversion:
         return pc.sum(self.fallback).as_py() / n if n else 0.0
 
 
-def responses_to_chat(table: pa.Table) -> ChatConversion:
-    """Convert a canonical table of Responses request bodies to canonical Chat rows with losses."""
+def responses_to_chat(table: pa.Table, *, per_record: bool = True) -> ChatConversion:
+    """Convert a canonical table of Responses request bodies to canonical Chat rows with losses.
+
+    ``per_record=False`` leaves the fallback rows out (flagged in ``fallback``, not converted): for a
+    caller that converts them itself (:func:`~pipeline.encoders.vectorized.encode_rows`).
+    """
     table = cast_to_canonical(table).combine_chunks()
     n = table.num_rows
     top = pl.from_arrow(
@@ -130,12 +140,12 @@ def responses_to_chat(table: pa.Table) -> ChatConversion:
     request = pl.col("record_kind") == "request"
     flags = top.select(
         eligible=is_responses & request & ~pl.col("instr_form").is_in(["items", "parts"]),
-        error=pl.when(is_responses & ~request)
-        .then(pl.lit(RESPONSE_OBJECT_ERROR))
-        .when(is_responses & (pl.col("instr_form") == "items"))
-        .then(pl.lit(INSTRUCTION_ITEMS_ERROR)),
-        # not a Responses request body this module models: the per-record encoder decides
-        other=~is_responses | (request & (pl.col("instr_form") == "parts")),
+        error=pl.when(is_responses & request & (pl.col("instr_form") == "items")).then(
+            pl.lit(INSTRUCTION_ITEMS_ERROR)
+        ),
+        # not a Responses request body this module models (a response object has its own envelope,
+        # pipeline.encoders.response_objects): the per-record encoder decides
+        other=~is_responses | ~request | (pl.col("instr_form") == "parts"),
     )
     eligible_rows = np.flatnonzero(flags["eligible"].to_numpy())
     if len(eligible_rows) == n:  # the usual case: no copy of the nested columns
@@ -159,7 +169,7 @@ def responses_to_chat(table: pa.Table) -> ChatConversion:
         rows.append(eligible_rows[keep])
         loss_tables.append(losses.set_column(0, "row", pa.array(eligible_rows[losses.column("row")])))
     fb_rows = np.flatnonzero(fallback)
-    if len(fb_rows):
+    if len(fb_rows) and per_record:
         fb_table, fb_kept, fb_losses = _per_record(table, fb_rows, errors)
         tables.append(fb_table)
         rows.append(fb_kept)
@@ -270,9 +280,30 @@ def _present(field: str) -> pl.Expr:
     return pl.col(field).is_not_null() | pl.col("null_fields").list.contains(field).fill_null(False)
 
 
+# Seconds spent per phase of _convert, summed over calls (benchmarks print it; reset it freely).
+PHASES: dict[str, float] = {}
+
+
+class _Clock:
+    def __init__(self, prefix: str = "") -> None:
+        self.prefix = prefix
+        self.t = time.perf_counter()
+
+    def __call__(self, phase: str) -> None:
+        now = time.perf_counter()
+        key = self.prefix + phase
+        PHASES[key] = PHASES.get(key, 0.0) + now - self.t
+        self.t = now
+
+    def skip(self) -> None:
+        """Restart without recording (the time was recorded by a callee's own clock)."""
+        self.t = time.perf_counter()
+
+
 def _convert(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
     """Convert Responses request rows; returns Chat rows (fallback rows left out), losses, fallback rows."""
     n = table.num_rows
+    clock = _Clock("table: ")
     instr = table.column("instructions").chunk(0)
     rows = _frame(
         {
@@ -299,7 +330,12 @@ def _convert(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
              "arguments", "input", "status", "phase", "content_form", "encrypted_content", "signature",
              "extra_json", "null_fields"]  # fmt: skip
     items = _frame(
-        {"row": item_row, **{f: flat.field(f) for f in names}, "text0": _first_text(content)}
+        {
+            "row": item_row,
+            **{f: flat.field(f) for f in names},
+            "b0": _first_block(content),
+            "text0_nonempty": _first_nonempty(content),
+        }
     ).with_row_index("idx")
     items = items.with_columns(
         pl.col("idx").cast(pl.Int64),
@@ -327,6 +363,7 @@ def _convert(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
         payload=pl.when(pl.col("is_out")).then(pl.lit("/output")).otherwise(pl.lit("/content")),
     )
 
+    clock("rows and items frames")
     # ---- content blocks of messages and tool outputs --------------------------------------------
     bflat = content.flatten()
     block_item = pc.list_parent_indices(content)
@@ -368,24 +405,24 @@ def _convert(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
     survive = pl.col("cls").is_in(["text", "refusal", "image"])
     n_items = items.height
     surviving = (
-        np.bincount(blocks.filter(survive)["item"].to_numpy(), minlength=n_items)
+        np.bincount(blocks.select(pl.col("item").filter(survive))["item"].to_numpy(), minlength=n_items)
         if n_items
         else np.zeros(0, np.int64)
     )
-    block_fallback = blocks.filter(
-        (pl.col("cls") == "fallback")
-        | (
-            (pl.col("cls") == "image")
-            & pl.col("detail_kind").is_not_null()
-            & ~pl.col("detail_kind").is_in(["VARCHAR", "NULL"])
+    # (select, then filter: a filter on the whole frame would copy every column)
+    block_fallback = blocks.select(
+        pl.col("row").filter(
+            (pl.col("cls") == "fallback")
+            | ((pl.col("cls") == "image") & pl.col("detail_bad") & pl.col("detail_repr").is_null())
         )
     )["row"]
 
+    clock("blocks")
     # ---- the turn state: segments, merges, message numbers ---------------------------------------
     items = items.with_columns(n_surv=pl.Series(surviving, dtype=pl.Int64))
     truthy = (
         pl.when(form == "string")
-        .then(pl.col("text0") != "")
+        .then(pl.col("text0_nonempty"))
         .when(form == "parts")
         .then(pl.col("n_surv") > 0)
         .when(form == "absent")
@@ -429,19 +466,25 @@ def _convert(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
         part=_since(pl.col("is_call"), pl.col("new_msg")),
     )
     items = items.with_columns(msg_no=pl.col("msg_local") - 1 + instr_msg)
-    merge_fallback = items.filter(pl.col("merged") & (form == "absent"))["row"]
+    merge_fallback = items.select(pl.col("row").filter(pl.col("merged") & (form == "absent")))["row"]
+    # Text merged into a turn opened by an assistant message with absent content, after calls: the
+    # per-record dict gets its keys in the order role, tool_calls, content, which the Chat text
+    # writer (chat_json) does not reproduce; such rows are rare enough for the per-record encoder.
+    opener_form = pl.col("content_form").gather(pl.col("opener").fill_null(0))
+    order_fallback = items.select(
+        pl.col("row").filter(pl.col("merged") & (opener_form == "absent") & (pl.col("calls_before") > 0))
+    )["row"]
 
     # Tool outputs have no kind in Chat: it is inferred from a custom call with the same id.
+    keys = items.select("row", "call_id", "type")
     customs = (
-        items.filter(t == "custom_tool_call")
-        .select("row", "call_id")
-        .unique()
+        keys.filter(t == "custom_tool_call").select("row", "call_id").unique()
         .with_columns(custom=pl.lit(True))
-    )
-    items = items.join(
-        customs, on=["row", "call_id"], how="left", nulls_equal=True, maintain_order="left"
-    ).with_columns(custom=pl.col("custom").fill_null(False))
+    )  # fmt: skip
+    custom = keys.join(customs, on=["row", "call_id"], how="left", nulls_equal=True, maintain_order="left")
+    items = items.with_columns(custom=custom["custom"].fill_null(False))
 
+    clock("turn state")
     # ---- top level: tools, tool_choice and extra keys, once per distinct value ------------------------
     tools_out, tools_loss, tools_bad = _convert_tools_column(rows["tools"])
     choice_out, choice_loss, choice_bad = _per_distinct(rows["tool_choice"], _convert_tool_choice)
@@ -474,22 +517,46 @@ def _convert(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
         .otherwise(pl.lit(None, pl.String)),
     )
 
+    clock("tools, tool_choice, top-level keys")
     # ---- fallback rows ------------------------------------------------------------------------
     bad = np.zeros(n, bool)
-    for s in (block_fallback, merge_fallback):
+    for s in (block_fallback, merge_fallback, order_fallback):
         bad[s.to_numpy()] = True
     bad |= tools_bad | choice_bad
     fallback_rows = np.flatnonzero(bad)
 
     losses = _all_losses(rows, items, blocks, tools_loss, choice_loss)
-    chat = _build(rows, items, blocks, table)
-    chat = chat.filter(pa.array(~bad))
+    clock("losses")
+    chat = _build(rows, items, blocks, table, content.values.field("text"))
+    clock.skip()
+    if len(fallback_rows):  # (a filter copies every nested column, even with nothing to drop)
+        chat = chat.filter(pa.array(~bad))
+    clock("chat table: fallback rows out")
     losses = losses.filter(pl.Series(~bad[losses["row"].to_numpy()]))
     losses = losses.sort(["row", "stage", "pos", "step", "k", "bstep", "sub"], maintain_order=True)
     cids = rows["conversation_id"]
     losses = losses.with_columns(conversation_id=cids.gather(losses["row"]))
     loss_table = losses.select("row", "conversation_id", "path", "kind", "detail").to_arrow()
+    clock("losses in order")
     return chat, loss_table.cast(LOSSES_SCHEMA), fallback_rows
+
+
+def _first_block(content: pa.Array) -> pa.Array:
+    """Index (into ``content.values``) of each list's first block; null for an empty or null list."""
+    offsets = content.offsets.to_numpy()
+    has = (np.diff(offsets) > 0) & content.is_valid().to_numpy(zero_copy_only=False)
+    return pa.array(offsets[:-1].astype(np.int64), mask=~has)
+
+
+def _first_nonempty(content: pa.Array) -> pa.Array:
+    """Whether each list's first block has a non-empty text (null: no block, or a null text); reads
+    lengths only, so no text is copied."""
+    first = _first_block(content)
+    lengths = pc.binary_length(content.values.field("text"))
+    if len(lengths) == 0:
+        return pa.nulls(len(content), pa.bool_())
+    nonempty = pc.greater(lengths.take(pc.fill_null(first, 0)), 0)
+    return pc.if_else(first.is_valid(), nonempty, pa.scalar(None, pa.bool_()))
 
 
 def _first_text(content: pa.Array) -> pa.Array:
@@ -522,7 +589,7 @@ def _image_fields(blocks: pl.DataFrame) -> pl.DataFrame:
     if not img.any():
         return blocks.with_columns(
             *(pl.lit(None, pl.String).alias(c) for c in ("img_kind", "img_url", "detail_kind", "detail_val"))
-        )
+        ).with_columns(_detail_checks())
     probe = blocks["extra_json"].filter(img).to_arrow()
     kind, url = json_member(probe, "image_url")
     dkind, dval = json_member(probe, "detail")
@@ -532,7 +599,21 @@ def _image_fields(blocks: pl.DataFrame) -> pl.DataFrame:
         s = pl.repeat(None, n, dtype=pl.String, eager=True).alias(name)
         s = s.scatter(where, pl.Series(arr))
         out.append(s)
-    return blocks.with_columns(out)
+    return blocks.with_columns(out).with_columns(_detail_checks())
+
+
+def _detail_checks() -> list[pl.Expr]:
+    """``detail_bad``: a detail Chat does not accept (dropped with a loss); ``detail_repr``: how the
+    loss shows it (Python's ``repr``), written here for null and plain printable-ASCII strings only;
+    other values leave it null and the row to the per-record encoder."""
+    kind, val = pl.col("detail_kind"), pl.col("detail_val")
+    bad = kind.is_not_null() & ~((kind == "VARCHAR") & val.is_in(list(IMAGE_DETAILS)))
+    plain = (kind == "VARCHAR") & val.str.contains(r"^[ -~]*$") & ~val.str.contains(r"['\\]")
+    return [
+        bad.fill_null(False).alias("detail_bad"),
+        pl.when(kind == "NULL").then(pl.lit("None")).when(plain)
+        .then(pl.concat_str(pl.lit("'"), val, pl.lit("'"))).alias("detail_repr"),
+    ]  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
@@ -617,6 +698,34 @@ def _one_tool(text: str) -> tuple[str | None, list[dict[str, str]]]:
 
 
 def _convert_tools_column(tools: pl.Series) -> tuple[pl.Series, pl.DataFrame, np.ndarray]:
+    """Tool definitions: each distinct ``tools`` text read once (logs repeat a handful of tool sets).
+
+    Returns the Chat ``tools`` text per row, the losses (``row``, ``sub``, ...) and the rows whose
+    ``tools`` is not a JSON array (left to the per-record encoder).
+    """
+    uniq = tools.drop_nulls().unique(maintain_order=True)
+    codes = (
+        tools.to_frame("t")
+        .join(pl.DataFrame({"t": uniq, "u": pl.int_range(len(uniq), eager=True, dtype=pl.Int64)}), on="t",
+              how="left", maintain_order="left")["u"]
+    )  # fmt: skip
+    out_u, losses_u, bad_u = _convert_tools_distinct(uniq)
+    if not len(uniq):  # no row has tools
+        return pl.repeat(None, len(tools), dtype=pl.String, eager=True), losses_u, np.zeros(len(tools), bool)
+    safe = codes.fill_null(0)
+    out = pl.select(pl.when(codes.is_not_null()).then(out_u.gather(safe))).to_series()
+    bad = bad_u[safe.to_numpy()] & codes.is_not_null().to_numpy()
+    positions = pl.DataFrame({"row": pl.int_range(len(tools), eager=True, dtype=pl.Int64), "u": codes})
+    losses = (
+        positions.drop_nulls("u")
+        .join(losses_u.rename({"row": "u"}), on="u", how="inner")
+        .sort(["row", "sub"], maintain_order=True)
+        .select("row", "sub", "path", "kind", "detail")
+    )
+    return out, losses, bad
+
+
+def _convert_tools_distinct(tools: pl.Series) -> tuple[pl.Series, pl.DataFrame, np.ndarray]:
     """Tool definitions: each distinct definition converted once, the lists rebuilt per row.
 
     Returns the Chat ``tools`` text per row, the losses (``row``, ``sub``, ...) and the rows whose
@@ -705,7 +814,7 @@ def _all_losses(
         & pl.col("is_mo")
         & (pl.col("eff_role") == "system")
         & (pl.col("content_form") == "string")
-        & (pl.col("text0") != "")
+        & pl.col("text0_nonempty")
     )
     detail = "a leading system message and top-level instructions look the same in Chat"
     parts.append(_losses(lead, pl.col("base"), "instruction_position", detail, stage=3, sub=lit(0)))
@@ -730,7 +839,7 @@ def _all_losses(
                 pl.concat_str(lit("'"), pl.col("key"), lit("' is not carried to Chat")), stage=7,
                 sub=pl.col("sub"))
     )  # fmt: skip
-    return pl.concat(parts, how="vertical").collect()
+    return pl.concat(pl.collect_all(parts), how="vertical")
 
 
 def _block_losses(blocks_eager: pl.DataFrame) -> list[pl.LazyFrame]:
@@ -758,6 +867,12 @@ def _block_losses(blocks_eager: pl.DataFrame) -> list[pl.LazyFrame]:
         _losses(
             blocks.filter((pl.col("cls") == "image") & pl.col("detail_kind").is_null()),
             path + "/detail", "image", "no detail: Responses requires one, 'auto' comes back",
+            bstep=0, **common,
+        ),
+        _losses(
+            blocks.filter((pl.col("cls") == "image") & pl.col("detail_bad")),
+            path + "/detail", "image",
+            pl.concat_str(lit("detail "), pl.col("detail_repr"), lit(_BAD_DETAIL)),
             bstep=0, **common,
         ),
         _losses(
@@ -863,7 +978,7 @@ def _item_losses(items_eager: pl.DataFrame) -> list[pl.LazyFrame]:
     out.append(
         _losses(
             items_eager.lazy().filter(
-                pl.col("is_msg") & raw_assistant & (form == "string") & (pl.col("text0") == "")
+                pl.col("is_msg") & raw_assistant & (form == "string") & ~pl.col("text0_nonempty")
             ),
             base,
             "content_form",
@@ -905,7 +1020,7 @@ def _item_losses(items_eager: pl.DataFrame) -> list[pl.LazyFrame]:
         )
     )
     out.append(_extra_losses(items_eager, pl.col("is_msg"), step=40))
-    merged = items_eager.filter(pl.col("merged")).select("row", "pos", "base", "opener")
+    merged = items_eager.lazy().filter(pl.col("merged")).select("row", "pos", "base", "opener").collect()
     opener_base = items_eager["base"].gather(merged["opener"])
     out.append(_losses(merged, base, "text_order", "the text is placed before the tool calls it followed",
                        step=50, sub=lit(0), **pos))  # fmt: skip
@@ -1001,7 +1116,8 @@ def _item_losses(items_eager: pl.DataFrame) -> list[pl.LazyFrame]:
 
 def _extra_losses(df: pl.DataFrame, which: pl.Expr, step: int) -> pl.LazyFrame:
     """Every unmodelled key of an item is a loss (``ctx.lose_extra``)."""
-    has = df.filter(which & pl.col("extra_json").is_not_null()).select("row", "pos", "base", "extra_json")
+    has = df.lazy().filter(which & pl.col("extra_json").is_not_null()).select(
+        "row", "pos", "base", "extra_json").collect()  # fmt: skip
     keys = has.select("row", "pos", "base", key=pl.Series(json_keys(has["extra_json"].to_arrow()),
                                                           dtype=pl.List(pl.String)))  # fmt: skip
     keys = keys.explode("key").drop_nulls("key").with_columns(sub=pl.int_range(pl.len()).over("row", "pos"))
@@ -1016,18 +1132,27 @@ def _extra_losses(df: pl.DataFrame, which: pl.Expr, step: int) -> pl.LazyFrame:
 # The Chat rows
 
 
-def _build(rows: pl.DataFrame, items: pl.DataFrame, blocks: pl.DataFrame, table: pa.Table) -> pa.Table:
+def _build(
+    rows: pl.DataFrame, items: pl.DataFrame, blocks: pl.DataFrame, table: pa.Table, block_texts: pa.Array
+) -> pa.Table:
+    clock = _Clock("table: ")
     lit = pl.lit
     s = pl.String
     # head items: one per Chat message; a merged assistant text gives its content to the turn's head
-    merged = items.filter(pl.col("merged")).select(pl.col("opener").alias("idx"), src=pl.col("idx"))
-    heads = items.filter(pl.col("new_msg")).join(merged, on="idx", how="left", maintain_order="left")
+    merged = items.lazy().filter(pl.col("merged")).select(pl.col("opener").alias("idx"), src=pl.col("idx"))
+    needed = ["idx", "row", "msg_no", "is_call", "is_out", "is_mo", "eff_role", "call_id"]
+    heads = (
+        items.lazy().filter(pl.col("new_msg")).select(needed)
+        .join(merged, on="idx", how="left", maintain_order="left").collect()
+    )  # fmt: skip
     heads = heads.with_columns(
         src=pl.when(pl.col("src").is_not_null()).then(pl.col("src"))
         .when(pl.col("is_call")).then(lit(None, pl.Int64)).otherwise(pl.col("idx"))
     )  # fmt: skip
     src_form = items["content_form"].gather(heads["src"].fill_null(0))
-    src_text = items["text0"].gather(heads["src"].fill_null(0))
+    first = items["b0"].gather(heads["src"].fill_null(0)).fill_null(0).to_arrow()
+    src_text = pl.Series(block_texts.take(first)) if len(block_texts) else pl.repeat(
+        None, heads.height, dtype=pl.String, eager=True)  # fmt: skip
     heads = heads.with_columns(src_form=src_form, src_text=src_text)
     role_out = (
         pl.when(pl.col("is_out")).then(lit("tool")).when(pl.col("is_mo")).then(pl.col("eff_role"))
@@ -1071,6 +1196,7 @@ def _build(rows: pl.DataFrame, items: pl.DataFrame, blocks: pl.DataFrame, table:
         content_form=lit(None, s),
         text=lit(None, s),
     )  # fmt: skip
+    clock("chat table: heads and calls")
     out = pl.concat(
         [
             x.with_columns(pl.col("row").cast(pl.Int64), pl.col("msg_no").cast(pl.Int64))
@@ -1079,16 +1205,15 @@ def _build(rows: pl.DataFrame, items: pl.DataFrame, blocks: pl.DataFrame, table:
         how="vertical",
     )
     out = out.sort(["row", "msg_no", "part"], nulls_last=False, maintain_order=True).with_row_index("out")
+    clock("chat table: message order")
     n_out = out.height
 
     # content blocks: a string is one untyped block; a part list the surviving converted parts
     esc = orjson_string
-    detail = (
-        pl.when(pl.col("detail_kind") == "VARCHAR").then(esc(pl.col("detail_val"))).otherwise(lit("null"))
-    )
     image_extra = pl.concat_str(
         lit('{"image_url":{"url":'), esc(pl.col("img_url")),
-        pl.when(pl.col("detail_kind").is_not_null()).then(pl.concat_str(lit(',"detail":'), detail))
+        pl.when(pl.col("detail_kind").is_not_null() & ~pl.col("detail_bad"))
+        .then(pl.concat_str(lit(',"detail":'), esc(pl.col("detail_val"))))
         .otherwise(lit("")),
         lit("}}"),
     )  # fmt: skip
@@ -1108,16 +1233,16 @@ def _build(rows: pl.DataFrame, items: pl.DataFrame, blocks: pl.DataFrame, table:
     ob = ob.sort(["out", "k"], maintain_order=True)
     counts = np.bincount(ob["out"].to_numpy(), minlength=n_out) if n_out else np.zeros(0, np.int64)
     content_valid = out["content_form"].is_in(["string", "parts"]).fill_null(False).to_numpy()
+    clock("chat table: content blocks")
     content = _list_array(counts, content_valid, _blocks_array(ob))
 
     fields: dict[str, pa.Array] = {}
     for name in ("type", "native_type", "role", "call_id", "name", "arguments", "input", "content_form"):
         fields[name] = out[name].to_arrow().cast(pa.string())
-    nulls = {f.name: pa.nulls(n_out, f.type) for f in ITEM}
     arrays = []
     for f in ITEM:
         if f.name == "section":
-            arrays.append(pa.array(np.full(n_out, "messages", object), pa.string()))
+            arrays.append(_repeat("messages", n_out))
         elif f.name == "group":
             arrays.append(out["msg_no"].to_arrow().cast(pa.int32()))
         elif f.name == "part":
@@ -1127,7 +1252,7 @@ def _build(rows: pl.DataFrame, items: pl.DataFrame, blocks: pl.DataFrame, table:
         elif f.name in fields:
             arrays.append(fields[f.name])
         else:
-            arrays.append(nulls[f.name])
+            arrays.append(pa.nulls(n_out, f.type))
     item_array = pa.StructArray.from_arrays(arrays, fields=list(ITEM))
     n = rows.height
     per_row = np.bincount(out["row"].to_numpy(), minlength=n) if n_out else np.zeros(n, np.int64)
@@ -1136,17 +1261,17 @@ def _build(rows: pl.DataFrame, items: pl.DataFrame, blocks: pl.DataFrame, table:
     s_ = pa.string()
     columns = {
         "conversation_id": table.column("conversation_id"),
-        "source_format": pa.array(np.full(n, "chat", object), s_),
-        "record_kind": pa.array(np.full(n, "request", object), s_),
+        "source_format": _repeat("chat", n),
+        "record_kind": _repeat("request", n),
         "source_file": table.column("source_file"),
         "source_line": table.column("source_line"),
         "model": table.column("model"),
         "instructions": pa.StructArray.from_arrays(
-            [pa.array(np.full(n, "absent", object), s_),
+            [_repeat("absent", n),
              pa.nulls(n, CONVERSATION_SCHEMA.field("instructions").type.field("content").type)],
             fields=list(CONVERSATION_SCHEMA.field("instructions").type),
         ),
-        "items_form": pa.array(np.full(n, "parts", object), s_),
+        "items_form": _repeat("parts", n),
         "items": items_list,
         "tools": rows["out_tools"].to_arrow().cast(s_),
         "tool_choice": rows["out_choice"].to_arrow().cast(s_),
@@ -1155,7 +1280,13 @@ def _build(rows: pl.DataFrame, items: pl.DataFrame, blocks: pl.DataFrame, table:
         "n_items": pa.array(per_row, pa.int32()),
         "provenance": table.column("provenance"),
     }  # fmt: skip
+    clock("chat table: arrays")
     return pa.Table.from_arrays([columns[f.name] for f in CONVERSATION_SCHEMA], schema=CONVERSATION_SCHEMA)
+
+
+def _repeat(value: str, n: int) -> pa.Array:
+    """``value`` ``n`` times as a plain string array (filled in C++, no Python objects)."""
+    return pc.fill_null(pa.nulls(n, pa.string()), value)
 
 
 def _blocks_array(ob: pl.DataFrame) -> pa.StructArray:

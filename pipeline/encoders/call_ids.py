@@ -1,0 +1,51 @@
+"""Call ids for a record whose calls and outputs have none (ShareGPT rows, id-less HF rows,
+Anthropic ``tool_use`` / ``tool_result`` blocks recorded without ids).
+
+Chat and Responses pair a tool output with its call by id, and the SDKs require the id, so a call
+without one gets an id generated from the record (:meth:`Ctx.generated_id`: the same record always
+gets the same ids), and an output without one the id of the call it answers: the oldest
+unanswered call before it (pairing by position, as ShareGPT does). Both are reported as
+``generated_id``; ShareGPT outputs are not (a ShareGPT turn has no slot an id could come back to).
+
+==========================================  ================================  ================
+source                                      target                            loss
+==========================================  ================================  ================
+call ``{"name": "f"}`` (no id) at item 3    ``id`` ``call_3f…``               ``generated_id``
+the output after it (no ``tool_use_id``)    ``tool_call_id`` ``call_3f…``     ``generated_id``
+==========================================  ================================  ================
+"""
+
+from __future__ import annotations
+
+from pipeline.encoders import to_hf
+from pipeline.encoders._context import Ctx
+
+
+class CallIds:
+    """Call ids for the calls and outputs of one record: their own, or generated / paired."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        v = ctx.v
+        self.ctx = ctx
+        self.ids: dict[int, str] = {}
+        self.pairs = to_hf.pair_outputs(ctx, positional=True)
+        for i in range(ctx.start, ctx.end):
+            if v.type[i] in to_hf.CALLS and v.call_id[i] is None:
+                self.ids[i] = ctx.generated_id("call", i)
+                ctx.lose(to_hf.item_ptr(ctx, i), "generated_id", "a call without id got one")
+        for out, call in self.pairs.items():  # in source order: pair_outputs walks the items
+            if v.call_id[out] is None:
+                self.ids[out] = v.call_id[call] if v.call_id[call] is not None else self.ids[call]
+                if ctx.source != "sharegpt":
+                    # on the output itself, as for a dropped call id: the id is its link to its call
+                    detail = "an output without a call id got its call's id (paired by position)"
+                    ctx.lose(to_hf.item_ptr(ctx, out), "generated_id", detail)
+
+    def call_id(self, i: int) -> str | None:
+        """Item ``i``'s call id: its own, or the generated / paired one."""
+        own = self.ctx.v.call_id[i]
+        return own if own is not None else self.ids.get(i)
+
+    def needed(self) -> bool:
+        """Did any call or output of the record lack an id?"""
+        return bool(self.ids)

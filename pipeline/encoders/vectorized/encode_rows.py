@@ -1,0 +1,232 @@
+"""Encode a batch of canonical rows to wire JSON text, with losses as columns: the writers' entry point.
+
+``chatlake convert`` and the job engine call :func:`encode_rows` instead of looping over
+:func:`pipeline.encoders.convert_table`. It gives the same bytes, losses and refusals as that loop,
+faster where a table-to-table encoder exists:
+
+=====================================  ======================================================
+rows                                   converted by
+=====================================  ======================================================
+Responses request bodies -> ``chat``   :func:`responses_to_chat` + :func:`chat_json`
+that encoder's fallback rows, rows     ``convert_table`` (the per-record encoders)
+with edited items, every other row
+=====================================  ======================================================
+
+Rows with edited items (:mod:`pipeline.encoders.edits`) take the per-record path, which drops their
+stale state and reports it. ``convert_table`` is called on the whole batch, not a subset, when the
+subset holds rows of another format than Responses: call ids the encoders generate for HF, ShareGPT
+and Anthropic rows hash the item's index in the batch, so a subset would change them.
+
+>>> from pipeline.formats import decode_records
+>>> t = decode_records([{"input": [{"type": "reasoning", "summary": []}, {"role": "user",
+...                                  "content": "hi"}]}], "responses").table
+>>> enc = encode_rows(t, "chat")
+>>> enc.records.to_pylist(), enc.losses.column("kind").to_pylist(), enc.vectorized.to_pylist()
+(['{"messages":[{"role":"user","content":"hi"}]}'], ['reasoning'], [True])
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.encoders import convert_table
+from pipeline.encoders.edits import drop_stale_state
+from pipeline.encoders.vectorized._json import orjson_string
+from pipeline.encoders.vectorized.chat_json import chat_json
+from pipeline.encoders.vectorized.responses_to_chat import responses_to_chat
+from pipeline.losses import LossPolicy
+from pipeline.schema import cast_to_canonical
+
+ROW_LOSSES = pa.schema(
+    [pa.field("row", pa.int64()), pa.field("path", pa.string()), pa.field("kind", pa.string()),
+     pa.field("detail", pa.string())]
+)  # fmt: skip
+# Benchmarks set CHATLAKE_VECTORIZED=0 to time the per-record encoders through the same writers
+# (the "before" row of benchmarks/bench_convert.py). Not a user setting: the output is the same.
+_SWITCH = "CHATLAKE_VECTORIZED"
+
+
+@dataclass
+class EncodedRows:
+    """What :func:`encode_rows` returns, one entry per input row.
+
+    * ``records`` -- the wire record as JSON text (``orjson.dumps`` bytes as ``large_string``); null when
+      refused;
+    * ``errors`` -- null when encoded, else why not (``convert_table``'s text);
+    * ``losses`` -- ``row``, ``path``, ``kind``, ``detail``, rows ascending, each row's losses in the
+      order its encoder reported them;
+    * ``vectorized`` -- the row went through a table-to-table encoder.
+    """
+
+    records: pa.Array
+    errors: pa.Array
+    losses: pa.Table
+    vectorized: pa.Array
+
+    def refused_kinds(self, policy: LossPolicy) -> pa.Array:
+        """Per row: the sorted distinct kinds ``policy`` refuses, joined with ``", "`` (null: none).
+
+        Rows that failed to encode have no refused kinds (they are rejected for their error).
+        """
+        n = len(self.records)
+        if policy.on_loss == "allow" or self.losses.num_rows == 0:
+            return pa.nulls(n, pa.string())
+        lf = pl.from_arrow(self.losses.select(["row", "kind"]))
+        assert isinstance(lf, pl.DataFrame)
+        refused = (
+            lf.filter(~pl.col("kind").is_in(sorted(policy.allowed)))
+            .unique()
+            .sort("row", "kind")
+            .group_by("row", maintain_order=True)
+            .agg(pl.col("kind").str.join(", "))
+        )
+        out = pl.DataFrame({"row": pl.int_range(n, eager=True, dtype=pl.Int64)}).join(
+            refused, on="row", how="left", maintain_order="left"
+        )
+        failed = pl.Series(self.errors.is_valid())
+        return out.select(pl.when(~failed).then(pl.col("kind"))).to_series().to_arrow().cast(pa.string())
+
+    def losses_of(self, rows: np.ndarray) -> dict[int, list[dict[str, str]]]:
+        """The losses of a few rows (rejected ones) as ``Loss.to_json`` dicts, by row."""
+        picked = self.losses.filter(pc.is_in(self.losses.column("row"), pa.array(rows, pa.int64())))
+        out: dict[int, list[dict[str, str]]] = {}
+        for loss in picked.to_pylist():  # rejected rows only: they are written one by one anyway
+            out.setdefault(loss.pop("row"), []).append(loss)
+        return out
+
+    def kept_loss_counts(self, keep: np.ndarray) -> tuple[Counter[str], int]:
+        """Loss totals by kind over the kept rows (kinds in order of first appearance, as a loop over
+        records would count them) and how many kept rows lost something."""
+        lf = pl.from_arrow(self.losses.select(["row", "kind"]))
+        assert isinstance(lf, pl.DataFrame)
+        lf = lf.filter(pl.Series(keep).gather(lf["row"]))
+        counts = lf.group_by("kind", maintain_order=True).len()
+        return Counter(dict(zip(counts["kind"].to_list(), counts["len"].to_list(), strict=True))), lf[
+            "row"].n_unique()  # fmt: skip
+
+    def jsonl(self, keep: np.ndarray) -> bytes:
+        """The kept records as JSON Lines (each followed by a newline); empty when none is kept."""
+        return _lines(pc.filter(self.records, pa.array(keep)))
+
+    def loss_lines(self, keep: np.ndarray, lines: pa.Array) -> bytes:
+        """``{"line": N, "losses": [...]}`` for every kept row with losses (``PATH.losses.jsonl``),
+        each loss the object ``orjson`` writes for ``Loss.to_json()``."""
+        lf = pl.from_arrow(self.losses)
+        assert isinstance(lf, pl.DataFrame)
+        lf = lf.filter(pl.Series(keep).gather(lf["row"]))
+        if lf.height == 0:
+            return b""
+        esc = orjson_string
+        one = lf.select(
+            pl.concat_str(
+                pl.lit('{"path":'), esc(pl.col("path")), pl.lit(',"kind":'), esc(pl.col("kind")),
+                pl.lit(',"detail":'), esc(pl.col("detail")), pl.lit("}"),
+            )
+        ).to_series()  # fmt: skip
+        # losses are stored row by row: one list per row with losses, joined in place (no hashing)
+        row = lf["row"].to_numpy()
+        starts = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
+        offsets = np.r_[starts, len(row)].astype(np.int32)
+        per_row = pl.Series(pa.LargeListArray.from_arrays(pa.array(offsets.astype(np.int64)), one.to_arrow()))
+        line = pl.Series(lines).cast(pl.Int64).gather(pl.Series(row[starts]))
+        text = pl.select(
+            pl.concat_str(pl.lit('{"line":'), line.cast(pl.String), pl.lit(',"losses":['),
+                          per_row.list.join(","), pl.lit("]}"))
+        ).to_series()  # fmt: skip
+        return _lines(text.to_arrow())
+
+
+def _lines(texts: pa.Array) -> bytes:
+    """Strings as JSON Lines bytes: each followed by a newline, copied once from Arrow's buffer."""
+    if len(texts) == 0:
+        return b""
+    joined = pc.binary_join_element_wise(texts.cast(pa.large_string()), pa.scalar("", pa.large_string()),
+                                         pa.scalar("\n", pa.large_string()))  # fmt: skip
+    offsets = np.frombuffer(joined.buffers()[1], np.int64)[joined.offset : joined.offset + len(joined) + 1]
+    return joined.buffers()[2][int(offsets[0]) : int(offsets[-1])].to_pybytes()
+
+
+def encode_rows(table: pa.Table, target: str) -> EncodedRows:
+    """Encode every row of a canonical table to ``target``; a failing row never raises."""
+    table = cast_to_canonical(table).combine_chunks()
+    n = table.num_rows
+    fast = np.zeros(n, bool)
+    if target == "chat" and n and os.environ.get(_SWITCH, "1") != "0":
+        fast = (
+            pc.and_(pc.equal(table.column("source_format"), "responses"),
+                    pc.equal(table.column("record_kind"), "request"))
+            .to_numpy(zero_copy_only=False).copy()
+        )  # fmt: skip
+        if fast.any():
+            _, edited = drop_stale_state(table)
+            fast[[e.row for e in edited]] = False
+    parts: list[tuple[np.ndarray, pa.Array, pa.Array, pa.Table]] = []
+    fast_rows = np.flatnonzero(fast)
+    if len(fast_rows):
+        sub = table if len(fast_rows) == n else table.take(fast_rows)
+        res = responses_to_chat(sub, per_record=False)
+        done = res.rows.to_numpy()
+        rows = fast_rows[done]
+        fast[:] = False
+        fast[rows] = True
+        losses = res.losses.select(["row", "path", "kind", "detail"])
+        losses = losses.set_column(0, "row", pa.array(fast_rows[losses.column("row").to_numpy()], pa.int64()))
+        parts.append((rows, chat_json(res.table), pa.nulls(len(rows), pa.string()), losses.cast(ROW_LOSSES)))
+    slow_rows = np.flatnonzero(~fast)
+    if len(slow_rows):
+        parts.append(_per_record(table, slow_rows, target))
+
+    if not parts:
+        return EncodedRows(
+            pa.array([], pa.large_string()), pa.array([], pa.string()), ROW_LOSSES.empty_table(),
+            pa.array([], pa.bool_()),
+        )  # fmt: skip
+    order = np.argsort(np.concatenate([p[0] for p in parts]), kind="stable")
+    records = pa.concat_arrays([p[1] for p in parts]).take(pa.array(order))
+    errors = pa.concat_arrays([p[2] for p in parts]).take(pa.array(order))
+    losses = pa.concat_tables([p[3] for p in parts])
+    if len(parts) > 1:
+        losses = losses.take(np.argsort(losses.column("row").to_numpy(), kind="stable"))
+    return EncodedRows(records, errors, losses, pa.array(fast))
+
+
+def _per_record(
+    table: pa.Table, rows: np.ndarray, target: str
+) -> tuple[np.ndarray, pa.Array, pa.Array, pa.Table]:
+    """The per-record encoders on ``rows``: records, errors and losses as columns."""
+    # Ids the encoders generate (HF/ShareGPT/Anthropic calls without one) hash the item's index in the
+    # whole batch, so rows of other formats are converted in the batch they came in; the Responses
+    # rows left over by responses_to_chat generate none and can be converted on their own.
+    whole = (
+        len(rows) == table.num_rows
+        or not pc.all(pc.equal(table.column("source_format").take(pa.array(rows)), "responses")).as_py()
+    )
+    if whole:
+        converted = convert_table(table, target, as_bytes=True)
+        picked = [converted[r] for r in rows]
+    else:
+        picked = convert_table(table.take(pa.array(rows)), target, as_bytes=True)
+    records = pa.array([c.record if c.error is None else None for c in picked], pa.large_binary()).cast(
+        pa.large_string()
+    )
+    errors = pa.array([c.error for c in picked], pa.string())
+    loss_rows: list[int] = []
+    cols: tuple[list[str], list[str], list[str]] = ([], [], [])
+    for r, c in zip(rows.tolist(), picked, strict=True):
+        if c.error is None:  # a refused record's losses are not reported (as in the per-record loop)
+            for loss in c.losses:
+                loss_rows.append(r)
+                cols[0].append(loss.path)
+                cols[1].append(loss.kind)
+                cols[2].append(loss.detail)
+    losses = pa.Table.from_arrays(
+        [pa.array(loss_rows, pa.int64()), *(pa.array(c, pa.string()) for c in cols)], schema=ROW_LOSSES
+    )
+    return rows, records, errors, losses

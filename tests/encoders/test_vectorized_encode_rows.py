@@ -1,0 +1,205 @@
+"""``chatlake convert`` and the job engine encode through :func:`encode_rows` (column at a time for
+Responses -> Chat): their output bytes, loss records and rejections equal the per-record loop over
+``convert_table`` they replaced, kept here as the reference.
+
+Sources: every case of ``tests/cases.py`` (all formats mixed in one batch, so the router splits it),
+synthetic Responses records, hypothesis records, the corpus' Responses records and edited tables;
+under the loss policies allow, reject and reject-except-some-kinds.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pipeline import synth
+from pipeline.convert import _encode_rows
+from pipeline.encoders import convert_table
+from pipeline.encoders.vectorized.encode_rows import encode_rows
+from pipeline.engine.process import _encode
+from pipeline.engine.read import rejected_row
+from pipeline.formats import Rejected, decode_records
+from pipeline.losses import LossPolicy
+from pipeline.schema import CONVERSATION_SCHEMA
+from tests.cases import CASES, RESPONSES
+from tests.corpus import corpus_available, corpus_records
+from tests.strategies import wire_record
+
+POLICIES = [
+    LossPolicy(),
+    LossPolicy("reject"),
+    LossPolicy("reject", frozenset({"reasoning", "item_id", "instruction_position", "content_form"})),
+]
+
+
+# ---- the reference: the per-record loops these functions used to be ----------------------------
+
+
+def reference_convert(table: pa.Table, target: str, lines: list[int], policy: LossPolicy) -> dict[str, Any]:
+    formats = table.column("source_format").to_pylist()
+    ids = table.column("conversation_id").to_pylist()
+    out, loss_lines, rejected = [], [], []
+    rejected_formats: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
+    lossy = 0
+    for r, c in enumerate(convert_table(table, target, as_bytes=True)):
+        if c.error is not None:
+            rejected.append(Rejected(lines[r], ids[r], f"encode: {c.error}", "f.jsonl").to_json())
+            rejected_formats[formats[r]] += 1
+            continue
+        refused = policy.refused(c.losses)
+        if refused:
+            kinds_refused = ", ".join(sorted({loss.kind for loss in refused}))
+            rej = Rejected(lines[r], ids[r], f"loss: {kinds_refused} (--on-loss reject)", "f.jsonl")
+            rej.losses = [loss.to_json() for loss in c.losses]
+            rejected.append(rej.to_json())
+            rejected_formats[formats[r]] += 1
+            continue
+        out.append(c.record)
+        if c.losses:
+            lossy += 1
+            kinds.update(loss.kind for loss in c.losses)
+            loss_lines.append({"line": lines[r], "losses": [loss.to_json() for loss in c.losses]})
+    return {
+        "data": (b"\n".join(out) + b"\n") if out else b"",
+        "loss_lines": loss_lines,
+        "rejected": rejected,
+        "rejected_formats": rejected_formats,
+        "kinds": list(kinds.items()),  # insertion order matters: the report ranks ties by it
+        "lossy": lossy,
+    }
+
+
+def reference_engine(table: pa.Table, target: str, policy: LossPolicy) -> tuple[Any, ...]:
+    ids = table.column("conversation_id").to_pylist()
+    files = table.column("source_file").to_pylist()
+    lines = table.column("source_line").to_pylist()
+    formats = table.column("source_format").to_pylist()
+    keep, out, rejected = [], [], []
+    losses: dict[str, list[Any]] = {k: [] for k in (
+        "conversation_id", "source_file", "source_line", "source_format", "target_format", "kind", "path",
+        "detail")}  # fmt: skip
+    for r, c in enumerate(convert_table(table, target, as_bytes=True)):
+        stage = reason = None
+        if c.error is not None:
+            stage, reason = "convert", f"encode: {c.error}"
+        elif refused := policy.refused(c.losses):
+            stage = "loss_policy"
+            reason = f"loss: {', '.join(sorted({x.kind for x in refused}))} (on_loss = reject)"
+        if stage is not None:
+            rejected.append(rejected_row(files[r], lines[r], stage, str(reason), conversation_id=ids[r]))
+            keep.append(False)
+            continue
+        keep.append(True)
+        out.append(c.record)
+        for x in sorted(c.losses, key=lambda x: (x.path, x.kind, x.detail)):
+            for name, value in zip(losses, (ids[r], files[r], lines[r], formats[r], target, x.kind, x.path,
+                                            x.detail), strict=True):  # fmt: skip
+                losses[name].append(value)
+    data = (b"\n".join(out) + b"\n") if out else b""
+    return keep, data, losses, rejected
+
+
+# ---- the check -----------------------------------------------------------------------------------
+
+
+def check_same(table: pa.Table, target: str = "chat") -> Counter[str]:
+    """Assert convert's and the engine's encoding equal the reference on ``table``, every policy."""
+    lines = list(range(1, table.num_rows + 1))
+    table = table.set_column(
+        table.schema.get_field_index("source_line"), "source_line", pa.array(lines, pa.int64())
+    )
+    stats: Counter[str] = Counter(rows=table.num_rows)
+    stats["vectorized"] = sum(encode_rows(table, target).vectorized.to_pylist())
+    for policy in POLICIES:
+        want = reference_convert(table, target, lines, policy)
+        got = _encode_rows(table, target, lines, "f.jsonl", policy)
+        assert got.data == want["data"]
+        assert got.losses == b"".join(orjson.dumps(w) + b"\n" for w in want["loss_lines"])
+        assert [r.to_json() for r in got.rejected] == want["rejected"]
+        assert got.rejected_formats == want["rejected_formats"]
+        # insertion order too: the report ranks kinds with equal counts by first appearance
+        assert list(got.loss_kinds.items()) == want["kinds"]
+        assert got.lossy_records == want["lossy"]
+
+        keep, data, losses, rejected = reference_engine(table, target, policy)
+        kept, got_data, got_losses, got_rejected = _encode(table, target, policy, {})
+        assert got_data == data
+        assert got_losses == losses
+        assert got_rejected == rejected
+        assert kept.column("conversation_id").to_pylist() == [
+            c for c, k in zip(table.column("conversation_id").to_pylist(), keep, strict=True) if k
+        ]
+        stats[f"written[{policy.on_loss}{'-some' if policy.allowed else ''}]"] = sum(keep)
+    return stats
+
+
+def test_every_case_of_every_format_in_one_batch() -> None:
+    records = [(fmt, rec) for fmt, cases in CASES.items() for _, rec in cases]
+    tables = [decode_records([rec], fmt).table for fmt, rec in records]
+    table = pa.concat_tables([t for t in tables if t.num_rows])
+    for target in ("chat", "responses", "anthropic"):
+        stats = check_same(table, target)
+        print(target, stats)
+    assert stats["rows"] > 0
+
+
+def test_responses_cases() -> None:
+    stats = check_same(decode_records([rec for _, rec in RESPONSES], "responses").table)
+    print("cases:", stats)
+    assert stats["vectorized"] > 0
+
+
+def test_synthetic_records() -> None:
+    table = decode_records(list(synth.generate("responses", 300, seed=5)), "responses").table
+    stats = check_same(table)
+    print("synthetic:", stats)
+    assert stats["vectorized"] > 270  # the fast path really ran
+
+
+def test_rows_with_edited_items_take_the_per_record_path() -> None:
+    records = [rec for _, rec in RESPONSES]
+    table = decode_records(records, "responses").table
+    rows = table.to_pylist()
+    edited = 0
+    for row in rows:  # edit every message text the way a user would (fingerprints untouched)
+        for item in row["items"] or []:
+            if item["type"] == "message" and item["content"] and item["fingerprint"] is not None:
+                item["content"][0]["text"] = (item["content"][0]["text"] or "") + " (edited)"
+                edited += 1
+    table = pa.Table.from_pylist(rows, schema=CONVERSATION_SCHEMA)
+    stats = check_same(table)
+    assert edited and stats["vectorized"] < table.num_rows
+    lost = encode_rows(table, "chat").losses.column("kind").to_pylist()
+    assert "edited" in lost
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(wire_record("responses", "request"), min_size=1, max_size=6))
+def test_hypothesis_records(records: list[dict[str, Any]]) -> None:
+    res = decode_records(records, "responses")
+    if res.table.num_rows:
+        check_same(res.table)
+
+
+@pytest.mark.skipif(not corpus_available(), reason="../shared/corpus is absent (CI has it)")
+def test_corpus_responses_records() -> None:
+    records = [c.record for c in corpus_records() if c.format == "responses"]
+    table = decode_records(records, "responses").table
+    stats = check_same(table)
+    print(f"corpus: {len(records)} responses records; {stats}")
+    assert stats["vectorized"] > 0
+
+
+def test_empty_batch() -> None:
+    table = decode_records([], "responses").table
+    enc = encode_rows(table, "chat")
+    assert len(enc.records) == len(enc.errors) == enc.losses.num_rows == 0
+    kept, data, losses, rejected = _encode(table, "chat", LossPolicy("reject"), {})
+    assert (kept.num_rows, data, losses["kind"], rejected) == (0, b"", [], [])
