@@ -77,9 +77,14 @@ class Ctx:
         self._ptr: dict[int, str] = {}
 
     def generated_id(self, prefix: str, i: int) -> str:
-        """A deterministic id for item ``i``: the same record always gets the same ids."""
+        """A deterministic id for item ``i`` (its index in the batch; ``-1``: the record itself).
+
+        The hash takes the item's index *in the record*, so the same record gets the same ids
+        whichever batch or shard it was read in.
+        """
         cid = self.view.conversation_id[self.r]
-        return f"{prefix}_{hashlib.blake2b(f'{cid}/{i}'.encode(), digest_size=12).hexdigest()}"
+        local = i - self.start if i >= 0 else i
+        return f"{prefix}_{hashlib.blake2b(f'{cid}/{local}'.encode(), digest_size=12).hexdigest()}"
 
     # -- losses ---------------------------------------------------------------------------------
     def lose(self, path: str, kind: str, detail: str) -> None:

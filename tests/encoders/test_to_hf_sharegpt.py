@@ -398,6 +398,18 @@ def test_sharegpt_to_chat_generates_ids_and_pairs_outputs_by_position() -> None:
     assert again.record == c.record  # generated ids are deterministic
 
 
+def test_generated_ids_do_not_depend_on_the_batch() -> None:
+    # A shard or chunk boundary moves a record within its batch: its generated ids must not move.
+    record = dict(SHAREGPT_CASES)["parallel_calls_and_odd_values"]
+    batch = decode_records([record, record], "sharegpt").table
+    alone = batch.take([1])  # the second row, now first in its batch (same conversation_id)
+    [in_batch] = convert_table(batch, "chat")[1:]
+    [by_itself] = convert_table(alone, "chat")
+    ids = [tc["id"] for tc in in_batch.record["messages"][1]["tool_calls"]]
+    assert ids == [tc["id"] for tc in by_itself.record["messages"][1]["tool_calls"]]
+    assert in_batch.record == by_itself.record
+
+
 def test_hf_string_arguments_and_tool_names_reach_chat() -> None:
     row = {
         "messages": [
