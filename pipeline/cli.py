@@ -329,10 +329,12 @@ def audit(
 @click.argument("query")
 @click.option("--format", "fmt", type=click.Choice(("table", "csv", "json", "markdown")), default="table")
 def sql(run: Path, query: str, fmt: str) -> None:
-    """Run ad-hoc SQL over a run, with the conversations/items/losses/rejected/summary views.
+    """Run ad-hoc SQL over a run, with the conversations/items/losses/rejected/summary views and
+    the audit facts (records, top_losses, record_counts, item_counts, phase_counts, loss_counts).
 
     \b
     chatlake sql runs/r1 "SELECT kind, count(*) FROM losses GROUP BY ALL"
+    chatlake sql runs/r1 "SELECT ai_turns, count(*) FROM records GROUP BY ALL ORDER BY 1"
     """
     import duckdb
 
