@@ -13,9 +13,8 @@ with edited items, every other row
 =====================================  ======================================================
 
 Rows with edited items (:mod:`pipeline.encoders.edits`) take the per-record path, which drops their
-stale state and reports it. ``convert_table`` is called on the whole batch, not a subset, when the
-subset holds rows of another format than Responses: call ids the encoders generate for HF, ShareGPT
-and Anthropic rows hash the item's index in the batch, so a subset would change them.
+stale state and reports it. The per-record rows are converted on their own (``table.take``): what
+the encoders generate (call ids) depends on the record alone, not on its place in the batch.
 
 >>> from pipeline.formats import decode_records
 >>> t = decode_records([{"input": [{"type": "reasoning", "summary": []}, {"role": "user",
@@ -201,18 +200,8 @@ def _per_record(
     table: pa.Table, rows: np.ndarray, target: str
 ) -> tuple[np.ndarray, pa.Array, pa.Array, pa.Table]:
     """The per-record encoders on ``rows``: records, errors and losses as columns."""
-    # Ids the encoders generate (HF/ShareGPT/Anthropic calls without one) hash the item's index in the
-    # whole batch, so rows of other formats are converted in the batch they came in; the Responses
-    # rows left over by responses_to_chat generate none and can be converted on their own.
-    whole = (
-        len(rows) == table.num_rows
-        or not pc.all(pc.equal(table.column("source_format").take(pa.array(rows)), "responses")).as_py()
-    )
-    if whole:
-        converted = convert_table(table, target, as_bytes=True)
-        picked = [converted[r] for r in rows]
-    else:
-        picked = convert_table(table.take(pa.array(rows)), target, as_bytes=True)
+    subset = table if len(rows) == table.num_rows else table.take(pa.array(rows))
+    picked = convert_table(subset, target, as_bytes=True)
     records = pa.array([c.record if c.error is None else None for c in picked], pa.large_binary()).cast(
         pa.large_string()
     )
