@@ -37,6 +37,21 @@ def json_diff(a: Any, b: Any, path: str = "") -> str | None:
     return None
 
 
+def resolves(doc: Any, ptr: str) -> bool:
+    """Does the RFC 6901 pointer ``ptr`` name something in ``doc``?"""
+    if ptr in ("", "/"):
+        return True
+    for raw in ptr[1:].split("/"):
+        key = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(doc, dict) and key in doc:
+            doc = doc[key]
+        elif isinstance(doc, list) and key.isdigit() and int(key) < len(doc):
+            doc = doc[int(key)]
+        else:
+            return False
+    return True
+
+
 def assert_identical(a: Any, b: Any) -> None:
     d = json_diff(a, b)
     assert d is None, d

@@ -21,6 +21,7 @@ from pipeline.formats import decode_records
 from pipeline.losses import LOSS_KINDS
 from tests.cases import CASES
 from tests.encoders.coverage import diff_paths, uncovered
+from tests.helpers import resolves
 
 FORMATS = ("responses", "chat", "anthropic")
 DIRECTIONS = [(a, b) for a in FORMATS for b in FORMATS if a != b]
@@ -60,20 +61,6 @@ def validate_response(fmt: str, obj: dict[str, Any]) -> None:
     assert _extras(model) == [], _extras(model)
 
 
-def _resolve(doc: Any, ptr: str) -> bool:
-    if ptr in ("", "/"):
-        return True
-    for raw in ptr[1:].split("/"):
-        key = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(doc, dict) and key in doc:
-            doc = doc[key]
-        elif isinstance(doc, list) and key.isdigit() and int(key) < len(doc):
-            doc = doc[int(key)]
-        else:
-            return False
-    return True
-
-
 def _records(fmt: str) -> list[dict[str, Any]]:
     from tests.corpus import corpus_available, corpus_records
 
@@ -94,7 +81,7 @@ def test_response_objects_convert_and_validate(a: str, b: str) -> None:
     for rec, c in zip(records, out, strict=True):
         validate_response(b, c.record)
         assert all(loss.kind in LOSS_KINDS for loss in c.losses)
-        bad_paths += [loss.path for loss in c.losses if not _resolve(rec, loss.path.rsplit("/", 1)[0])]
+        bad_paths += [loss.path for loss in c.losses if not resolves(rec, loss.path.rsplit("/", 1)[0])]
     assert bad_paths[:5] == []
     kinds = Counter(loss.kind for c in out for loss in c.losses)
     print(f"\n{a} -> {b}: {len(records)} response objects; losses {dict(kinds)}")

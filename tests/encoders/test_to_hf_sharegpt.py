@@ -30,7 +30,7 @@ from tests.corpus import CORPUS_DIR, corpus_available, corpus_records
 from tests.encoders.coverage import diff_paths, uncovered
 from tests.formats.test_hf import HF_CASES
 from tests.formats.test_sharegpt import SHAREGPT_CASES
-from tests.helpers import json_diff
+from tests.helpers import json_diff, resolves
 
 API_FORMATS = ("chat", "responses", "anthropic")
 DATASET_FORMATS = ("hf", "sharegpt")
@@ -120,20 +120,6 @@ def test_every_record_converts_decodes_and_keeps_its_texts(a: str, b: str) -> No
 # -- loss paths -------------------------------------------------------------------------------
 
 
-def _resolve(doc: Any, ptr: str) -> bool:
-    if ptr in ("", "/"):
-        return True
-    for raw in ptr[1:].split("/"):
-        key = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(doc, dict) and key in doc:
-            doc = doc[key]
-        elif isinstance(doc, list) and key.isdigit() and int(key) < len(doc):
-            doc = doc[int(key)]
-        else:
-            return False
-    return True
-
-
 def _sources(fmt: str) -> list[dict[str, Any]]:
     if fmt == "hf":
         return [rec for _, rec in HF_CASES] + [
@@ -155,7 +141,7 @@ def test_loss_paths_point_into_the_source_record(a: str, b: str) -> None:
     for rec, c in _convert(_sources(a), a, b):
         for loss in c.losses:
             parent = loss.path.rsplit("/", 1)[0]
-            if not _resolve(rec, parent):
+            if not resolves(rec, parent):
                 bad.append((loss.path, loss.kind))
     assert bad[:5] == []
 
