@@ -8,7 +8,7 @@ name the exact JSON pointer in the *source* record (``/input/3/phase``,
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from typing import Any, ClassVar
 
 import orjson
@@ -60,6 +60,20 @@ def anthropic_image_url(ctx: Ctx, source: dict[str, Any], path: str) -> str | No
     for key in keys_except(source, keep):
         ctx.lose(path + "/source" + pointer(key), "image", f"image source '{key}' has no slot in a URL")
     return url
+
+
+def openai_top_extra(ctx: Ctx) -> Iterator[tuple[str, Any]]:
+    """The top-level keys an OpenAI request body (Chat or Responses) may carry, in source order.
+
+    What neither can carry is reported here (explicit nulls; Anthropic ``metadata``, which is
+    ``{user_id}`` where OpenAI's metadata is a free map); the caller carries or reports the rest.
+    """
+    ctx.lose_nulls()
+    for key, value in ctx.top_extra().items():
+        if key == "metadata" and ctx.source == "anthropic":
+            ctx.lose(pointer(key), "request_field", "Anthropic metadata is not OpenAI metadata")
+        else:
+            yield key, value
 
 
 class Ctx:
@@ -171,6 +185,11 @@ class Ctx:
         x = self.v.extra[i]
         return orjson.loads(x) if x is not None else {}
 
+    def block_extra(self, j: int) -> dict[str, Any]:
+        """The unmodelled keys of content block ``j`` (its ``extra_json``), in source order."""
+        x = self.v.content.extra[j]
+        return orjson.loads(x) if x is not None else {}
+
     def wrapper(self, i: int) -> dict[str, Any]:
         x = self.v.wrapper[i]
         return orjson.loads(x) if x is not None else {}
@@ -253,6 +272,27 @@ class Ctx:
         "is_error": "tool_error",
         "cache_control": "cache_control",
     }
+
+    def lose_nulls(self, kind: str = "request_field") -> None:
+        """The record's explicit null top-level fields: dropped, since the target writes no key it
+        has no value for."""
+        for name in self.view.nulls[self.r] or ():
+            self.lose(pointer(name), kind, f"explicit null '{name}' dropped")
+
+    def top_extra(self) -> dict[str, Any]:
+        """The record's unmodelled top-level keys (``extra_json``), in source order."""
+        raw = self.view.extra[self.r]
+        return orjson.loads(raw) if raw is not None else {}
+
+    def lose_chat_call_keys(self, i: int, base: str, target: str) -> None:
+        """The unmodelled keys of Chat tool call ``i``: inside its ``function`` / ``custom`` object,
+        then beside it (``target`` names where they have no slot, e.g. ``tool_use``)."""
+        extra = self.extra(i)
+        sub_key = "custom" if self.v.type[i] == "custom_tool_call" else "function"
+        for key in extra.pop(sub_key, {}):
+            self.lose(base + pointer(sub_key, key), "unknown_field", f"'{key}' has no slot in {target}")
+        for key in extra:
+            self.lose(base + pointer(key), "unknown_field", f"'{key}' has no slot in {target}")
 
     def lose_extra(self, i: int, base: str, keep: tuple[str, ...] = ()) -> None:
         """Every unmodelled key of item ``i`` is a loss unless the target keeps it."""

@@ -1,5 +1,6 @@
 """Call ids for a record whose calls and outputs have none (ShareGPT rows, id-less HF rows,
-Anthropic ``tool_use`` / ``tool_result`` blocks recorded without ids).
+Anthropic ``tool_use`` / ``tool_result`` blocks recorded without ids, and any source's id-less calls
+on their way to Anthropic, which requires ``tool_use`` ids): the one scheme every encoder uses.
 
 Chat and Responses pair a tool output with its call by id, and the SDKs require the id, so a call
 without one gets an id generated from the record (:meth:`Ctx.generated_id`: the same record always

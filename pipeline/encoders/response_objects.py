@@ -49,9 +49,8 @@ token usage         ``usage.input_tokens`` (incl.   ``usage.prompt_tokens`` ... 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
-
-import orjson
 
 from pipeline.encoders import to_anthropic, to_chat, to_responses
 from pipeline.encoders._context import PART_LOSS_KINDS, Ctx
@@ -83,11 +82,6 @@ def supported(source: str, target: str) -> bool:
 
 
 # -- reading the source envelope ----------------------------------------------------------------
-
-
-def _extra(ctx: Ctx) -> dict[str, Any]:
-    raw = ctx.view.extra[ctx.r]
-    return orjson.loads(raw) if raw is not None else {}
 
 
 def _first_choice_end(ctx: Ctx) -> int:
@@ -367,8 +361,7 @@ def _envelope_losses(ctx: Ctx, extra: dict[str, Any], target: str) -> None:
             ctx.lose("/parallel_tool_calls", "response_field", "absent: comes back as the default")
     if "usage" in extra and extra["usage"] is None and target != "anthropic":
         ctx.lose("/usage", "response_field", "an explicit null usage does not come back")
-    for name in ctx.view.nulls[ctx.r] or ():
-        ctx.lose(pointer(name), "response_field", f"explicit null '{name}' dropped")
+    ctx.lose_nulls("response_field")
 
 
 def _id(ctx: Ctx, extra: dict[str, Any]) -> str:
@@ -402,6 +395,38 @@ def _model(ctx: Ctx) -> str:
         ctx.lose("/model", "filled_default", "no model: written as ''")
         return ""
     return model
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """What every target's response object carries from the source envelope, read once.
+
+    ====================  ==========================================================
+    field                 value
+    ====================  ==========================================================
+    stop                  the neutral stop reason (``stop``, ``length``, ...)
+    usage                 the target's usage object (None: the target leaves it out)
+    id                    the source's id, or a generated one
+    created               creation time in seconds (None: an Anthropic target)
+    model                 the source's model, or ``''``
+    ====================  ==========================================================
+    """
+
+    stop: str
+    usage: dict[str, Any] | None
+    id: str
+    created: int | float | None
+    model: str
+
+
+def _envelope(ctx: Ctx, extra: dict[str, Any], choice: dict[str, Any], target: str) -> Envelope:
+    """Read the source envelope for ``target``, reporting its losses in this order whatever the
+    target: stop reason, usage, id, creation time, model."""
+    stop = _stop(ctx, extra, choice, target)
+    usage = _usage(ctx, extra.get("usage"), target)
+    rid = _id(ctx, extra)
+    created = _created(ctx, extra, target)
+    return Envelope(stop, usage, rid, created, _model(ctx))
 
 
 # -- the targets ---------------------------------------------------------------------------------
@@ -456,29 +481,22 @@ def _chat_message(ctx: Ctx, messages: list[dict[str, Any]]) -> dict[str, Any]:
     return msg
 
 
-def _to_chat(ctx: Ctx, extra: dict[str, Any], choice: dict[str, Any]) -> dict[str, Any]:
-    neutral = _stop(ctx, extra, choice, "chat")
-    usage = _usage(ctx, extra.get("usage"), "chat")
-    rid, created, model = _id(ctx, extra), _created(ctx, extra, "chat"), _model(ctx)
+def _to_chat(ctx: Ctx, env: Envelope) -> dict[str, Any]:
     message = _chat_message(ctx, to_chat.encode(ctx)["messages"])
-    finish = _stop_write("chat", neutral, "tool_calls" in message)
+    finish = _stop_write("chat", env.stop, "tool_calls" in message)
     out: dict[str, Any] = {
-        "id": rid,
+        "id": env.id,
         "object": "chat.completion",
-        "created": created,
-        "model": model,
+        "created": env.created,
+        "model": env.model,
         "choices": [{"index": 0, "finish_reason": finish, "message": message, "logprobs": None}],
     }
-    if usage is not None:
-        out["usage"] = usage
+    if env.usage is not None:
+        out["usage"] = env.usage
     return out
 
 
-def _to_anthropic(ctx: Ctx, extra: dict[str, Any], choice: dict[str, Any]) -> dict[str, Any]:
-    neutral = _stop(ctx, extra, choice, "anthropic")
-    usage = _usage(ctx, extra.get("usage"), "anthropic")
-    rid, model = _id(ctx, extra), _model(ctx)
-    _created(ctx, extra, "anthropic")
+def _to_anthropic(ctx: Ctx, env: Envelope) -> dict[str, Any]:
     blocks: list[dict[str, Any]] = []
     for m in to_anthropic.encode(ctx)["messages"]:
         _assistant(ctx, m)
@@ -498,14 +516,14 @@ def _to_anthropic(ctx: Ctx, extra: dict[str, Any], choice: dict[str, Any]) -> di
         )
     calls = any(b.get("type") == "tool_use" for b in blocks)
     return {
-        "id": rid,
+        "id": env.id,
         "type": "message",
         "role": "assistant",
-        "model": model,
+        "model": env.model,
         "content": blocks,
-        "stop_reason": _stop_write("anthropic", neutral, calls),
+        "stop_reason": _stop_write("anthropic", env.stop, calls),
         "stop_sequence": None,
-        "usage": usage,
+        "usage": env.usage,
     }
 
 
@@ -538,28 +556,25 @@ def _output_items(ctx: Ctx, items: list[dict[str, Any]]) -> list[dict[str, Any]]
     return out
 
 
-def _to_responses(ctx: Ctx, extra: dict[str, Any], choice: dict[str, Any]) -> dict[str, Any]:
-    neutral = _stop(ctx, extra, choice, "responses")
-    usage = _usage(ctx, extra.get("usage"), "responses")
-    rid, created, model = _id(ctx, extra), _created(ctx, extra, "responses"), _model(ctx)
+def _to_responses(ctx: Ctx, env: Envelope) -> dict[str, Any]:
     output = _output_items(ctx, to_responses.encode(ctx)["input"])
-    status, reason = _stop_write("responses", neutral, any(i.get("type") == "function_call" for i in output))
+    status, reason = _stop_write("responses", env.stop, any(i.get("type") == "function_call" for i in output))
     for key in ("tools", "tool_choice", "parallel_tool_calls"):
         ctx.lose(pointer(key), "filled_default", f"a Response requires {key}: written as the default")
     out: dict[str, Any] = {
-        "id": rid,
+        "id": env.id,
         "object": "response",
-        "created_at": created,
+        "created_at": env.created,
         "status": status,
         "incomplete_details": {"reason": reason} if reason else None,
-        "model": model,
+        "model": env.model,
         "output": output,
         "tools": [],
         "tool_choice": "auto",
         "parallel_tool_calls": True,
     }
-    if usage is not None:
-        out["usage"] = usage
+    if env.usage is not None:
+        out["usage"] = env.usage
     return out
 
 
@@ -578,7 +593,7 @@ def encode(ctx: Ctx, target: str) -> dict[str, Any]:
     """Convert one canonical response row to ``target``'s response object (see the module docstring)."""
     if not supported(ctx.source, target):
         raise ValueError(f"converting a {ctx.source} response object to {target} is not supported yet")
-    extra = _extra(ctx)
+    extra = ctx.top_extra()
     while ctx.start < ctx.end and ctx.source == "responses" and ctx.v.section[ctx.start] != "output":
         ctx.start += 1  # instructions echoed as items come first; reported with /instructions
     choice = _choice(ctx)
@@ -586,4 +601,4 @@ def encode(ctx: Ctx, target: str) -> dict[str, Any]:
         _blank_texts(ctx)
     _envelope_losses(ctx, extra, target)
     build = {"chat": _to_chat, "anthropic": _to_anthropic, "responses": _to_responses}[target]
-    return build(ctx, extra, choice)
+    return build(ctx, _envelope(ctx, extra, choice, target))

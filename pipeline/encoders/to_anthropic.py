@@ -14,6 +14,8 @@ Semantics (sections 3 and 4.1 of the wire-format reference):
   leading the *next* user message (moved there if needed: ``tool_output_order``), and user text
   that follows the outputs joins that message. A call nobody answers is dropped
   (``unanswered_call``: the API rejects it), as is an output with no call (``orphan_output``).
+  A call without id gets the id every encoder generates for it (:mod:`pipeline.encoders.call_ids`,
+  ``generated_id``), and an output without one the id of the oldest unanswered call before it.
 * **arguments** become ``input`` objects: parsed with orjson; not an object -> ``{"_raw": text}``;
   any case where compact orjson text would not give back the exact string is ``argument_string``.
   Custom (free-form) calls are wrapped as ``{"input": text}`` (``custom_tool``).
@@ -60,6 +62,7 @@ import orjson
 
 from pipeline.encoders import from_dataset, to_hf
 from pipeline.encoders._context import Ctx, keys_except
+from pipeline.encoders.call_ids import CallIds
 from pipeline.losses import pointer
 from pipeline.schema import FORM_ABSENT, FORM_NULL, FORM_PARTS, FORM_STRING
 
@@ -142,7 +145,7 @@ def _text_block(ctx: Ctx, i: int, j: int, path: str, where: str) -> dict[str, An
         if name not in ("annotations", "logprobs"):
             ctx.lose(path + pointer("refusal" if name == "text" and t == "refusal" else name),
                      "unknown_field", f"explicit null '{name}' dropped")  # fmt: skip
-    for key in orjson.loads(c.extra[j]) if c.extra[j] is not None else ():
+    for key in ctx.block_extra(j):
         kind = "cache_control" if key == "prompt_cache_breakpoint" else "unknown_field"
         ctx.lose(path + pointer(key), kind, f"'{key}' has no slot in an Anthropic text block")
     text = c.text[j] or ""
@@ -223,7 +226,7 @@ def _part(ctx: Ctx, i: int, j: int, k: int, where: str) -> dict[str, Any] | None
     path = ctx.content_ptr(i, k)
     if t in TEXT_TYPES or (t == "refusal" and where == "assistant"):
         return _text_block(ctx, i, j, path, where)
-    extra = orjson.loads(c.extra[j]) if c.extra[j] is not None else {}
+    extra = ctx.block_extra(j)
     media_ok = where in ("user", "tool")
     if t in ("input_image", "image_url") and media_ok:
         return _image_block(ctx, extra, path)
@@ -348,18 +351,16 @@ def tool_input(ctx: Ctx, raw: str | None, path: str) -> dict[str, Any]:
     return parsed
 
 
-def _call_seg(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None) -> Seg:
+def _call_seg(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None, ids: CallIds) -> Seg:
     """A function or custom call as a ``tool_use`` block (custom input wrapped as an object).
 
-    ``calls`` (dataset rows only) gives id-less calls their generated ids and reads the
-    arguments where HF / ShareGPT keep them (:mod:`pipeline.encoders.from_dataset`).
+    ``ids`` gives an id-less call its generated id (:mod:`pipeline.encoders.call_ids`, reported
+    there); ``calls`` (dataset rows only) reads the arguments where HF / ShareGPT keep them
+    (:mod:`pipeline.encoders.from_dataset`).
     """
     v = ctx.v
     base = ctx.item_ptr(i)
-    call_id = v.call_id[i] if calls is None else calls.call_id(i)
-    if call_id is None:
-        call_id = f"toolu_gen_{i - ctx.start}"
-        ctx.lose(base + "/" + ctx.wire_key(i, "call_id"), "generated_id", "a call without id got one")
+    call_id = ids.call_id(i)  # never None for a call: CallIds generates the missing ones
     if v.type[i] == "custom_tool_call":
         # In Chat the call changes kind inside tool_calls, where calls have no key to align on.
         where = ctx.message_ptr(i) + "/tool_calls" if ctx.source == "chat" else base
@@ -391,23 +392,22 @@ def _call_keys_lost(ctx: Ctx, i: int) -> None:
     v = ctx.v
     base = ctx.item_ptr(i)
     if ctx.source == "chat":
-        extra = ctx.extra(i)
-        sub_key = "custom" if v.type[i] == "custom_tool_call" else "function"
-        for key in extra.pop(sub_key, {}):
-            ctx.lose(base + pointer(sub_key, key), "unknown_field", f"'{key}' has no slot in tool_use")
-        for key in extra:
-            ctx.lose(base + pointer(key), "unknown_field", f"'{key}' has no slot in tool_use")
+        ctx.lose_chat_call_keys(i, base, "tool_use")
         if v.native_type[i] is None:
             ctx.lose(base + "/type", "content_form", "a tool call without type comes back with one")
         return
     _item_keys_lost(ctx, i, ("name",))
 
 
-def _result_seg(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None) -> Seg:
-    """A tool output as a ``tool_result`` block; an empty string output is sent without content."""
+def _result_seg(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None, ids: CallIds) -> Seg:
+    """A tool output as a ``tool_result`` block; an empty string output is sent without content.
+
+    An output without a call id gets the id of the call it answers (``ids``: the oldest unanswered
+    call before it); one with no such call keeps none and is dropped as an orphan (:func:`_pair`).
+    """
     v = ctx.v
     base = ctx.item_ptr(i)
-    call_id = v.call_id[i] if calls is None else calls.call_id(i)
+    call_id = ids.call_id(i)
     seg = Seg("result", "user", i, call_id=call_id)
     if v.type[i] == "custom_tool_call_output":
         ctx.lose(base, "custom_tool", "a custom tool output comes back as a function output")
@@ -466,6 +466,9 @@ def _segments(ctx: Ctx, skip: set[int]) -> list[Seg]:
     """Every item not in ``skip`` (the leading system messages) as segments, in source order."""
     v = ctx.v
     calls = from_dataset.DatasetCalls(ctx) if ctx.source in from_dataset.DATASETS else None
+    # Anthropic requires tool_use ids: an id-less call gets the id call_ids.py generates for it,
+    # the one the other encoders give it where they generate ids (Anthropic sources, dataset rows).
+    ids = calls if calls is not None else CallIds(ctx)
     segs: list[Seg] = []
     for i in range(ctx.start, ctx.end):
         t = v.type[i]
@@ -476,9 +479,9 @@ def _segments(ctx: Ctx, skip: set[int]) -> list[Seg]:
             if seg is not None:
                 segs.append(seg)
         elif t in CALLS:
-            segs.append(_call_seg(ctx, i, calls))
+            segs.append(_call_seg(ctx, i, calls, ids))
         elif t in OUTPUTS and v.role[i] != "function":
-            segs.append(_result_seg(ctx, i, calls))
+            segs.append(_result_seg(ctx, i, calls, ids))
         elif t in OUTPUTS:
             ctx.lose(ctx.item_ptr(i), "orphan_output", "a legacy function result has no call id to pair")
         else:
@@ -970,7 +973,7 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
         out["model"] = view.model[r]
         if dataset:
             ctx.lose("/model", "request_field", "kept, but HF/ShareGPT rows written from Anthropic have none")
-    extra = orjson.loads(view.extra[r]) if view.extra[r] is not None else {}
+    extra = ctx.top_extra()
     out["max_tokens"] = _max_tokens(ctx, extra)
     out.update(body)
     if view.tools[r] is not None and dataset:
@@ -986,8 +989,7 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
             out["tool_choice"] = choice
             if dataset:
                 ctx.lose("/tool_choice", "tools", "kept, but HF rows written from Anthropic have none")
-    for name in view.nulls[r] or ():
-        ctx.lose("/" + name, "request_field", f"explicit null '{name}' dropped")
+    ctx.lose_nulls()
     for key, value in extra.items():
         if key == "stop" and ctx.source == "chat" and _stop_sequences(value) is not None:
             out["stop_sequences"] = _stop_sequences(value)

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from pipeline.encoders import anthropic_round_trip, from_dataset, to_hf
-from pipeline.encoders._context import Ctx, anthropic_image_url, keys_except
+from pipeline.encoders._context import Ctx, anthropic_image_url, keys_except, openai_top_extra
 from pipeline.encoders.call_ids import CallIds
 from pipeline.losses import pointer
 from pipeline.schema import FORM_ABSENT, FORM_NULL, FORM_PARTS, FORM_STRING
@@ -39,7 +39,7 @@ def _text_part(ctx: Ctx, i: int, j: int, k: int, allow_media: bool) -> dict[str,
     c = ctx.v.content
     t = c.type[j]
     path = ctx.content_ptr(i, k)
-    extra = orjson.loads(c.extra[j]) if c.extra[j] is not None else {}
+    extra = ctx.block_extra(j)
     if t in TEXT_TYPES:
         expected = (
             "output_text" if ctx.v.role[i] == "assistant" and ctx.v.type[i] == "message" else "input_text"
@@ -407,14 +407,8 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
         choice = _tool_choice(ctx, orjson.loads(view.tool_choice[r]))
         if choice is not ...:
             body["tool_choice"] = choice
-    for name in view.nulls[r] or ():
-        ctx.lose("/" + name, "request_field", f"explicit null '{name}' dropped")
-    extra = orjson.loads(view.extra[r]) if view.extra[r] is not None else {}
-    for key, value in extra.items():
-        if key == "metadata" and ctx.source == "anthropic":
-            # Anthropic metadata is {user_id}; the OpenAI metadata map means something else
-            ctx.lose(pointer(key), "request_field", "Anthropic metadata is not OpenAI metadata")
-        elif ctx.kind == "request" and key in SAME_KEYS:
+    for key, value in openai_top_extra(ctx):
+        if ctx.kind == "request" and key in SAME_KEYS:
             body[key] = value
         elif ctx.kind == "request" and key in RENAMED_KEYS:
             body[RENAMED_KEYS[key]] = value

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from pipeline.encoders import anthropic_round_trip, from_dataset, to_hf
-from pipeline.encoders._context import Ctx, anthropic_image_url, keys_except
+from pipeline.encoders._context import Ctx, anthropic_image_url, keys_except, openai_top_extra
 from pipeline.encoders.call_ids import CallIds
 from pipeline.losses import pointer
 from pipeline.schema import FORM_NULL, FORM_PARTS, FORM_STRING
@@ -38,7 +38,7 @@ def _part(ctx: Ctx, i: int, j: int, k: int, assistant: bool) -> dict[str, Any] |
     c = ctx.v.content
     t = c.type[j]
     path = ctx.content_ptr(i, k)
-    extra = orjson.loads(c.extra[j]) if c.extra[j] is not None else {}
+    extra = ctx.block_extra(j)
     if t in TEXT_TYPES:
         ctx.lose_block_keys(j, path, {"type", "text"})
         if t is None and ctx.v.content_form[i] == FORM_PARTS:
@@ -138,12 +138,7 @@ def _call(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None, ids: CallId
         if v.name[i] is None:
             ctx.lose(to_hf.field_ptr(ctx, i, "name"), "content_form", "a missing or null name became ''")
     elif ctx.source == "chat":
-        extra = ctx.extra(i)
-        sub_key = "custom" if v.type[i] == "custom_tool_call" else "function"
-        for key in extra.pop(sub_key, {}):
-            ctx.lose(base + pointer(sub_key, key), "unknown_field", f"'{key}' has no slot")
-        for key in extra:
-            ctx.lose(base + pointer(key), "unknown_field", f"'{key}' has no slot in Responses")
+        ctx.lose_chat_call_keys(i, base, "Responses")
     else:
         ctx.lose_extra(i, base)
     return item
@@ -421,14 +416,8 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
             body["tool_choice"] = {"type": "function", "name": raw.get("name")}
         else:
             ctx.lose("/tool_choice", "tools", "tool_choice has no equivalent in Responses")
-    for name in view.nulls[r] or ():
-        ctx.lose("/" + name, "request_field", f"explicit null '{name}' dropped")
-    extra = orjson.loads(view.extra[r]) if view.extra[r] is not None else {}
-    for key, value in extra.items():
-        if key == "metadata" and ctx.source == "anthropic":
-            # Anthropic metadata is {user_id}; the OpenAI metadata map means something else
-            ctx.lose(pointer(key), "request_field", "Anthropic metadata is not OpenAI metadata")
-        elif ctx.kind == "request" and key in SAME_KEYS:
+    for key, value in openai_top_extra(ctx):
+        if ctx.kind == "request" and key in SAME_KEYS:
             body[key] = value
         elif ctx.kind == "request" and key in RENAMED_KEYS and RENAMED_KEYS[key] not in body:
             body[RENAMED_KEYS[key]] = value

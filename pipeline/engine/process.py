@@ -139,9 +139,7 @@ def _encode(
 
     :func:`encode_rows` converts column at a time where it can (Responses -> Chat), with the same
     bytes and losses as the per-record encoders; only rejected rows are visited one by one here.
-    Each record's losses are sorted by (path, kind, detail): some encoders report losses in set
-    order, which changes with PYTHONHASHSEED, and a resumed run must write the same bytes as an
-    uninterrupted one.
+    Each record's losses are written sorted by (path, kind, detail): see the comment at the sort.
     """
     canonical = cast_to_canonical(table)
     enc = encode_rows(canonical, target)
@@ -170,6 +168,10 @@ def _encode(
     lf = pl.from_arrow(enc.losses)
     assert isinstance(lf, pl.DataFrame)
     lf = lf.filter(pl.Series(keep).gather(lf["row"]))
+    # Not for reproducibility any more: the encoders report losses in source order, the same in
+    # every process (tests/encoders/test_loss_order.py), and the vectorized path in the same order.
+    # Kept because it is the on-disk order of losses/ (and of loss_counts/, counted in the order
+    # kinds first appear): without it both files' bytes change for every run with losses.
     lf = lf.sort(["row", "path", "kind", "detail"], maintain_order=True)
     ident = canonical.select(["conversation_id", "source_file", "source_line", "source_format"]).take(
         lf["row"].to_arrow())  # fmt: skip

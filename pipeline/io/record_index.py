@@ -45,8 +45,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from pipeline.transforms import _items
 
 MAX_PATHS = 5
 # records kept per shard in top_losses/; sql/worst_records.sql reads it for n <= this (same number)
@@ -56,8 +59,11 @@ TOP_LOSSES_COLUMNS = (
 )  # fmt: skip
 
 TURN_COLUMNS = ("human_turns", "ai_turns", "tool_turns", "system_turns")
-# side codes of the turn rule; 0 = the item has no side (compaction, references, unknown kinds)
-USER, ASSISTANT, TOOL, SYSTEM = 1, 2, 3, 4
+# side codes: 1 + the transforms' label code (the index into _items.LABELS), so the turn rule has one
+# definition (_items.label_code_of); 0 = the item has no side (compaction, references, unknown kinds)
+USER, ASSISTANT, TOOL, SYSTEM = (
+    1 + _items.LABELS.index(label) for label in (_items.USER, _items.ASSISTANT, _items.TOOL, _items.SYSTEM)
+)
 
 RECORD_INDEX_SCHEMA = pa.schema(
     [
@@ -90,23 +96,36 @@ def _mask(values: pa.Array) -> np.ndarray:
 def item_sides(items: pa.Table) -> np.ndarray:
     """The turn side of every item-index row (0: none), as in ``sql/turn_count_distribution.sql``.
 
-    Tool outputs (``*call_output``) first; messages by role (user / assistant / system+developer);
-    reasoning, ``server_tool_use``, ``*_call`` and ``*_tool_result`` are assistant. Items of a
-    Responses ``instructions`` list have no side.
+    The side is the label of the transforms' turn view (:func:`pipeline.transforms._items.label_code_of`:
+    tool outputs first, messages by role, reasoning / calls / server blocks assistant), except that
+    items of a Responses ``instructions`` list have none (the audit counts the conversation only).
+
+    ========================  =========  ============  ====
+    type                      role       section       side
+    ========================  =========  ============  ====
+    message                   user       input         1 (USER)
+    function_call             null       input         2 (ASSISTANT)
+    function_call_output      null       input         3 (TOOL)
+    message                   developer  input         4 (SYSTEM)
+    message                   developer  instructions  0
+    compaction                null       input         0
+    ========================  =========  ============  ====
     """
-    t, role = items.column("type"), items.column("role")
-    side = np.zeros(items.num_rows, np.int8)
-    assistant = (
-        _mask(pc.is_in(t, pa.array(["reasoning", "server_tool_use"])))
-        | _mask(pc.ends_with(t, "_call"))
-        | _mask(pc.ends_with(t, "_tool_result"))
-    )
-    side[assistant] = ASSISTANT
-    message = _mask(pc.equal(t, "message"))
-    side[message] = 0
-    for roles, code in ((["user"], USER), (["assistant"], ASSISTANT), (["system", "developer"], SYSTEM)):
-        side[message & _mask(pc.is_in(role, pa.array(roles)))] = code
-    side[_mask(pc.ends_with(t, "call_output"))] = TOOL  # checked first by the SQL, so it wins
+    if items.num_rows == 0:
+        return np.zeros(0, np.int8)
+    kinds = pc.dictionary_encode(items.column("type").combine_chunks(), null_encoding="encode")
+    roles = pc.dictionary_encode(items.column("role").combine_chunks(), null_encoding="encode")
+    # Label each (kind, role) pair of the two dictionaries once (a few dozen rows), then look every
+    # item up by its pair: cheaper than moving every item's strings into Polars to label them there.
+    n_roles = len(roles.dictionary)
+    pair = np.arange(len(kinds.dictionary) * n_roles)
+    pairs = pl.DataFrame(
+        {"type": pl.Series(kinds.dictionary).gather(pair // n_roles),
+         "role": pl.Series(roles.dictionary).gather(pair % n_roles)}
+    )  # fmt: skip
+    code = pairs.select(_items.label_code_of(pl.col("type"), pl.col("role"))).to_series()
+    side_of_pair = (code.cast(pl.Int8) + 1).fill_null(0).to_numpy()
+    side = side_of_pair[kinds.indices.to_numpy().astype(np.int64) * n_roles + roles.indices.to_numpy()]
     side[_mask(pc.equal(items.column("section"), "instructions"))] = 0
     return side
 

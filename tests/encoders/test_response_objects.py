@@ -225,3 +225,15 @@ def test_chat_completion_keeps_the_first_choice() -> None:
     assert out["output"] == [{"type": "function_call", "call_id": "call_9", "name": "f", "arguments": "{}"}]
     assert (out["id"], out["created_at"], out["status"]) == ("chatcmpl-1", 1, "completed")
     assert ("/choices/1", "response_field") in losses
+
+
+def test_envelope_losses_come_in_one_order_whatever_the_target() -> None:
+    """The envelope (stop reason, usage, id, creation time, model) is read by one helper, so its
+    losses are reported in that order for every target (Anthropic once reported model first)."""
+    response = dict(CASES["responses"])["response_object"] | {"created_at": 1.5, "usage": "n/a"}
+    response = {k: v for k, v in response.items() if k not in ("id", "model")}
+    envelope = ("/usage", "/id", "/created_at", "/model")
+    for target in ("chat", "anthropic"):
+        _, losses = _one(response, "responses", target)
+        first = dict.fromkeys(p for p, _ in losses if p in envelope)  # first report of each place
+        assert list(first) == list(envelope), (target, losses)

@@ -520,3 +520,76 @@ def test_chat_drops_an_image_detail_it_does_not_accept(detail: Any, kept: bool) 
     assert image == ({"url": "https://x/y.png", "detail": detail} if kept else {"url": "https://x/y.png"})
     assert (("/input/0/content/0/detail", "image") in [(x.path, x.kind) for x in c.losses]) is not kept
     validate_request("chat", {"model": "m", **c.record})
+
+
+# ---------------------------------------------------------------------------------------------
+# Id-less calls of any source: the one id scheme of pipeline/encoders/call_ids.py
+
+
+def _call_id(table: Any) -> str:
+    """The id call_ids.py generates for the first call of a one-record table (as Ctx.generated_id:
+    a hash of the conversation id and the call's index among the record's items)."""
+    import hashlib
+
+    [conv] = table.to_pylist()
+    item = [it["type"] for it in conv["items"]].index("function_call")
+    return "call_" + hashlib.blake2b(f"{conv['conversation_id']}/{item}".encode(), digest_size=12).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("fmt", "record", "call_path", "output_path"),
+    [
+        ("responses", {"model": "m", "input": [
+            {"role": "user", "content": "ls"},
+            {"type": "function_call", "name": "sh", "arguments": "{}"},
+            {"type": "function_call_output", "output": "a.txt"},
+        ]}, "/input/1", "/input/2"),
+        ("chat", {"model": "m", "messages": [
+            {"role": "user", "content": "ls"},
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"type": "function", "function": {"name": "sh", "arguments": "{}"}}]},
+            {"role": "tool", "content": "a.txt"},
+        ]}, "/messages/1/tool_calls/0", "/messages/2"),
+    ],
+)  # fmt: skip
+def test_id_less_calls_get_the_call_ids_scheme(
+    fmt: str, record: dict[str, Any], call_path: str, output_path: str
+) -> None:
+    """A call without id gets call_ids.py's id (not a scheme of its own), and the output after it,
+    without id too, is paired with it by position: both kept, both reported."""
+    table = decode_records([record], fmt).table
+    [out] = convert_table(table, "anthropic")
+    assert out.error is None
+    want = _call_id(table)
+    call = {"type": "tool_use", "id": want, "name": "sh", "input": {}}
+    result = {"type": "tool_result", "tool_use_id": want, "content": "a.txt"}
+    assert (out.record["messages"][1]["content"], out.record["messages"][2]["content"]) == ([call], [result])
+    losses = [(loss.path, loss.kind) for loss in out.losses]
+    assert losses[:2] == [(call_path, "generated_id"), (output_path, "generated_id")]
+    assert not {"unanswered_call", "orphan_output"} & {kind for _, kind in losses}
+    assert _valid(out.record) is None
+
+
+@pytest.mark.parametrize("fmt", ["hf", "sharegpt"])
+def test_id_less_dataset_calls_get_the_same_ids_in_every_target(fmt: str) -> None:
+    row = {
+        "hf": {"messages": [
+            {"role": "user", "content": "ls"},
+            {"role": "assistant",
+             "tool_calls": [{"type": "function", "function": {"name": "sh", "arguments": {}}}]},
+            {"role": "tool", "name": "sh", "content": "a.txt"},
+        ]},
+        "sharegpt": {"conversations": [
+            {"from": "human", "value": "ls"},
+            {"from": "function_call", "value": '{"name": "sh", "arguments": {}}'},
+            {"from": "observation", "value": "a.txt"},
+        ]},
+    }[fmt]  # fmt: skip
+    table = decode_records([row], fmt).table
+    want = _call_id(table)
+    [anthropic] = convert_table(table, "anthropic")
+    [chat] = convert_table(table, "chat")
+    [responses] = convert_table(table, "responses")
+    assert [b["id"] for b in anthropic.record["messages"][1]["content"]] == [want]
+    assert [c["id"] for c in chat.record["messages"][1]["tool_calls"]] == [want]
+    assert [i["call_id"] for i in responses.record["input"] if "call_id" in i] == [want, want]

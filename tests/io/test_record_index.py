@@ -194,3 +194,35 @@ def test_top_losses_of_shard_tops_are_the_run_top() -> None:
         (r for r in records.to_pylist() if r["losses"]), key=lambda r: (-r["losses"], r["conversation_id"])
     )
     assert [r["conversation_id"] for r in everything.to_pylist()] == [r["conversation_id"] for r in ref]
+
+
+def test_record_index_turns_are_the_transforms_turns() -> None:
+    """The record index counts turns with the transforms' turn rule (one definition: label_code_of),
+    leaving out the items of a Responses ``instructions`` list (which the turn view labels)."""
+    import polars as pl
+
+    from pipeline import synth
+    from pipeline.transforms import apply_steps, make_step
+    from pipeline.transforms.job import to_arrow
+
+    sided: Counter[str] = Counter()
+    for fmt in ("responses", "chat", "anthropic"):
+        records = [rec for _, rec in CASES[fmt]] + list(synth.generate(fmt, 60, seed=2))
+        table = decode_records(records, fmt).table
+        frame = pl.from_arrow(table)
+        assert isinstance(frame, pl.DataFrame)
+        conversation = frame.with_columns(
+            pl.col("items").list.filter(pl.element().struct.field("section") != "instructions")
+        )
+        kept, _ = apply_steps(conversation, [make_step("turns")])
+        view = to_arrow(kept).to_pylist()
+        index = written_records(table, item_index(table), None, "p", None).to_pylist()
+        assert len(view) == len(index) == table.num_rows
+        for mine, theirs in zip(index, view, strict=True):
+            for col in ("human_turns", "ai_turns", "tool_turns", "system_turns", "all_turns"):
+                assert mine[col] == theirs[col], (mine["conversation_id"], col)
+                sided[col] += mine[col]
+        if fmt == "responses":  # the exclusion is exercised: some record has instructions items
+            assert frame.select(pl.col("items").list.len().sum()).item() > conversation.select(
+                pl.col("items").list.len().sum()).item()  # fmt: skip
+    assert all(sided[col] > 0 for col in ("human_turns", "ai_turns", "tool_turns", "system_turns")), sided
