@@ -1,5 +1,18 @@
-"""Column builders: decoders append plain Python values here; :meth:`TableBuilder.finish` turns the
-columns into one canonical Arrow table in a handful of ``pa.array`` calls (no per-row Arrow objects).
+"""Column builders: decoders append plain Python tuples here; :meth:`TableBuilder.finish` turns them
+into one canonical Arrow table with a handful of ``pa.array`` calls (no per-row Arrow objects).
+
+An item being decoded is a plain ``list`` in :data:`ITEM_ROW` order (slots ``I_*``): decoders set
+its slots by index, and :func:`close_item` appends it as a tuple. A content / summary / instructions
+block is one tuple in :data:`BLOCK_ROW` order. Tuples of a struct's fields are what ``pa.array(rows,
+type=struct)`` converts fastest: about half the time of transposing them into column lists first.
+
+==============  ========================================================
+item row slot   holds
+==============  ========================================================
+``I_EXTRA``     a dict of kept keys while decoding; its JSON text once closed
+``I_NULLS``     names (canonical) of modelled keys that were explicit nulls
+last four       content end, content valid, summary end, summary valid
+==============  ========================================================
 
 A record that fails half-way is rolled back with :meth:`TableBuilder.mark` / :meth:`rollback`, so a
 rejected record leaves no partial rows behind.
@@ -11,6 +24,7 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.fingerprint import fingerprints
 from pipeline.schema import BLOCK, CONVERSATION_SCHEMA, FORM_PARTS, FORM_STRING, INSTRUCTIONS, ITEM
@@ -18,17 +32,83 @@ from pipeline.schema import BLOCK, CONVERSATION_SCHEMA, FORM_PARTS, FORM_STRING,
 _STRING_LIST = pa.list_(pa.field("item", pa.string()))
 
 
-def dumps(value: Any) -> bytes:
-    """Compact JSON for verbatim values; orjson keeps key order, 1 vs 1.0 and exact strings."""
-    return orjson.dumps(value)
+def dumps(value: Any) -> str:
+    """Compact JSON text of a verbatim value (orjson keeps key order, 1 vs 1.0 and exact strings).
+
+    Returned as ``str``, not orjson's ``bytes``: orjson 3.12+ returns each result in a buffer of
+    4 KiB or more that is never trimmed, so the builder's many small JSON values (``[]``
+    annotations, extra_json) kept that much each until ``finish``. The ``str`` copy is right-sized
+    and costs no more than the call; Arrow stores both as the same ``string``.
+    """
+    return orjson.dumps(value).decode()
+
+
+# Order of a block row: the fields of schema.BLOCK.
+BLOCK_ROW = tuple(f.name for f in BLOCK)
+
+# Order of an item row; the last four close its content and summary lists.
+ITEM_ROW = (
+    "section", "group", "part", "type", "native_type", "role", "id", "call_id", "name", "namespace",
+    "arguments", "input", "status", "phase", "content_form", "encrypted_content", "signature",
+    "extra_json", "wrapper_json", "null_fields",
+    "content_end", "content_valid", "summary_end", "summary_valid",
+)  # fmt: skip
+(
+    I_SECTION, I_GROUP, I_PART, I_TYPE, I_NATIVE, I_ROLE, I_ID, I_CALL_ID, I_NAME, I_NAMESPACE,
+    I_ARGUMENTS, I_INPUT, I_STATUS, I_PHASE, I_FORM, I_ENCRYPTED, I_SIGNATURE,
+    I_EXTRA, I_WRAPPER, I_NULLS,
+) = range(20)  # fmt: skip
+# An open item is [section, group, part, type, *OPEN_TAIL]; close_item appends the last four.
+OPEN_TAIL = (None,) * 16
+
+_s = pa.string()
+_ITEM_ROW_TYPE = pa.struct(
+    [pa.field(n, pa.int32() if n in ("group", "part") else _s) for n in ITEM_ROW[:I_NULLS]]
+    + [
+        pa.field("null_fields", _STRING_LIST),
+        pa.field("content_end", pa.int32()),
+        pa.field("content_valid", pa.bool_()),
+        pa.field("summary_end", pa.int32()),
+        pa.field("summary_valid", pa.bool_()),
+    ]
+)
+
+
+def new_item(section: str, group: int, part: int | None, kind: str) -> list[Any]:
+    """An open item row (hot loops build the same list inline)."""
+    return [section, group, part, kind, *OPEN_TAIL]
+
+
+def null(row: list[Any], name: str) -> None:
+    """Record that modelled field ``name`` was an explicit null."""
+    nulls = row[I_NULLS]
+    if nulls is None:
+        row[I_NULLS] = [name]
+    else:
+        nulls.append(name)
+
+
+def keep(row: list[Any], key: str, value: Any) -> None:
+    """Keep a key that is not modelled (or has an unexpected type) verbatim in the item's extra_json."""
+    extra = row[I_EXTRA]
+    if extra is None:
+        row[I_EXTRA] = {key: value}
+    else:
+        extra[key] = value
+
+
+def set_str(row: list[Any], slot: int, key: str, value: Any) -> None:
+    """Wire key ``key`` into string slot ``slot``: null to null_fields, another type verbatim."""
+    if type(value) is str:
+        row[slot] = value
+    elif value is None:
+        null(row, ITEM_ROW[slot])
+    else:
+        keep(row, key, value)
 
 
 class BlockCols:
-    """Rows of one ``list<Block>`` level (content, summary or instructions blocks).
-
-    Each block is one tuple in :data:`BLOCK_ROW` order; :meth:`to_arrow` transposes them with
-    ``zip`` (C speed) rather than appending to eight lists per block.
-    """
+    """Rows of one ``list<Block>`` level (content, summary or instructions blocks), one tuple each."""
 
     __slots__ = ("rows",)
 
@@ -46,26 +126,60 @@ class BlockCols:
         self.rows.append((btype, text, None, None, None, None, None, None))
 
     def to_arrow(self) -> pa.StructArray:
-        s = pa.string()
-        # lists, not the tuples zip yields: pa.array converts a list ~30x faster than a tuple
-        cols = [list(c) for c in zip(*self.rows, strict=True)] if self.rows else [[]] * len(BLOCK)
-        types = [s, s, s, s, s, s, s, _STRING_LIST]
-        return pa.StructArray.from_arrays(
-            [pa.array(c, t) for c, t in zip(cols, types, strict=True)], fields=list(BLOCK)
+        return pa.array(self.rows, BLOCK)
+
+
+def _list_of_blocks(ends: pa.Array, valid: pa.Array, values: pa.Array) -> pa.ListArray:
+    """A ``list<Block>`` column from each row's end offset and validity."""
+    offsets = pa.concat_arrays([pa.array([0], pa.int32()), ends])
+    mask = None if pc.all(valid).as_py() else pc.invert(valid)
+    return pa.ListArray.from_arrays(offsets, values, type=pa.list_(pa.field("item", BLOCK)), mask=mask)
+
+
+class ItemCols:
+    """Rows of the ``items`` struct (one tuple per item, :data:`ITEM_ROW` order) plus its blocks."""
+
+    # string columns of an item, in ITEM_ROW order (encoders read them by name)
+    SCALARS = tuple(n for n in ITEM_ROW[:I_EXTRA] if n not in ("group", "part"))
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[Any, ...]] = []
+        self.content = BlockCols()
+        self.summary = BlockCols()
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def truncate(self, n: int) -> None:
+        content_end = summary_end = 0
+        if n:
+            content_end, summary_end = self.rows[n - 1][-4], self.rows[n - 1][-2]
+        del self.rows[n:]
+        self.content.truncate(content_end)
+        self.summary.truncate(summary_end)
+
+    def to_arrow(self) -> pa.StructArray:
+        rows = pa.array(self.rows, _ITEM_ROW_TYPE)
+        arrays: dict[str, pa.Array] = {name: rows.field(name) for name in ITEM_ROW[: I_NULLS + 1]}
+        arrays["content"] = _list_of_blocks(
+            rows.field("content_end"), rows.field("content_valid"), self.content.to_arrow()
         )
+        arrays["summary"] = _list_of_blocks(
+            rows.field("summary_end"), rows.field("summary_valid"), self.summary.to_arrow()
+        )
+        base = [f for f in ITEM if f.name != "fingerprint"]
+        arrays["fingerprint"] = fingerprints(
+            pa.StructArray.from_arrays([arrays[f.name] for f in base], fields=base)
+        )
+        return pa.StructArray.from_arrays([arrays[f.name] for f in ITEM], fields=list(ITEM))
 
 
-# Order of a block row: type, text, annotations, logprobs, cache_control, citations, extra, nulls.
-BLOCK_ROW = (
-    "type",
-    "text",
-    "annotations",
-    "logprobs",
-    "cache_control",
-    "citations",
-    "extra_json",
-    "null_fields",
-)
+def close_item(cols: ItemCols, row: list[Any], has_content: bool, has_summary: bool) -> None:
+    """Close an item whose content/summary blocks (if any) were already appended to ``cols``."""
+    extra = row[I_EXTRA]
+    if extra is not None:
+        row[I_EXTRA] = dumps(extra)
+    cols.rows.append((*row, len(cols.content.rows), has_content, len(cols.summary.rows), has_summary))
 
 
 class _ListOffsets:
@@ -92,134 +206,6 @@ class _ListOffsets:
         )
 
 
-class ItemCols:
-    """Rows of the ``items`` struct (one tuple per item, :data:`ITEM_ROW` order) plus its blocks."""
-
-    SCALARS = (
-        "section",
-        "type",
-        "native_type",
-        "role",
-        "id",
-        "call_id",
-        "name",
-        "namespace",
-        "arguments",
-        "input",
-        "status",
-        "phase",
-        "content_form",
-        "encrypted_content",
-        "signature",
-    )
-
-    def __init__(self) -> None:
-        self.rows: list[tuple[Any, ...]] = []
-        self.content = BlockCols()
-        self.summary = BlockCols()
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def truncate(self, n: int) -> None:
-        content_end = summary_end = 0
-        if n:
-            content_end, summary_end = self.rows[n - 1][-4], self.rows[n - 1][-2]
-        del self.rows[n:]
-        self.content.truncate(content_end)
-        self.summary.truncate(summary_end)
-
-    @staticmethod
-    def _list(ends: tuple[int, ...], valid: tuple[bool, ...], values: pa.Array) -> pa.ListArray:
-        offsets = pa.array([0, *ends], pa.int32())
-        mask = None if all(valid) else pa.array([not v for v in valid], pa.bool_())
-        return pa.ListArray.from_arrays(offsets, values, type=pa.list_(pa.field("item", BLOCK)), mask=mask)
-
-    def to_arrow(self) -> pa.StructArray:
-        s = pa.string()
-        transposed = [list(c) for c in zip(*self.rows, strict=True)] if self.rows else [[]] * len(ITEM_ROW)
-        cols = dict(zip(ITEM_ROW, transposed, strict=True))
-        arrays: dict[str, pa.Array] = {name: pa.array(cols[name], s) for name in self.SCALARS}
-        arrays["group"] = pa.array(cols["group"], pa.int32())
-        arrays["part"] = pa.array(cols["part"], pa.int32())
-        arrays["extra_json"] = pa.array(cols["extra_json"], s)
-        arrays["wrapper_json"] = pa.array(cols["wrapper_json"], s)
-        arrays["null_fields"] = pa.array(cols["null_fields"], _STRING_LIST)
-        arrays["content"] = self._list(cols["content_end"], cols["content_valid"], self.content.to_arrow())
-        arrays["summary"] = self._list(cols["summary_end"], cols["summary_valid"], self.summary.to_arrow())
-        base = [f for f in ITEM if f.name != "fingerprint"]
-        arrays["fingerprint"] = fingerprints(
-            pa.StructArray.from_arrays([arrays[f.name] for f in base], fields=base)
-        )
-        return pa.StructArray.from_arrays([arrays[f.name] for f in ITEM], fields=list(ITEM))
-
-
-# Order of an item row; the last four close its content and summary lists.
-ITEM_ROW = (
-    "section", "group", "part", "type", "native_type", "role", "id", "call_id", "name", "namespace",
-    "arguments", "input", "status", "phase", "content_form", "encrypted_content", "signature",
-    "extra_json", "wrapper_json", "null_fields",
-    "content_end", "content_valid", "summary_end", "summary_valid",
-)  # fmt: skip
-
-
-class Item:
-    """One item being decoded: set attributes, then :func:`append_item` it.
-
-    Attributes left None are missing; names in ``nulls`` were explicit nulls.
-    """
-
-    __slots__ = (
-        "arguments", "call_id", "content_form", "encrypted_content", "extra", "group", "id", "input",
-        "name", "namespace", "native_type", "nulls", "part", "phase", "role", "section", "signature",
-        "status", "type", "wrapper",
-    )  # fmt: skip
-
-    def __init__(self, section: str, group: int, part: int | None, kind: str) -> None:
-        self.section = section
-        self.group = group
-        self.part = part
-        self.type = kind
-        self.native_type = self.role = self.id = self.call_id = self.name = self.namespace = None
-        self.arguments = self.input = self.status = self.phase = self.encrypted_content = None
-        self.signature = self.content_form = self.extra = self.wrapper = self.nulls = None
-
-    def null(self, name: str) -> None:
-        if self.nulls is None:
-            self.nulls = [name]
-        else:
-            self.nulls.append(name)
-
-    def set_str(self, field: str, key: str, value: Any) -> None:
-        """Wire key ``key`` into string column ``field``: null to ``nulls``, another type verbatim."""
-        if type(value) is str:
-            setattr(self, field, value)
-        elif value is None:
-            self.null(field)
-        else:
-            self.keep(key, value)
-
-    def keep(self, key: str, value: Any) -> None:
-        """Keep a key that is not modelled (or has an unexpected type) verbatim."""
-        if self.extra is None:
-            self.extra = {key: value}
-        else:
-            self.extra[key] = value
-
-
-def append_item(cols: ItemCols, it: Item, has_content: bool, has_summary: bool) -> None:
-    """Close an item whose content/summary blocks (if any) were already appended to ``cols``."""
-    extra = it.extra
-    cols.rows.append(
-        (
-            it.section, it.group, it.part, it.type, it.native_type, it.role, it.id, it.call_id, it.name,
-            it.namespace, it.arguments, it.input, it.status, it.phase, it.content_form,
-            it.encrypted_content, it.signature, None if extra is None else dumps(extra), it.wrapper,
-            it.nulls, len(cols.content.rows), has_content, len(cols.summary.rows), has_summary,
-        )
-    )  # fmt: skip
-
-
 class TableBuilder:
     """Accumulates decoded conversations; :meth:`finish` returns the canonical table."""
 
@@ -236,9 +222,9 @@ class TableBuilder:
         self.items_form: list[str | None] = []
         self.items = ItemCols()
         self.items_off: list[int] = [0]
-        self.tools: list[bytes | None] = []
-        self.tool_choice: list[bytes | None] = []
-        self.extra: list[bytes | None] = []
+        self.tools: list[str | None] = []
+        self.tool_choice: list[str | None] = []
+        self.extra: list[str | None] = []
         self.nulls: list[list[str] | None] = []
 
     def __len__(self) -> int:
@@ -250,11 +236,11 @@ class TableBuilder:
         Only the ``string`` and ``parts`` forms hold blocks; the list is null for the others.
         """
         self.instr_form.append(form)
-        self.instr_off.close(len(self.instr), form in (FORM_STRING, FORM_PARTS))
+        self.instr_off.close(len(self.instr.rows), form in (FORM_STRING, FORM_PARTS))
 
     def mark(self) -> tuple[int, int]:
         """A restore point taken before decoding a record."""
-        return len(self.items), len(self.instr)
+        return len(self.items.rows), len(self.instr.rows)
 
     def rollback(self, mark: tuple[int, int]) -> None:
         """Drop whatever a failed record appended (rows are only closed when a record succeeds)."""
@@ -266,6 +252,7 @@ class TableBuilder:
         del self.instr_form[rows:]
 
     def finish(self) -> pa.Table:
+        """The canonical table of every row so far."""
         s = pa.string()
         n_items_per_row = [b - a for a, b in zip(self.items_off, self.items_off[1:], strict=False)]
         instructions = pa.StructArray.from_arrays(

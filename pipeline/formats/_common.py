@@ -10,7 +10,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.formats._build import BlockCols, Item, ItemCols, dumps
+from pipeline.formats import _build as b
+from pipeline.formats._build import I_CALL_ID, I_FORM, I_NAME, I_ROLE, I_WRAPPER, OPEN_TAIL
 from pipeline.schema import FORM_ABSENT, FORM_NULL, FORM_PARTS, FORM_STRING
 
 
@@ -37,72 +38,169 @@ def json_type(value: Any) -> str:
     return "object"
 
 
+def not_object(path: str, value: Any) -> RecordError:
+    """The error for a value that should have been a JSON object."""
+    return RecordError(path, f"expected object, got {json_type(value)}")
+
+
+def list_at(rec: dict[str, Any], key: str) -> list[Any]:
+    """``rec[key]``, which the format requires to be an array."""
+    value = rec.get(key, ...)
+    if type(value) is not list:
+        got = "nothing" if value is ... else json_type(value)
+        raise RecordError(f"$.{key}", f"expected array, got {got}")
+    return value
+
+
+def add_instructions(tb: b.TableBuilder, value: Any) -> bool:
+    """Close the row's instructions when ``value`` is absent (``...``), null or a string.
+
+    Returns False, closing nothing, for any other value: each format decides what a list means.
+    """
+    if value is ...:
+        tb.close_instructions(FORM_ABSENT)
+    elif value is None:
+        tb.close_instructions(FORM_NULL)
+    elif type(value) is str:
+        tb.instr.rows.append((None, value, None, None, None, None, None, None))
+        tb.close_instructions(FORM_STRING)
+    else:
+        return False
+    return True
+
+
 # The key that holds a block's text, when it is not "text".
 TEXT_KEY = {"refusal": "refusal", "thinking": "thinking"}
-_BLOCK_JSON = ("annotations", "logprobs", "cache_control", "citations")
+# Block keys whose JSON value has its own column, in BLOCK_ROW order from slot 2.
+_BLOCK_JSON = {"annotations": 2, "logprobs": 3, "cache_control": 4, "citations": 5}
 
 
-def add_block(cols: BlockCols, part: Any, path: str) -> None:
-    """Append one content block (a JSON object) to ``cols``; unmodelled keys go to extra_json."""
-    if type(part) is not dict:
-        raise RecordError(path, f"expected object, got {json_type(part)}")
+def block_row(part: dict[str, Any]) -> tuple[Any, ...]:
+    """One content block (a JSON object) as a block row; unmodelled keys go to its extra_json.
+
+    >>> block_row({"type": "output_text", "text": "hi", "annotations": [], "id": 7})
+    ('output_text', 'hi', '[]', None, None, None, '{"id":7}', None)
+    """
     btype = part.get("type")
-    text_key = TEXT_KEY.get(btype, "text") if type(btype) is str else "text"
-    t = text = ann = lp = cc = cit = None
+    if type(btype) is str:
+        text_key = TEXT_KEY.get(btype, "text")
+        if len(part) == 2:  # the common {"type", "text"} block, without the general loop
+            text = part.get(text_key)
+            if type(text) is str:
+                return (btype, text, None, None, None, None, None, None)
+    else:
+        text_key = "text"
+    row: list[Any] = [None, None, None, None, None, None, None, None]
     extra: dict[str, Any] | None = None
-    nulls: list[str] | None = None
     for k, v in part.items():
         if k == "type" or k == text_key:
             if type(v) is str:
-                if k == "type":
-                    t = v
-                else:
-                    text = v
+                row[0 if k == "type" else 1] = v
                 continue
             if v is None:
-                nulls = [*(nulls or ()), "type" if k == "type" else "text"]
+                row[7] = [*(row[7] or ()), "type" if k == "type" else "text"]
                 continue
-        elif k in _BLOCK_JSON:
-            if v is None:
-                nulls = [*(nulls or ()), k]
+        else:
+            slot = _BLOCK_JSON.get(k)
+            if slot is not None:
+                if v is None:
+                    row[7] = [*(row[7] or ()), k]
+                else:  # Responses output text always carries "annotations": [] (often "logprobs": [])
+                    row[slot] = "[]" if type(v) is list and not v else b.dumps(v)
                 continue
-            if k == "annotations":
-                ann = dumps(v)
-            elif k == "logprobs":
-                lp = dumps(v)
-            elif k == "cache_control":
-                cc = dumps(v)
-            else:
-                cit = dumps(v)
-            continue
         if extra is None:
             extra = {}
         extra[k] = v
-    cols.rows.append((t, text, ann, lp, cc, cit, None if extra is None else dumps(extra), nulls))
+    if extra is not None:
+        row[6] = b.dumps(extra)
+    return tuple(row)
 
 
-def add_content(cols: BlockCols, it: Item, value: Any, path: str, *, strict: bool = True) -> bool:
-    """Store a string-or-list value (message content, tool output) as blocks; set ``it.content_form``.
+def add_block(cols: b.BlockCols, part: Any, path: str) -> None:
+    """Append one content block (a JSON object) to ``cols``."""
+    if type(part) is not dict:
+        raise not_object(path, part)
+    cols.rows.append(block_row(part))
+
+
+def add_blocks(cols: b.BlockCols, parts: list[Any], path: str) -> None:
+    """Append every block of a content list; ``path`` locates the list (for errors)."""
+    append = cols.rows.append
+    for i, part in enumerate(parts):
+        if type(part) is not dict:
+            raise not_object(f"{path}[{i}]", part)
+        append(block_row(part))
+
+
+def add_content(cols: b.BlockCols, row: list[Any], value: Any, path: str, *, strict: bool = True) -> bool:
+    """Store a string-or-list value (message content, tool output) as blocks; set the item's form.
 
     Returns whether the item's content list is valid (non-null). With ``strict=False`` a value of
-    another JSON type is kept verbatim in the item's extra_json under ``path``'s last key instead of
-    rejecting the record (tool outputs in the wild hold objects).
+    another JSON type is ignored (the caller keeps it verbatim) instead of rejecting the record.
     """
     if type(value) is str:
-        it.content_form = FORM_STRING
-        cols.add_text(value)
+        row[I_FORM] = FORM_STRING
+        cols.rows.append((None, value, None, None, None, None, None, None))
         return True
     if type(value) is list:
-        it.content_form = FORM_PARTS
-        for i, part in enumerate(value):
-            add_block(cols, part, f"{path}[{i}]")
+        row[I_FORM] = FORM_PARTS
+        add_blocks(cols, value, path)
         return True
     if value is None:
-        it.content_form = FORM_NULL
+        row[I_FORM] = FORM_NULL
         return False
     if strict:
         raise RecordError(path, f"expected string or array, got {json_type(value)}")
     return False
+
+
+# Chat-shaped messages (Chat, HF): these roles hold a tool's output.
+OUTPUT_ROLES = frozenset(("tool", "function"))
+
+
+def add_chat_message(
+    cols: b.ItemCols, msg: Any, section: str, group: int, path: str, wrapper: str | None, lenient: bool
+) -> tuple[str, list[Any] | None]:
+    """Append the head item of a Chat-shaped message; return its role and its tool calls (None
+    when there are none to split into items: absent, null or empty, kept verbatim instead).
+
+    ``lenient``: content that is not a string, null or a list of objects stays verbatim in
+    extra_json instead of rejecting the record (HF rows carry odd shapes).
+    """
+    if type(msg) is not dict:
+        raise not_object(path, msg)
+    role = msg.get("role")
+    if type(role) is not str:
+        raise RecordError(path, "message without role")
+    row = [section, group, None, "function_call_output" if role in OUTPUT_ROLES else "message", *OPEN_TAIL]
+    row[I_ROLE] = role
+    row[I_WRAPPER] = wrapper
+    tool_calls = None
+    has_content = False
+    for k, v in msg.items():
+        if k == "role":
+            continue
+        if k == "content" and (not lenient or _is_content(v)):
+            has_content = add_content(cols.content, row, v, f"{path}.content")
+        elif k == "name":
+            b.set_str(row, I_NAME, k, v)
+        elif k == "tool_call_id":
+            b.set_str(row, I_CALL_ID, k, v)
+        elif k == "tool_calls" and type(v) is list and v:
+            tool_calls = v
+        else:  # includes tool_calls that are null or [] (nothing to split), odd content when lenient
+            b.keep(row, k, v)
+    if row[I_FORM] is None:
+        row[I_FORM] = FORM_ABSENT
+    b.close_item(cols, row, has_content, False)
+    return role, tool_calls
+
+
+def _is_content(value: Any) -> bool:
+    """What ``add_content`` can hold exactly: a string, null, or a list of objects."""
+    return (
+        type(value) is str or value is None or (type(value) is list and all(type(p) is dict for p in value))
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,7 +239,10 @@ def _bytes(arr: pa.Array) -> list[bytes | None]:
 class BlockView:
     """Flat columns of a ``list<Block>`` level, read with one ``to_pylist`` per field."""
 
-    __slots__ = ("annotations", "cache_control", "citations", "extra", "logprobs", "nulls", "text", "type")
+    __slots__ = (
+        "_json_columns", "annotations", "cache_control", "citations", "extra", "logprobs", "nulls", "text",
+        "type",
+    )  # fmt: skip
 
     def __init__(self, blocks: pa.StructArray) -> None:
         self.type = blocks.field("type").to_pylist()
@@ -152,6 +253,7 @@ class BlockView:
         self.citations = _bytes(blocks.field("citations"))
         self.extra = _bytes(blocks.field("extra_json"))
         self.nulls = blocks.field("null_fields").to_pylist()
+        self._json_columns = tuple((name, getattr(self, name)) for name in _BLOCK_JSON)
 
     def block(self, j: int) -> Any:
         """Rebuild block ``j`` as its wire object (a dict or an ``orjson.Fragment``)."""
@@ -162,18 +264,10 @@ class BlockView:
         text = self.text[j]
         if text is not None:
             d[TEXT_KEY.get(t, "text") if t is not None else "text"] = text
-        x = self.annotations[j]
-        if x is not None:
-            d["annotations"] = orjson.Fragment(x)
-        x = self.logprobs[j]
-        if x is not None:
-            d["logprobs"] = orjson.Fragment(x)
-        x = self.cache_control[j]
-        if x is not None:
-            d["cache_control"] = orjson.Fragment(x)
-        x = self.citations[j]
-        if x is not None:
-            d["citations"] = orjson.Fragment(x)
+        for name, col in self._json_columns:
+            x = col[j]
+            if x is not None:
+                d[name] = orjson.Fragment(x)
         nulls = self.nulls[j]
         if nulls:
             for name in nulls:
@@ -185,11 +279,22 @@ class BlockView:
         return [block(j) for j in range(start, end)]
 
 
+def wire_value(form: str | None, blocks: BlockView, start: int, end: int) -> Any:
+    """A string-or-list field rebuilt from its form and its blocks ``start:end``; ``...`` when absent."""
+    if form == FORM_STRING:
+        return blocks.text[start]
+    if form == FORM_PARTS:
+        return blocks.blocks(start, end)
+    if form == FORM_NULL:
+        return None
+    return ...
+
+
 class ItemView:
     """Flat columns of the ``items`` level plus its block levels."""
 
     def __init__(self, items: pa.StructArray) -> None:
-        for name in ItemCols.SCALARS:
+        for name in b.ItemCols.SCALARS:
             setattr(self, name, items.field(name).to_pylist())
         self.group = items.field("group").to_pylist()
         self.part = items.field("part").to_pylist()
@@ -207,13 +312,7 @@ class ItemView:
     def content_value(self, i: int) -> Any:
         """The item's content/output as its wire value (string, list or None); ``...`` if absent."""
         form = self.content_form[i]  # type: ignore[attr-defined]
-        if form == FORM_STRING:
-            return self.content.text[self.content_off[i]]
-        if form == FORM_PARTS:
-            return self.content.blocks(self.content_off[i], self.content_off[i + 1])
-        if form == FORM_NULL:
-            return None
-        return ...
+        return wire_value(form, self.content, self.content_off[i], self.content_off[i + 1])
 
     def summary_value(self, i: int) -> Any:
         if self.summary_valid[i]:
@@ -259,14 +358,8 @@ class ConversationView:
             self.items = ItemView(items.flatten())
 
     def instructions_value(self, r: int) -> Any:
-        form = self.instr_form[r]
-        if form == FORM_STRING:
-            return self.instr.text[self.instr_off[r]]
-        if form == FORM_PARTS:
-            return self.instr.blocks(self.instr_off[r], self.instr_off[r + 1])
-        if form == FORM_NULL:
-            return None
-        return ...  # absent, or "items" (the encoder collects them)
+        # ``...`` for absent, and for "items" (the encoder collects them)
+        return wire_value(self.instr_form[r], self.instr, self.instr_off[r], self.instr_off[r + 1])
 
     def top(self, r: int, d: dict[str, Any]) -> Any:
         """Add model, tools, tool_choice and every other top-level key to ``d``."""

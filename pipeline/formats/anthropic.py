@@ -27,22 +27,38 @@ from typing import Any
 
 import orjson
 
-from pipeline.formats._build import Item, ItemCols, TableBuilder, append_item, dumps
+from pipeline.formats import _build as b
+from pipeline.formats._build import (
+    I_ARGUMENTS,
+    I_CALL_ID,
+    I_FORM,
+    I_NAME,
+    I_NATIVE,
+    I_ROLE,
+    I_WRAPPER,
+    OPEN_TAIL,
+)
 from pipeline.formats._common import (
     ConversationView,
     ItemView,
     RecordError,
-    add_block,
+    add_blocks,
     add_content,
+    add_instructions,
+    block_row,
     json_type,
+    list_at,
+    not_object,
     splice,
 )
-from pipeline.formats._record import add_top_level
-from pipeline.schema import FORM_ABSENT, FORM_NULL, FORM_PARTS, FORM_STRING
+from pipeline.formats._record import RowEnd, make_decode
+from pipeline.schema import FORM_ABSENT, FORM_NULL, FORM_PARTS
 
 NAME = "anthropic"
 
 _CALLS = {"tool_use": "function_call", "server_tool_use": "server_tool_use", "mcp_tool_use": "mcp_tool_use"}
+# Block types that become an item of their own (besides every "*_tool_result").
+_ITEM_BLOCKS = frozenset((*_CALLS, "tool_result", "thinking", "redacted_thinking", "compaction"))
 _REQUEST_KEYS = frozenset(("messages", "system"))
 _RESPONSE_KEYS = frozenset(("content",))
 
@@ -56,184 +72,155 @@ def _is_result(btype: str) -> bool:
     return btype == "tool_result" or btype.endswith("_tool_result")
 
 
-def _is_item_block(btype: Any) -> bool:
-    return type(btype) is str and (
-        btype in _CALLS or _is_result(btype) or btype in ("thinking", "redacted_thinking", "compaction")
-    )
-
-
-
-def _decode_item_block(cols: ItemCols, block: dict[str, Any], it: Item, path: str) -> None:
+def _decode_item_block(cols: b.ItemCols, block: dict[str, Any], row: list[Any], path: str) -> None:
     btype = block["type"]
-    it.native_type = btype
+    row[I_NATIVE] = btype
     has_content = False
     if btype in _CALLS:
-        it.type = _CALLS[btype]
+        row[b.I_TYPE] = _CALLS[btype]
         for k, v in block.items():
             if k == "id":
-                it.set_str("call_id", k, v)
+                b.set_str(row, I_CALL_ID, k, v)
             elif k == "name":
-                it.set_str("name", k, v)
+                b.set_str(row, I_NAME, k, v)
             elif k == "input":
                 if v is None:
-                    it.null("arguments")
+                    b.null(row, "arguments")
                 else:
-                    it.arguments = dumps(v).decode()
+                    row[I_ARGUMENTS] = b.dumps(v)
             elif k != "type":
-                it.keep(k, v)
+                b.keep(row, k, v)
     elif _is_result(btype):
-        it.type = "function_call_output" if btype == "tool_result" else btype
+        row[b.I_TYPE] = "function_call_output" if btype == "tool_result" else btype
         for k, v in block.items():
             if k == "tool_use_id":
-                it.set_str("call_id", k, v)
+                b.set_str(row, I_CALL_ID, k, v)
             elif k == "content" and btype == "tool_result" and (type(v) in (str, list) or v is None):
-                has_content = add_content(cols.content, it, v, f"{path}.content")
+                has_content = add_content(cols.content, row, v, f"{path}.content")
             elif k != "type":
-                it.keep(k, v)
-        if it.content_form is None:
-            it.content_form = FORM_ABSENT
+                b.keep(row, k, v)
+        if row[I_FORM] is None:
+            row[I_FORM] = FORM_ABSENT
     elif btype == "thinking":
-        it.type = "reasoning"
-        it.content_form = FORM_ABSENT
+        row[b.I_TYPE] = "reasoning"
+        row[I_FORM] = FORM_ABSENT
         for k, v in block.items():
             if k == "thinking" and type(v) is str:
                 cols.content.add_text(v, "thinking")
-                it.content_form = FORM_PARTS
+                row[I_FORM] = FORM_PARTS
                 has_content = True
             elif k == "thinking" and v is None:
-                it.content_form = FORM_NULL
+                row[I_FORM] = FORM_NULL
             elif k == "signature":
-                it.set_str("signature", k, v)
+                b.set_str(row, b.I_SIGNATURE, k, v)
             elif k != "type":
-                it.keep(k, v)
+                b.keep(row, k, v)
     elif btype == "redacted_thinking":
-        it.type = "reasoning"
+        row[b.I_TYPE] = "reasoning"
         for k, v in block.items():
             if k == "data":
-                it.set_str("encrypted_content", k, v)
+                b.set_str(row, b.I_ENCRYPTED, k, v)
             elif k != "type":
-                it.keep(k, v)
+                b.keep(row, k, v)
     else:  # compaction (beta): content is the summary string, null when compaction failed
-        it.type = "compaction"
+        row[b.I_TYPE] = "compaction"
         for k, v in block.items():
             if k == "content" and (type(v) is str or v is None):
-                has_content = add_content(cols.content, it, v, f"{path}.content")
-            elif k in ("encrypted_content", "signature"):
-                it.set_str(k, k, v)
+                has_content = add_content(cols.content, row, v, f"{path}.content")
+            elif k == "encrypted_content":
+                b.set_str(row, b.I_ENCRYPTED, k, v)
+            elif k == "signature":
+                b.set_str(row, b.I_SIGNATURE, k, v)
             elif k != "type":
-                it.keep(k, v)
-        if it.content_form is None:
-            it.content_form = FORM_ABSENT
-    append_item(cols, it, has_content, False)
+                b.keep(row, k, v)
+        if row[I_FORM] is None:
+            row[I_FORM] = FORM_ABSENT
+    b.close_item(cols, row, has_content, False)
 
 
 def decode_message(
-    cols: ItemCols, msg: Any, section: str, group: int, path: str, role: Any = None, content: Any = ...
+    cols: b.ItemCols, msg: Any, section: str, group: int, path: str, role: Any = None, content: Any = ...
 ) -> None:
     """Append one Anthropic message (its blocks as canonical items) to ``cols``."""
     wrapper = None
     if content is ...:  # a message of ``messages``; a response passes role and content itself
         if type(msg) is not dict:
-            raise RecordError(path, f"expected object, got {json_type(msg)}")
+            raise not_object(path, msg)
         role = msg.get("role")
         if type(role) is not str:
             raise RecordError(path, "message without role")
         content = msg.get("content", ...)
         rest = {k: v for k, v in msg.items() if k != "role" and k != "content"}
-        wrapper = dumps(rest) if rest else None
-    cpath = f"{path}.content"
+        wrapper = b.dumps(rest) if rest else None
     if type(content) is not list:
-        it = Item(section, group, None, "message")
-        it.role = role
-        it.wrapper = wrapper
+        row = [section, group, None, "message", *OPEN_TAIL]
+        row[I_ROLE] = role
+        row[I_WRAPPER] = wrapper
         if content is ...:
-            it.content_form = FORM_ABSENT
-            append_item(cols, it, False, False)
+            row[I_FORM] = FORM_ABSENT
+            b.close_item(cols, row, False, False)
         else:
-            append_item(cols, it, add_content(cols.content, it, content, cpath), False)
+            b.close_item(cols, row, add_content(cols.content, row, content, f"{path}.content"), False)
         return
-    pending: Item | None = None
+    pending: list[Any] | None = None
     first = True
+    append_block = cols.content.rows.append
     for j, block in enumerate(content):
-        bpath = f"{cpath}[{j}]"
         if type(block) is not dict:
-            raise RecordError(bpath, f"expected object, got {json_type(block)}")
+            raise not_object(f"{path}.content[{j}]", block)
         btype = block.get("type")
-        if _is_item_block(btype):
+        if type(btype) is str and (btype in _ITEM_BLOCKS or btype.endswith("_tool_result")):
             if pending is not None:
-                append_item(cols, pending, True, False)
+                b.close_item(cols, pending, True, False)
                 pending = None
-            it = Item(section, group, j, "")
-            it.role = role
+            row = [section, group, j, "", *OPEN_TAIL]
+            row[I_ROLE] = role
             if first:
-                it.wrapper, first = wrapper, False
-            _decode_item_block(cols, block, it, bpath)
+                row[I_WRAPPER], first = wrapper, False
+            _decode_item_block(cols, block, row, f"{path}.content[{j}]")
             continue
         if pending is None:
-            pending = Item(section, group, j, "message")
-            pending.role = role
-            pending.content_form = FORM_PARTS
+            pending = [section, group, j, "message", *OPEN_TAIL]
+            pending[I_ROLE] = role
+            pending[I_FORM] = FORM_PARTS
             if first:
-                pending.wrapper, first = wrapper, False
-        add_block(cols.content, block, bpath)
+                pending[I_WRAPPER], first = wrapper, False
+        append_block(block_row(block))
     if pending is not None:
-        append_item(cols, pending, True, False)
+        b.close_item(cols, pending, True, False)
     elif first:  # empty content list: keep the message
-        it = Item(section, group, None, "message")
-        it.role = role
-        it.wrapper = wrapper
-        it.content_form = FORM_PARTS
-        append_item(cols, it, True, False)
+        row = [section, group, None, "message", *OPEN_TAIL]
+        row[I_ROLE] = role
+        row[I_WRAPPER] = wrapper
+        row[I_FORM] = FORM_PARTS
+        b.close_item(cols, row, True, False)
 
 
-def decode(
-    tb: TableBuilder,
-    rec: dict[str, Any],
-    *,
-    conversation_id: str,
-    source_file: str | None = None,
-    source_line: int | None = None,
-) -> None:
-    """Append one Anthropic request body or message object to ``tb`` (raises :class:`RecordError`)."""
-    response = is_response(rec)
+def _walk(tb: b.TableBuilder, rec: dict[str, Any]) -> RowEnd:
+    """A request body (``system`` + ``messages``) or a message object (``content``)."""
+    response = "messages" not in rec and "content" in rec
     system = rec.get("system", ...)
-    if system is ...:
-        tb.close_instructions(FORM_ABSENT)
-    elif system is None:
-        tb.close_instructions(FORM_NULL)
-    elif type(system) is str:
-        tb.instr.add_text(system)
-        tb.close_instructions(FORM_STRING)
-    elif type(system) is list:
-        for j, block in enumerate(system):
-            add_block(tb.instr, block, f"$.system[{j}]")
+    if not add_instructions(tb, system):
+        if type(system) is not list:
+            raise RecordError("$.system", f"expected string or array, got {json_type(system)}")
+        add_blocks(tb.instr, system, "$.system")
         tb.close_instructions(FORM_PARTS)
-    else:
-        raise RecordError("$.system", f"expected string or array, got {json_type(system)}")
     cols = tb.items
     if response:
         content = rec["content"]
         if type(content) is not list:
             raise RecordError("$.content", f"expected array, got {json_type(content)}")
-        decode_message(cols, None, "output", 0, "$", role=rec.get("role"), content=content)
-    else:
-        messages = rec.get("messages", ...)
-        if type(messages) is not list:
-            got = "nothing" if messages is ... else json_type(messages)
-            raise RecordError("$.messages", f"expected array, got {got}")
-        for i, msg in enumerate(messages):
-            decode_message(cols, msg, "messages", i, f"$.messages[{i}]")
-    add_top_level(
-        tb,
-        rec,
-        _RESPONSE_KEYS if response else _REQUEST_KEYS,
-        fmt=NAME,
-        kind="response" if response else "request",
-        items_form=FORM_PARTS,
-        conversation_id=conversation_id,
-        source_file=source_file,
-        source_line=source_line,
-    )
+        # a role that is not a string stays verbatim in extra_json (it is a top-level key here)
+        role = rec.get("role")
+        role = role if type(role) is str else None
+        decode_message(cols, None, "output", 0, "$", role=role, content=content)
+        return rec, _RESPONSE_KEYS, "response", FORM_PARTS, None
+    for i, msg in enumerate(list_at(rec, "messages")):
+        decode_message(cols, msg, "messages", i, f"$.messages[{i}]")
+    return rec, _REQUEST_KEYS, "request", FORM_PARTS, None
+
+
+decode = make_decode(NAME, _walk)
 
 
 def _encode_item_block(v: ItemView, i: int) -> Any:

@@ -22,13 +22,21 @@ from typing import Any
 
 import orjson
 
-from pipeline.formats._build import Item, ItemCols, TableBuilder, append_item, dumps
-from pipeline.formats._common import ConversationView, ItemView, RecordError, add_content, json_type, splice
-from pipeline.formats._record import add_top_level
+from pipeline.formats import _build as b
+from pipeline.formats._build import I_ARGUMENTS, I_CALL_ID, I_INPUT, I_NAME, I_NATIVE, I_ROLE, OPEN_TAIL
+from pipeline.formats._common import (
+    ConversationView,
+    ItemView,
+    RecordError,
+    add_chat_message,
+    list_at,
+    not_object,
+    splice,
+)
+from pipeline.formats._record import RowEnd, make_decode
 from pipeline.schema import FORM_ABSENT, FORM_PARTS
 
 NAME = "chat"
-_OUTPUT_ROLES = frozenset(("tool", "function"))
 _REQUEST_KEYS = frozenset(("messages",))
 _RESPONSE_KEYS = frozenset(("choices",))
 _CALL_KINDS = frozenset(("function_call", "custom_tool_call"))
@@ -38,113 +46,76 @@ def is_response(rec: dict[str, Any]) -> bool:
     return "choices" in rec and "messages" not in rec
 
 
-
 def _decode_tool_call(
-    cols: ItemCols, tc: Any, role: str, section: str, group: int, j: int, path: str
+    cols: b.ItemCols, tc: Any, role: str, section: str, group: int, j: int, path: str
 ) -> None:
     if type(tc) is not dict:
-        raise RecordError(path, f"expected object, got {json_type(tc)}")
+        raise not_object(path, tc)
     native = tc.get("type")
     custom = native == "custom" or (native is None and "custom" in tc and "function" not in tc)
-    sub_key, value_key = ("custom", "input") if custom else ("function", "arguments")
-    it = Item(section, group, j, "custom_tool_call" if custom else "function_call")
-    it.role = role  # the role of the message it came from, as for Anthropic blocks
+    if custom:
+        sub_key, value_key, value_slot = "custom", "input", I_INPUT
+        row = [section, group, j, "custom_tool_call", *OPEN_TAIL]
+    else:
+        sub_key, value_key, value_slot = "function", "arguments", I_ARGUMENTS
+        row = [section, group, j, "function_call", *OPEN_TAIL]
+    row[I_ROLE] = role  # the role of the message it came from, as for Anthropic blocks
     for k, v in tc.items():
         if k == "id":
-            it.set_str("call_id", k, v)
+            b.set_str(row, I_CALL_ID, k, v)
         elif k == "type":
-            it.set_str("native_type", k, v)
+            b.set_str(row, I_NATIVE, k, v)
         elif k == sub_key:
             if type(v) is not dict:
-                raise RecordError(f"{path}.{k}", f"expected object, got {json_type(v)}")
+                raise not_object(f"{path}.{k}", v)
             sub_extra: dict[str, Any] = {}
             for sk, sv in v.items():
                 if sk == "name" and (type(sv) is str or sv is None):
-                    it.set_str("name", sk, sv)
+                    b.set_str(row, I_NAME, sk, sv)
                 elif sk == value_key and (type(sv) is str or sv is None):
-                    it.set_str(value_key, sk, sv)
+                    b.set_str(row, value_slot, sk, sv)
                 else:
                     sub_extra[sk] = sv
             if sub_extra:
-                it.keep(sub_key, sub_extra)
+                b.keep(row, sub_key, sub_extra)
         else:
-            it.keep(k, v)
+            b.keep(row, k, v)
     if sub_key not in tc:
         raise RecordError(path, f"tool call without '{sub_key}'")
-    append_item(cols, it, False, False)
+    b.close_item(cols, row, False, False)
 
 
 def decode_message(
-    cols: ItemCols, msg: Any, section: str, group: int, path: str, wrapper: bytes | None
+    cols: b.ItemCols, msg: Any, section: str, group: int, path: str, wrapper: str | None
 ) -> None:
     """Append one Chat message (head item plus its tool calls) to ``cols``."""
-    if type(msg) is not dict:
-        raise RecordError(path, f"expected object, got {json_type(msg)}")
-    role = msg.get("role")
-    if type(role) is not str:
-        raise RecordError(path, "message without role")
-    it = Item(section, group, None, "function_call_output" if role in _OUTPUT_ROLES else "message")
-    it.wrapper = wrapper
-    it.role = role
-    tool_calls = None
-    has_content = False
-    for k, v in msg.items():
-        if k == "role":
-            continue
-        if k == "content":
-            has_content = add_content(cols.content, it, v, f"{path}.content")
-        elif k == "name":
-            it.set_str("name", k, v)
-        elif k == "tool_call_id":
-            it.set_str("call_id", k, v)
-        elif k == "tool_calls" and type(v) is list and v:
-            tool_calls = v
-        else:  # includes tool_calls that are null or [] (nothing to split into items)
-            it.keep(k, v)
-    if it.content_form is None:
-        it.content_form = "absent"
-    append_item(cols, it, has_content, False)
+    role, tool_calls = add_chat_message(cols, msg, section, group, path, wrapper, False)
     if tool_calls is not None:
         for j, tc in enumerate(tool_calls):
             _decode_tool_call(cols, tc, role, section, group, j, f"{path}.tool_calls[{j}]")
 
 
-def decode(
-    tb: TableBuilder,
-    rec: dict[str, Any],
-    *,
-    conversation_id: str,
-    source_file: str | None = None,
-    source_line: int | None = None,
-) -> None:
-    """Append one Chat request body or completion object to ``tb`` (raises :class:`RecordError`)."""
-    response = is_response(rec)
+def _walk(tb: b.TableBuilder, rec: dict[str, Any]) -> RowEnd:
+    """A request body (``messages``) or a completion object (``choices``, each choice's other keys
+    on its message's wrapper_json)."""
+    response = "choices" in rec and "messages" not in rec
     key = "choices" if response else "messages"
     tb.close_instructions(FORM_ABSENT)
-    value = rec.get(key, ...)
-    if type(value) is not list:
-        got = "nothing" if value is ... else json_type(value)
-        raise RecordError(f"$.{key}", f"expected array, got {got}")
+    value = list_at(rec, key)
     cols = tb.items
-    for i, entry in enumerate(value):
-        if response:
+    if response:
+        for i, entry in enumerate(value):
             if type(entry) is not dict:
-                raise RecordError(f"$.choices[{i}]", f"expected object, got {json_type(entry)}")
+                raise not_object(f"$.choices[{i}]", entry)
             rest = {k: v for k, v in entry.items() if k != "message"}
-            decode_message(cols, entry.get("message"), key, i, f"$.choices[{i}].message", dumps(rest))
-        else:
-            decode_message(cols, entry, key, i, f"$.messages[{i}]", None)
-    add_top_level(
-        tb,
-        rec,
-        _RESPONSE_KEYS if response else _REQUEST_KEYS,
-        fmt=NAME,
-        kind="response" if response else "request",
-        items_form=FORM_PARTS,
-        conversation_id=conversation_id,
-        source_file=source_file,
-        source_line=source_line,
-    )
+            decode_message(cols, entry.get("message"), key, i, f"$.choices[{i}].message", b.dumps(rest))
+        return rec, _RESPONSE_KEYS, "response", FORM_PARTS, None
+    for i, entry in enumerate(value):
+        decode_message(cols, entry, key, i, f"$.messages[{i}]", None)
+    return rec, _REQUEST_KEYS, "request", FORM_PARTS, None
+
+
+decode = make_decode(NAME, _walk)
 
 
 def _encode_tool_call(v: ItemView, i: int) -> Any:

@@ -34,16 +34,24 @@ from typing import Any
 
 import orjson
 
-from pipeline.formats._build import Item, ItemCols, TableBuilder, append_item, dumps
-from pipeline.formats._common import ConversationView, ItemView, RecordError, add_content, json_type
-from pipeline.formats._record import add_top_level
+from pipeline.formats import _build as b
+from pipeline.formats._build import I_ARGUMENTS, I_CALL_ID, I_NAME, I_NATIVE, I_ROLE, OPEN_TAIL
+from pipeline.formats._common import (
+    ConversationView,
+    ItemView,
+    RecordError,
+    add_chat_message,
+    json_type,
+    list_at,
+    not_object,
+)
+from pipeline.formats._record import RowEnd, make_decode
 from pipeline.formats.chat import encode_head
 from pipeline.losses import pointer
 from pipeline.schema import FORM_ABSENT, FORM_PARTS
 
 NAME = "hf"
 SECTION = "messages"
-OUTPUT_ROLES = frozenset(("tool", "function"))
 _HANDLED = frozenset(("messages",))
 
 
@@ -65,110 +73,62 @@ def string_arguments(extra: dict[str, Any]) -> str | None:
     return args if isinstance(args, str) else None
 
 
-
-def _decode_function(it: Item, fn: dict[str, Any]) -> None:
+def _decode_function(row: list[Any], fn: dict[str, Any]) -> None:
     """``function.name`` / ``function.arguments``; every other key stays under ``function`` in extra."""
     rest: dict[str, Any] = {}
     for k, v in fn.items():
         if k == "name" and (type(v) is str or v is None):
-            it.set_str("name", k, v)
+            b.set_str(row, I_NAME, k, v)
         elif k == "arguments" and type(v) is dict:
-            it.arguments = dumps(v).decode()
+            row[I_ARGUMENTS] = b.dumps(v)
         elif k == "arguments" and v is None:
-            it.null("arguments")
+            b.null(row, "arguments")
         else:
             rest[k] = v
     if rest:
-        it.keep("function", rest)
+        b.keep(row, "function", rest)
 
 
-def _decode_tool_call(cols: ItemCols, tc: Any, role: str, group: int, j: int, path: str) -> None:
+def _decode_tool_call(cols: b.ItemCols, tc: Any, role: str, group: int, j: int, path: str) -> None:
     if type(tc) is not dict:
-        raise RecordError(path, f"expected object, got {json_type(tc)}")
+        raise not_object(path, tc)
     fn = tc.get("function", ...)
     if type(fn) is not dict:
         raise RecordError(
             f"{path}.function", f"expected object, got {'nothing' if fn is ... else json_type(fn)}"
         )
-    it = Item(SECTION, group, j, "function_call")
-    it.role = role
+    row = [SECTION, group, j, "function_call", *OPEN_TAIL]
+    row[I_ROLE] = role
     for k, v in tc.items():
         if k == "id":
-            it.set_str("call_id", k, v)
+            b.set_str(row, I_CALL_ID, k, v)
         elif k == "type":
-            it.set_str("native_type", k, v)
+            b.set_str(row, I_NATIVE, k, v)
         elif k == "function":
-            _decode_function(it, v)
+            _decode_function(row, v)
         else:
-            it.keep(k, v)
-    append_item(cols, it, False, False)
+            b.keep(row, k, v)
+    b.close_item(cols, row, False, False)
 
 
-def _is_content(value: Any) -> bool:
-    """What ``add_content`` can hold exactly: a string, null, or a list of objects."""
-    return (
-        type(value) is str or value is None or (type(value) is list and all(type(p) is dict for p in value))
-    )
-
-
-def decode_message(cols: ItemCols, msg: Any, group: int, path: str) -> None:
-    """Append one HF message (head item plus its tool calls) to ``cols``."""
-    if type(msg) is not dict:
-        raise RecordError(path, f"expected object, got {json_type(msg)}")
-    role = msg.get("role")
-    if type(role) is not str:
-        raise RecordError(path, "message without role")
-    it = Item(SECTION, group, None, "function_call_output" if role in OUTPUT_ROLES else "message")
-    it.role = role
-    tool_calls = None
-    has_content = False
-    for k, v in msg.items():
-        if k == "role":
-            continue
-        if k == "content" and _is_content(v):
-            has_content = add_content(cols.content, it, v, f"{path}.content")
-        elif k == "name":
-            it.set_str("name", k, v)
-        elif k == "tool_call_id":
-            it.set_str("call_id", k, v)
-        elif k == "tool_calls" and type(v) is list and v:
-            tool_calls = v
-        else:  # includes odd content, and tool_calls that are null or [] (nothing to split)
-            it.keep(k, v)
-    if it.content_form is None:
-        it.content_form = FORM_ABSENT
-    append_item(cols, it, has_content, False)
+def decode_message(cols: b.ItemCols, msg: Any, group: int, path: str) -> None:
+    """Append one HF message (head item plus its tool calls) to ``cols``; content that is not a
+    string, null or a list of objects stays verbatim in extra_json."""
+    role, tool_calls = add_chat_message(cols, msg, SECTION, group, path, None, True)
     for j, tc in enumerate(tool_calls or ()):
         _decode_tool_call(cols, tc, role, group, j, f"{path}.tool_calls[{j}]")
 
 
-def decode(
-    tb: TableBuilder,
-    rec: dict[str, Any],
-    *,
-    conversation_id: str,
-    source_file: str | None = None,
-    source_line: int | None = None,
-) -> None:
-    """Append one HF conversational row to ``tb`` (raises :class:`RecordError`)."""
+def _walk(tb: b.TableBuilder, rec: dict[str, Any]) -> RowEnd:
+    """A conversational row (``messages``); always a request."""
     tb.close_instructions(FORM_ABSENT)
-    messages = rec.get("messages", ...)
-    if type(messages) is not list:
-        got = "nothing" if messages is ... else json_type(messages)
-        raise RecordError("$.messages", f"expected array, got {got}")
-    for i, msg in enumerate(messages):
-        decode_message(tb.items, msg, i, f"$.messages[{i}]")
-    add_top_level(
-        tb,
-        rec,
-        _HANDLED,
-        fmt=NAME,
-        kind="request",
-        items_form=FORM_PARTS,
-        conversation_id=conversation_id,
-        source_file=source_file,
-        source_line=source_line,
-    )
+    cols = tb.items
+    for i, msg in enumerate(list_at(rec, "messages")):
+        decode_message(cols, msg, i, f"$.messages[{i}]")
+    return rec, _HANDLED, "request", FORM_PARTS, None
+
+
+decode = make_decode(NAME, _walk)
 
 
 def _encode_tool_call(v: ItemView, i: int) -> Any:

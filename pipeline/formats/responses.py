@@ -11,14 +11,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.formats._build import Item, ItemCols, TableBuilder, append_item
-from pipeline.formats._common import ConversationView, RecordError, add_block, add_content, json_type
-from pipeline.formats._record import add_top_level
+from pipeline.formats import _build as b
+from pipeline.formats._build import I_FORM, I_NATIVE, I_ROLE, ITEM_ROW, OPEN_TAIL
+from pipeline.formats._common import (
+    ConversationView,
+    RecordError,
+    add_blocks,
+    add_content,
+    add_instructions,
+    json_type,
+    not_object,
+)
+from pipeline.formats._record import RowEnd, make_decode
 from pipeline.schema import FORM_ABSENT, FORM_NULL, FORM_PARTS, FORM_STRING
 
 NAME = "responses"
 
-# Item keys with string values that have their own column.
+# Item keys with string values that have their own column (of the same name).
 STRING_FIELDS = (
     "id",
     "call_id",
@@ -31,7 +40,8 @@ STRING_FIELDS = (
     "phase",
     "encrypted_content",
 )
-_STRING_FIELDS = frozenset(STRING_FIELDS)
+# Item key -> its slot in an item row; the item's own "type" is kept as native_type.
+_SLOTS = {"type": I_NATIVE, **{k: ITEM_ROW.index(k) for k in STRING_FIELDS}}
 # Where an item kind keeps its string-or-parts payload.
 PAYLOAD_KEY = {
     "message": "content",
@@ -51,10 +61,10 @@ def is_response(rec: dict[str, Any]) -> bool:
     return "output" in rec and "input" not in rec
 
 
-def decode_item(cols: ItemCols, item: Any, section: str, index: int, path: str) -> None:
-    """Append one Responses item to ``cols``."""
+def decode_item(cols: b.ItemCols, item: Any, section: str, index: int, path: str) -> None:
+    """Append one Responses item to ``cols``; ``path`` locates it for errors."""
     if type(item) is not dict:
-        raise RecordError(path, f"expected object, got {json_type(item)}")
+        raise not_object(path, item)
     native = item.get("type")
     if type(native) is str:
         kind = native
@@ -66,72 +76,55 @@ def decode_item(cols: ItemCols, item: Any, section: str, index: int, path: str) 
         raise RecordError(path, "item has neither 'type' nor 'role'")
     if kind == "message" and type(item.get("role")) is not str:
         raise RecordError(path, "message without role")
-    it = Item(section, index, None, kind)
+    row = [section, index, None, kind, *OPEN_TAIL]
     payload_key = PAYLOAD_KEY.get(kind)
     has_content = has_summary = False
+    slots = _SLOTS
     for k, v in item.items():
-        if k == "type":
+        slot = slots.get(k)
+        if slot is not None:
             if type(v) is str:
-                it.native_type = v
+                row[slot] = v
             elif v is None:
-                it.null("native_type")
+                b.null(row, ITEM_ROW[slot])
             else:
-                it.keep(k, v)
-        elif k in _STRING_FIELDS:
-            if type(v) is str:
-                setattr(it, k, v)
-            elif v is None:
-                it.null(k)
-            else:
-                it.keep(k, v)
+                b.keep(row, k, v)
         elif k == payload_key:
-            lenient = kind in _LENIENT_PAYLOAD
-            if lenient and type(v) not in (str, list) and v is not None:
-                it.keep(k, v)
-                it.content_form = FORM_ABSENT
+            if type(v) is str:  # the common case, without a call
+                row[I_FORM] = FORM_STRING
+                cols.content.rows.append((None, v, None, None, None, None, None, None))
+                has_content = True
+            elif kind in _LENIENT_PAYLOAD and type(v) is not list and v is not None:
+                b.keep(row, k, v)
+                row[I_FORM] = FORM_ABSENT
             else:
-                has_content = add_content(cols.content, it, v, f"{path}.{k}")
+                has_content = add_content(cols.content, row, v, f"{path}.{k}")
         elif k == "summary" and kind == "reasoning" and (type(v) is list or v is None):
             if v is None:
-                it.null("summary")
+                b.null(row, "summary")
             else:
                 has_summary = True
-                for j, part in enumerate(v):
-                    add_block(cols.summary, part, f"{path}.summary[{j}]")
+                add_blocks(cols.summary, v, f"{path}.summary")
         else:
-            it.keep(k, v)
-    if payload_key is not None and it.content_form is None:
-        it.content_form = FORM_ABSENT
-    append_item(cols, it, has_content, has_summary)
+            b.keep(row, k, v)
+    if payload_key is not None and row[I_FORM] is None:
+        row[I_FORM] = FORM_ABSENT
+    b.close_item(cols, row, has_content, has_summary)
 
 
-def decode(
-    tb: TableBuilder,
-    rec: dict[str, Any],
-    *,
-    conversation_id: str,
-    source_file: str | None = None,
-    source_line: int | None = None,
-) -> None:
-    """Append one Responses request body or Response object to ``tb`` (raises :class:`RecordError`)."""
-    response = is_response(rec)
+def _walk(tb: b.TableBuilder, rec: dict[str, Any]) -> RowEnd:
+    """A request body (``input``) or a Response object (``output``); ``instructions`` as a string,
+    or as items that go to the items column (form ``items``)."""
+    response = "output" in rec and "input" not in rec
     key = "output" if response else "input"
-    section = key
     cols = tb.items
     instr = rec.get("instructions", ...)
-    if instr is ...:
-        tb.close_instructions(FORM_ABSENT)
-    elif instr is None:
-        tb.close_instructions(FORM_NULL)
-    elif type(instr) is str:
-        tb.instr.add_text(instr)
-        tb.close_instructions(FORM_STRING)
-    elif type(instr) is list:
+    if not add_instructions(tb, instr):
+        if type(instr) is not list:
+            raise RecordError("$.instructions", f"expected string, array or null, got {json_type(instr)}")
         tb.close_instructions("items")  # the items themselves go to the items column
         for i, item in enumerate(instr):
             decode_item(cols, item, "instructions", i, f"$.instructions[{i}]")
-    else:
-        raise RecordError("$.instructions", f"expected string, array or null, got {json_type(instr)}")
 
     value = rec.get(key, ...)
     if value is ...:
@@ -141,30 +134,25 @@ def decode(
     elif type(value) is str:
         # String input is shorthand for one user message; remember the shorthand.
         items_form = FORM_STRING
-        it = Item(section, 0, None, "message")
-        it.role = "user"
-        it.content_form = FORM_STRING
+        row = [key, 0, None, "message", *OPEN_TAIL]
+        row[I_ROLE] = "user"
+        row[I_FORM] = FORM_STRING
         cols.content.add_text(value)
-        append_item(cols, it, True, False)
+        b.close_item(cols, row, True, False)
     elif type(value) is list:
         items_form = FORM_PARTS
         for i, item in enumerate(value):
-            decode_item(cols, item, section, i, f"$.{key}[{i}]")
+            decode_item(cols, item, key, i, f"$.{key}[{i}]")
     elif value is None:
         items_form = FORM_NULL
     else:
         raise RecordError(f"$.{key}", f"expected string or array, got {json_type(value)}")
-    add_top_level(
-        tb,
-        rec,
-        _RESPONSE_KEYS if response else _REQUEST_KEYS,
-        fmt=NAME,
-        kind="response" if response else "request",
-        items_form=items_form,
-        conversation_id=conversation_id,
-        source_file=source_file,
-        source_line=source_line,
-    )
+    if response:
+        return rec, _RESPONSE_KEYS, "response", items_form, None
+    return rec, _REQUEST_KEYS, "request", items_form, None
+
+
+decode = make_decode(NAME, _walk)
 
 
 def encode_item(v: Any, i: int) -> Any:

@@ -42,11 +42,20 @@ from typing import Any
 
 import orjson
 
-from pipeline.formats._build import Item, ItemCols, TableBuilder, append_item, dumps
-from pipeline.formats._common import ConversationView, RecordError, add_content, json_type, splice
-from pipeline.formats._record import add_top_level
+from pipeline.formats import _build as b
+from pipeline.formats._build import I_ARGUMENTS, I_FORM, I_NAME, I_NATIVE, I_PART, I_ROLE, OPEN_TAIL
+from pipeline.formats._common import (
+    ConversationView,
+    RecordError,
+    add_content,
+    add_instructions,
+    list_at,
+    not_object,
+    splice,
+)
+from pipeline.formats._record import RowEnd, make_decode
 from pipeline.losses import pointer
-from pipeline.schema import FORM_ABSENT, FORM_NULL, FORM_PARTS, FORM_STRING
+from pipeline.schema import FORM_ABSENT, FORM_PARTS
 
 NAME = "sharegpt"
 SECTION = "conversations"
@@ -137,61 +146,50 @@ def parse_calls(value: str) -> tuple[list[tuple[str, str | None]], bool]:
         if type(call) is not dict or type(call.get("name")) is not str:
             return [], False
         args = call.get("arguments")
-        out.append((call["name"], args if type(args) is str or args is None else dumps(args).decode()))
+        out.append((call["name"], args if type(args) is str or args is None else b.dumps(args)))
     return out, is_list
 
 
-def _add_calls(cols: ItemCols, it: Item, value: Any, has_content: bool) -> None:
-    """Close a function_call turn: the first call's views on ``it``, one item per further call."""
+def _add_calls(cols: b.ItemCols, row: list[Any], value: Any, has_content: bool) -> None:
+    """Close a function_call turn: the first call's views on ``row``, one item per further call."""
     calls, is_list = parse_calls(value) if type(value) is str else ([], False)
     if calls:
-        it.name, it.arguments = calls[0]
+        row[I_NAME], row[I_ARGUMENTS] = calls[0]
         if is_list:
-            it.part = 0
-    append_item(cols, it, has_content, False)
+            row[I_PART] = 0
+    b.close_item(cols, row, has_content, False)
     for j, (name, args) in enumerate(calls[1:], 1):
-        extra = Item(SECTION, it.group, j, "function_call")
-        extra.native_type, extra.role, extra.name, extra.arguments = FUNCTION_TAG, it.role, name, args
-        append_item(cols, extra, False, False)
+        call = [SECTION, row[1], j, "function_call", *OPEN_TAIL]
+        call[I_NATIVE], call[I_ROLE], call[I_NAME], call[I_ARGUMENTS] = FUNCTION_TAG, row[I_ROLE], name, args
+        b.close_item(cols, call, False, False)
 
 
-def decode_turn(cols: ItemCols, turn: Any, group: int, path: str) -> None:
+def decode_turn(cols: b.ItemCols, turn: Any, group: int, path: str) -> None:
     """Append one turn (and, for parallel calls, one item per further call) to ``cols``."""
     if type(turn) is not dict:
-        raise RecordError(path, f"expected object, got {json_type(turn)}")
+        raise not_object(path, turn)
     tag = turn.get("from")
     if type(tag) is not str:
         raise RecordError(path, "turn without a string 'from'")
     kind, role = KINDS.get(tag, ("message", tag))
-    it = Item(SECTION, group, None, kind)
-    it.native_type, it.role = tag, role
+    row = [SECTION, group, None, kind, *OPEN_TAIL]
+    row[I_NATIVE], row[I_ROLE] = tag, role
     value: Any = ...
     has_content = False
     for k, v in turn.items():
         if k == "from":
             continue
         if k == "value" and (type(v) is str or v is None):
-            has_content = add_content(cols.content, it, v, f"{path}.value")
+            has_content = add_content(cols.content, row, v, f"{path}.value")
             value = v
         else:  # includes a value of another JSON type, kept verbatim
-            it.keep(k, v)
-    if it.content_form is None:
-        it.content_form = FORM_ABSENT
+            b.keep(row, k, v)
+    if row[I_FORM] is None:
+        row[I_FORM] = FORM_ABSENT
     if kind == "function_call":
-        _add_calls(cols, it, value, has_content)
+        _add_calls(cols, row, value, has_content)
     else:
-        append_item(cols, it, has_content, False)
-
-
-def _instructions(tb: TableBuilder, system: Any) -> bool:
-    """Top-level ``system`` as instructions; False when absent (``...``) or not a string or null
-    (then it stays in extra_json)."""
-    if type(system) is str:
-        tb.instr.add_text(system)
-        tb.close_instructions(FORM_STRING)
-        return True
-    tb.close_instructions(FORM_NULL if system is None else FORM_ABSENT)
-    return system is None
+        b.close_item(cols, row, has_content, False)
 
 
 def _is_json_text(value: Any) -> bool:
@@ -204,51 +202,29 @@ def _is_json_text(value: Any) -> bool:
     return True
 
 
-def decode(
-    tb: TableBuilder,
-    rec: dict[str, Any],
-    *,
-    conversation_id: str,
-    source_file: str | None = None,
-    source_line: int | None = None,
-) -> None:
-    """Append one ShareGPT row to ``tb`` (raises :class:`RecordError`)."""
-    handled = {"conversations"}
-    if _instructions(tb, rec.get("system", ...)):
-        handled.add("system")
-    turns = rec.get("conversations", ...)
-    if type(turns) is not list:
-        got = "nothing" if turns is ... else json_type(turns)
-        raise RecordError("$.conversations", f"expected array, got {got}")
-    for i, turn in enumerate(turns):
-        decode_turn(tb.items, turn, i, f"$.conversations[{i}]")
+_HANDLED = frozenset(("conversations",))
+_HANDLED_SYSTEM = frozenset(("conversations", "system"))
+
+
+def _walk(tb: b.TableBuilder, rec: dict[str, Any]) -> RowEnd:
+    """A ShareGPT row: a string (or null) ``system`` is its instructions; a ``tools`` that is not JSON
+    text goes to the end of extra_json (the tools column holds JSON text only)."""
+    system = rec.get("system", ...)
+    if not add_instructions(tb, system):
+        tb.close_instructions(FORM_ABSENT)  # not a string or null: stays verbatim in extra_json
+    handled = _HANDLED_SYSTEM if system is None or type(system) is str else _HANDLED
+    cols = tb.items
+    for i, turn in enumerate(list_at(rec, "conversations")):
+        decode_turn(cols, turn, i, f"$.conversations[{i}]")
     tools = rec.get("tools", ...)
-    top = rec
     if _is_json_text(tools):
-        top = {**rec, "tools": orjson.Fragment(tools)}  # the column holds the string's text itself
-    elif tools is not ... and tools is not None:
-        handled.add("tools")
-    add_top_level(
-        tb,
-        top,
-        frozenset(handled),
-        fmt=NAME,
-        kind="request",
-        items_form=FORM_PARTS,
-        conversation_id=conversation_id,
-        source_file=source_file,
-        source_line=source_line,
-    )
-    if "tools" in handled:
-        _keep_top_level(tb, "tools", tools)
+        return {**rec, "tools": orjson.Fragment(tools)}, handled, "request", FORM_PARTS, None
+    if tools is not ... and tools is not None:
+        return rec, handled | {"tools"}, "request", FORM_PARTS, {"tools": tools}
+    return rec, handled, "request", FORM_PARTS, None
 
 
-def _keep_top_level(tb: TableBuilder, key: str, value: Any) -> None:
-    """Put ``key`` in the row's extra_json (``add_top_level`` files every ``tools`` in its column,
-    but a ShareGPT ``tools`` that is not JSON text has no place there). Rare: one parse."""
-    extra = orjson.loads(tb.extra[-1]) if tb.extra[-1] is not None else {}
-    extra[key] = value
-    tb.extra[-1] = dumps(extra)
+decode = make_decode(NAME, _walk)
 
 
 def _top(view: ConversationView, r: int, d: dict[str, Any]) -> Any:
