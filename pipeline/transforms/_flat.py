@@ -47,7 +47,15 @@ def eager(frame: Frame, fn: Callable[[pl.DataFrame], pl.DataFrame]) -> Frame:
 
 
 def arrow(s: pl.Series) -> pa.Array:
-    """A Polars series as one Arrow array, strings as views (no copy of the string bytes)."""
+    """A Polars series as one Arrow array, strings as views (no copy of the string bytes).
+
+    A series of several chunks is exported chunk by chunk and concatenated by Arrow: Polars'
+    own rechunk of the nested ``items`` column costs about 3.5x Arrow's (measured on 50,000
+    synthetic conversations in two chunks: 235 ms against 66 ms of CPU), up to a third of the
+    three flat steps' time on a table read from Parquet.
+    """
+    if s.n_chunks() > 1:
+        return s.to_frame().to_arrow(compat_level=NEWEST).column(0).combine_chunks()
     out = s.to_arrow(compat_level=NEWEST)
     return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
 
@@ -156,6 +164,16 @@ def segment_sums(values: pl.DataFrame, offsets: pa.Int64Array) -> pl.DataFrame:
 
 def _offsets_of(offsets: pa.Int64Array, keep: pl.Series) -> pa.Int64Array:
     return pc.take(cumulative(keep), offsets)  # type: ignore[return-value]
+
+
+def run_starts(values: pl.Series) -> pl.Series:
+    """Whether each entry differs from the one before it (the first is true): on an ascending
+    series, the first occurrence of each value, without the hashing of ``is_first_distinct``.
+
+    >>> run_starts(pl.Series([0, 0, 2, 5, 5])).to_list()
+    [True, False, True, True, False]
+    """
+    return values.ne_missing(values.shift(1)).fill_null(True)
 
 
 def offsets_by_row(rows: pl.Series, n_rows: int) -> pa.Int64Array:

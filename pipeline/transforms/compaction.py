@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.transforms._flat import Frame, arrow, child, eager, scatter, split
+from pipeline.transforms._flat import Frame, arrow, child, eager, run_starts, scatter, split
 from pipeline.transforms._items import ASSISTANT, USER
 from pipeline.transforms._text import block_texts, join_groups
 
@@ -73,14 +73,15 @@ def _compaction(df: pl.DataFrame, markers: tuple[str, ...], item_types: tuple[st
             joined = join_groups(group, texts.text, int(starts.sum()))
             hit_at = texts.owner.filter(starts).filter(_contains(joined, markers))
         else:  # a marker without "\n" cannot span the "\n" that joins two blocks
-            hit_at = texts.owner.filter(_contains(texts.text, markers)).unique(maintain_order=True)
+            hits = texts.owner.filter(_contains(texts.text, markers))
+            hit_at = hits.filter(run_starts(hits))  # owners ascending: one entry per item
         flag = flag | scatter(
             len(items), hit_at, pl.repeat(True, len(hit_at), eager=True), pl.Boolean
         ).fill_null(False)
     count = flat.segment_sum(flag).cast(pl.Int32)
     at = flag.arg_true()
     rows = parent.gather(at)
-    first = rows.is_first_distinct()
+    first = run_starts(rows)
     first_index = scatter(len(df), rows.filter(first), flat.index(parent, at).filter(first), pl.Int32)
     return df.with_columns(
         (count > 0).alias("compacted"),

@@ -28,6 +28,7 @@ from pipeline.transforms._flat import (
     eager,
     gather,
     regroup,
+    run_starts,
     scatter,
     series,
     split,
@@ -184,7 +185,7 @@ def swap_errors(flat: Flat, parent: pl.Series, prefix: str) -> tuple[pl.Series, 
     kind = child(content.values, "type")
     blocks_at = (kind.is_not_null() & ~kind.is_in(TEXT_BLOCK_TYPES)).arg_true()
     owner = content.parent().gather(blocks_at)
-    first = owner.is_first_distinct()  # blocks are in item order: the first bad block of each item
+    first = run_starts(owner)  # blocks are in item order: the first bad block of each item
     bad_block = scatter(len(items), owner.filter(first), kind.gather(blocks_at).filter(first), pl.String)
     cols = [child(items, "role"), child(items, "type"), child(items, "content_form"), bad_block.alias("bad")]
     case = pl.DataFrame(cols).select(swap_case(*(pl.col(c.name) for c in cols))).to_series()
@@ -237,7 +238,7 @@ def _role_swap(df: pl.DataFrame, on_unsupported: str) -> pl.DataFrame:
             _items_series(items), series(dropped, "role_swap_dropped").cast(pl.List(pl.String)), form
         )
     rows = parent.gather(at)
-    first = rows.is_first_distinct()
+    first = run_starts(rows)
     error = scatter(len(df), rows.filter(first), errors.filter(first), pl.String)
     return df.with_columns(_items_series(flat.rewrap(swapped(flat.values))), error.alias(ERROR), form)
 

@@ -29,6 +29,7 @@ from pipeline.transforms._flat import (
     eager,
     offsets_by_row,
     regroup,
+    run_starts,
     scatter,
     segment_sums,
     series,
@@ -123,7 +124,7 @@ def _first_user_task(parent: pl.Series, code: pl.Series, texts: BlockTexts, n: i
     """Per conversation, the full text of its first user item with visible text (null: none)."""
     at = ((code == LABELS.index(USER)) & texts.nonempty).fill_null(False).arg_true()
     rows = parent.gather(at)
-    chosen = at.filter(rows.is_first_distinct())
+    chosen = at.filter(run_starts(rows))
     is_chosen = scatter(len(code), chosen, pl.repeat(True, len(chosen), eager=True), pl.Boolean)
     picked = texts.select(is_chosen.gather(texts.owner).fill_null(False))
     task = join_groups(parent.gather(picked.owner), picked.text, n, absent_null=True)
