@@ -191,18 +191,37 @@ def swap_errors(flat: Flat, parent: pl.Series, prefix: str) -> tuple[pl.Series, 
     case = pl.DataFrame(cols).select(swap_case(*(pl.col(c.name) for c in cols))).to_series()
     at = case.is_not_null().arg_true()
     code = case.gather(at)
-    # the same message as swap_error_of, built without ``when`` over strings (which evaluates every
-    # branch on every row): heads and values are gathered by case, and the tail with the item index
-    # from a table of every (case, index) ending -- indices are small, formatting each is not
-    value = pl.concat(cols).gather(code.cast(pl.Int64) * len(items) + at)
-    heads = pl.Series([f"{prefix}: {h}" for h, _ in _CASES]).gather(code)
+    # the same message as swap_error_of, built once per distinct (case, value, item index): a few
+    # item kinds at small indices repeat over millions of dropped items, so the messages are
+    # formatted for the distinct keys only and every item takes its message by a lookup
+    code = code.cast(pl.Int64)
+    value = pl.concat(cols).gather(code * len(items) + at)
     idx = flat.index(parent, at).cast(pl.Int64)
-    width = int(idx.max() or 0) + 1  # type: ignore[arg-type]
-    numbers = pl.int_range(0, width, eager=True).cast(pl.String)
-    endings = pl.concat([pl.select(pl.concat_str(pl.lit(t), numbers)).to_series() for _, t in _CASES])
-    tails = endings.gather(code.cast(pl.Int64) * width + idx)
-    parts = pl.DataFrame([heads.alias("h"), value.alias("v"), tails.alias("t")])
-    return at, parts.select(pl.concat_str("h", "v", "t").alias("error")).to_series()
+    vid = value.cast(pl.Categorical).to_physical().cast(pl.Int64).fill_null(-1) + 1
+    n_idx, n_vid = int(idx.max() or 0) + 1, int(vid.max() or 0) + 1  # type: ignore[arg-type]
+    key = (code * n_vid + vid) * n_idx + idx
+    firsts = key.arg_unique()
+    parts = pl.DataFrame(
+        [
+            pl.Series([f"{prefix}: {h}" for h, _ in _CASES]).gather(code.gather(firsts)).alias("h"),
+            value.gather(firsts).alias("v"),
+            pl.Series([t for _, t in _CASES]).gather(code.gather(firsts)).alias("t"),
+            idx.gather(firsts).cast(pl.String).alias("i"),
+        ]
+    )
+    messages = parts.select(pl.concat_str("h", "v", "t", "i")).to_series()
+    where = _positions(key.gather(firsts), key, len(_CASES) * n_vid * n_idx)
+    return at, messages.gather(where).alias("error")
+
+
+def _positions(distinct: pl.Series, keys: pl.Series, key_space: int) -> pl.Series:
+    """For each of ``keys`` (Int64 in ``[0, key_space)``), its position in ``distinct`` (which holds
+    each of them once): a dense table when the key space is small, a sorted search otherwise."""
+    if key_space <= 4 * len(keys) + 1024:
+        table = scatter(key_space, distinct, pl.int_range(0, len(distinct), eager=True), pl.Int64)
+        return table.gather(keys)
+    order = distinct.arg_sort()
+    return order.gather(distinct.gather(order).search_sorted(keys))
 
 
 def role_swap(frame: Frame, on_unsupported: str = "reject") -> Frame:
