@@ -190,11 +190,10 @@ def swap_errors(flat: Flat, parent: pl.Series, prefix: str) -> tuple[pl.Series, 
     cols = [child(items, "role"), child(items, "type"), child(items, "content_form"), bad_block.alias("bad")]
     case = pl.DataFrame(cols).select(swap_case(*(pl.col(c.name) for c in cols))).to_series()
     at = case.is_not_null().arg_true()
-    code = case.gather(at)
+    code = case.gather(at).cast(pl.Int64)
     # the same message as swap_error_of, built once per distinct (case, value, item index): a few
     # item kinds at small indices repeat over millions of dropped items, so the messages are
     # formatted for the distinct keys only and every item takes its message by a lookup
-    code = code.cast(pl.Int64)
     value = pl.concat(cols).gather(code * len(items) + at)
     idx = flat.index(parent, at).cast(pl.Int64)
     vid = value.cast(pl.Categorical).to_physical().cast(pl.Int64).fill_null(-1) + 1
