@@ -679,3 +679,62 @@ ANTHROPIC.append(
         },
     )
 )
+
+# Calls and tool outputs recorded without call ids (agent logs, hand-written fixtures): every target
+# gets the ids pipeline/encoders/call_ids.py generates from the record, outputs their call's id by
+# position (the oldest unanswered call before them): one call and its output, then two parallel calls
+# and their two outputs.
+RESPONSES.append(
+    (
+        "calls_and_outputs_without_call_ids",
+        {
+            "model": "gpt-5",
+            "input": [
+                {"role": "user", "content": "list files, then the weather in Paris and Rome"},
+                {"type": "function_call", "name": "sh", "arguments": '{"cmd":"ls"}'},
+                {"type": "function_call_output", "output": "a.txt"},
+                {"type": "function_call", "name": "weather", "arguments": '{"city":"Paris"}'},
+                {"type": "function_call", "name": "weather", "arguments": '{"city":"Rome"}'},
+                {"type": "function_call_output", "output": "18C"},
+                {"type": "function_call_output", "output": "21C"},
+                {"role": "assistant", "content": "a.txt; Paris 18C, Rome 21C."},
+            ],
+        },
+    )
+)
+CHAT.append(
+    (
+        "tool_calls_and_tool_messages_without_ids",
+        {
+            "model": "gpt-4o",
+            "messages": [
+                {"role": "user", "content": "list files, then the weather in Paris and Rome"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"type": "function", "function": {"name": "sh", "arguments": '{"cmd":"ls"}'}}
+                    ],
+                },
+                {"role": "tool", "content": "a.txt"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "type": "function",
+                            "function": {"name": "weather", "arguments": '{"city":"Paris"}'},
+                        },
+                        {
+                            "type": "function",
+                            "function": {"name": "weather", "arguments": '{"city":"Rome"}'},
+                        },
+                    ],
+                },
+                {"role": "tool", "content": "18C"},
+                {"role": "tool", "content": "21C"},
+                {"role": "assistant", "content": "a.txt; Paris 18C, Rome 21C."},
+            ],
+        },
+    )
+)

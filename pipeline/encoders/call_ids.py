@@ -7,6 +7,9 @@ without one gets an id generated from the record (:meth:`Ctx.generated_id`: the 
 gets the same ids), and an output without one the id of the call it answers: the oldest
 unanswered call before it (pairing by position, as ShareGPT does). Both are reported as
 ``generated_id``; ShareGPT outputs are not (a ShareGPT turn has no slot an id could come back to).
+Chat, Responses and Anthropic all use this one rule, for every source, so a record gets the same ids
+in every target. HF and ShareGPT rows hold no generated id, but the way back from them does
+(:func:`report_way_back`).
 
 ==========================================  ================================  ================
 source                                      target                            loss
@@ -25,22 +28,30 @@ from pipeline.encoders._context import Ctx
 class CallIds:
     """Call ids for the calls and outputs of one record: their own, or generated / paired."""
 
-    def __init__(self, ctx: Ctx) -> None:
+    def __init__(self, ctx: Ctx, *, way_back: bool = False) -> None:
+        """Generate the ids of record ``ctx`` and report them (``way_back``: see :func:`report_way_back`)."""
         v = ctx.v
+        call_detail = (
+            "the way back from this target gives the call an id" if way_back else "a call without id got one"
+        )
+        output_detail = (
+            "the way back from this target gives the output its call's id (paired by position)"
+            if way_back
+            else "an output without a call id got its call's id (paired by position)"
+        )
         self.ctx = ctx
         self.ids: dict[int, str] = {}
         self.pairs = to_hf.pair_outputs(ctx, positional=True)
         for i in range(ctx.start, ctx.end):
             if v.type[i] in to_hf.CALLS and v.call_id[i] is None:
                 self.ids[i] = ctx.generated_id("call", i)
-                ctx.lose(to_hf.item_ptr(ctx, i), "generated_id", "a call without id got one")
+                ctx.lose(to_hf.item_ptr(ctx, i), "generated_id", call_detail)
         for out, call in self.pairs.items():  # in source order: pair_outputs walks the items
             if v.call_id[out] is None:
                 self.ids[out] = v.call_id[call] if v.call_id[call] is not None else self.ids[call]
                 if ctx.source != "sharegpt":
                     # on the output itself, as for a dropped call id: the id is its link to its call
-                    detail = "an output without a call id got its call's id (paired by position)"
-                    ctx.lose(to_hf.item_ptr(ctx, out), "generated_id", detail)
+                    ctx.lose(to_hf.item_ptr(ctx, out), "generated_id", output_detail)
 
     def call_id(self, i: int) -> str | None:
         """Item ``i``'s call id: its own, or the generated / paired one."""
@@ -50,3 +61,14 @@ class CallIds:
     def needed(self) -> bool:
         """Did any call or output of the record lack an id?"""
         return bool(self.ids)
+
+
+def report_way_back(ctx: Ctx) -> None:
+    """Report an API record's id-less calls and outputs on its way to HF / ShareGPT.
+
+    Those rows have no id for them either, but converted back (:mod:`pipeline.encoders.from_dataset`)
+    each id-less call gets a generated id and each id-less output its call's: A -> dataset -> A adds
+    ids A did not have, reported (``generated_id``) where a direct conversion reports them.
+    """
+    if ctx.source not in ("hf", "sharegpt"):
+        CallIds(ctx, way_back=True)

@@ -4,7 +4,10 @@ Semantics (fixing the peers' known faults):
 
 * reasoning and consecutive (parallel) calls form one assistant message whose ``tool_calls`` are
   in call order; an assistant message followed by its calls stays one message;
-* tool outputs stay in source order, each a ``tool`` message paired by ``tool_call_id``;
+* tool outputs stay in source order, each a ``tool`` message paired by ``tool_call_id``; a call
+  without id gets the id :mod:`pipeline.encoders.call_ids` generates for it, an output without one
+  the id of the oldest unanswered call before it (both ``generated_id``, the same ids as every
+  other target), and an id-less output with no call to answer is dropped (``orphan_output``);
 * inline system/developer messages stay in place with their role; top-level instructions become
   a leading ``system`` message (``instruction_position``), and empty instructions none;
 * text parts keep their block boundaries (content stays a list when it was one).
@@ -113,12 +116,10 @@ def _message_losses(ctx: Ctx, i: int) -> None:
     ctx.lose_extra(i, base)
 
 
-def _tool_call(
-    ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None, ids: CallIds | None
-) -> dict[str, Any]:
+def _tool_call(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None, ids: CallIds) -> dict[str, Any]:
     v = ctx.v
     base = ctx.item_ptr(i)
-    call_id = (v.call_id[i] if ids is None else ids.call_id(i)) or ""
+    call_id = ids.call_id(i)  # never None for a call: CallIds generates (and reports) the missing ones
     ctx.lose_fields(i, base, ("id", "status", "namespace", "phase", "encrypted_content"))
     value = "input" if v.type[i] == "custom_tool_call" else "arguments"
     arguments = v.arguments[i]
@@ -127,10 +128,8 @@ def _tool_call(
         to_hf.call_type_kept(ctx, i)
         to_hf.sharegpt_value_kept(ctx, i)
         from_dataset.call_extra_keys(ctx, i)
-    for field in ("call_id", "name", value):
-        if (arguments if field == "arguments" else getattr(v, field)[i]) is None and not (
-            field == "call_id" and ids is not None
-        ):
+    for field in ("name", value):
+        if (arguments if field == "arguments" else getattr(v, field)[i]) is None:
             ctx.lose(
                 base + "/" + ctx.wire_key(i, field), "content_form", f"a missing or null '{field}' becomes ''"
             )
@@ -149,17 +148,10 @@ def _tool_call(
     }
 
 
-def _tool_message(
-    ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None, ids: CallIds | None
-) -> dict[str, Any]:
-    v = ctx.v
+def _tool_message(ctx: Ctx, i: int, call_id: str, calls: from_dataset.DatasetCalls | None) -> dict[str, Any]:
+    """Output ``i`` as a ``tool`` message answering ``call_id`` (its own, or its call's: CallIds)."""
     base = ctx.item_ptr(i)
-    msg: dict[str, Any] = {"role": "tool"}
-    call_id = v.call_id[i] if ids is None else ids.call_id(i)
-    if call_id is not None:
-        msg["tool_call_id"] = call_id
-    else:
-        ctx.lose(base, "orphan_output", "a tool output without a call id")
+    msg: dict[str, Any] = {"role": "tool", "tool_call_id": call_id}
     content = _content(ctx, i, "tool")
     if content is ... or content is None:
         ctx.lose(ctx.content_ptr(i), "content_form", "Chat tool messages need content; wrote ''")
@@ -174,8 +166,6 @@ def _tool_message(
         base,
         ("id", "status", "namespace", "phase") if calls else ("name", "id", "status", "namespace", "phase"),
     )
-    if v.call_id[i] is None and "call_id" in (v.nulls[i] or ()):
-        ctx.lose(base + "/" + ctx.wire_key(i, "call_id"), "orphan_output", "an explicit null call id")
     ctx.lose_extra(i, base)
     return msg
 
@@ -233,16 +223,17 @@ def encode(ctx: Ctx) -> dict[str, Any]:
     request = ctx.kind == "request"  # a response object's envelope is response_objects.py's
     messages = _instructions(ctx) if request else []
     calls = from_dataset.DatasetCalls(ctx) if ctx.source in from_dataset.DATASETS else None
-    # Anthropic blocks recorded without ids (Claude Code fixtures) would give Chat tool messages
-    # without tool_call_id, which the API rejects: ids are generated and paired by position.
-    ids: CallIds | None = calls if calls is not None else CallIds(ctx) if ctx.source == "anthropic" else None
+    # Chat pairs a tool message with its call by id and the API requires both ids: an id-less call
+    # (any source: Claude Code blocks, Responses/Chat logs, dataset rows) gets the id every target
+    # generates for it, an id-less output its call's, paired by position (call_ids.py).
+    ids = calls if calls is not None else CallIds(ctx)
     if ctx.source == "sharegpt":
         to_hf.leading_system_note(ctx, bool(messages), "Chat")
     call_group = -1  # the source turn of the calls in ``current`` (ShareGPT: one turn, one message)
     origin = [-1] * len(messages)  # the item each message came from (-1: the instructions)
     current: dict[str, Any] | None = None  # the assistant message tool calls attach to
     current_first = -1  # the item that opened it
-    custom_ids = {v.call_id[i] for i in range(ctx.start, ctx.end) if v.type[i] == "custom_tool_call"}
+    custom_ids = {ids.call_id(i) for i in range(ctx.start, ctx.end) if v.type[i] == "custom_tool_call"}
     for i in range(ctx.start, ctx.end):
         t = v.type[i]
         base = ctx.item_ptr(i)
@@ -289,15 +280,15 @@ def encode(ctx: Ctx) -> dict[str, Any]:
                 origin.append(i)
             current.setdefault("tool_calls", []).append(_tool_call(ctx, i, calls, ids))
             call_group = v.group[i]
-        elif t in OUTPUTS and ids is not None and ids.call_id(i) is None:
+        elif t in OUTPUTS and (call_id := ids.call_id(i)) is None:
             # no id and no call before it to pair with: Chat rejects a tool message without one
             ctx.lose(base, "orphan_output", "a tool output with no call to pair with is dropped")
             current = None
         elif t in OUTPUTS:
-            messages.append(_tool_message(ctx, i, calls, ids))
+            messages.append(_tool_message(ctx, i, call_id, calls))
             origin.append(i)
             current = None
-            inferred = "custom_tool_call_output" if v.call_id[i] in custom_ids else "function_call_output"
+            inferred = "custom_tool_call_output" if call_id in custom_ids else "function_call_output"
             if ctx.source == "responses" and inferred != t:
                 ctx.lose(
                     base, "content_form", "Chat tool messages have no kind; it is inferred from the call"

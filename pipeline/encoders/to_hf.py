@@ -32,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from pipeline.encoders import call_ids  # (call_ids uses to_hf at call time only)
 from pipeline.encoders._context import Ctx, keys_except
 from pipeline.formats import hf, sharegpt
 from pipeline.formats._common import BlockView
@@ -568,6 +569,7 @@ def encode(ctx: Ctx) -> dict[str, Any]:
     messages = _instructions(ctx)
     leading_system_note(ctx, bool(messages), TARGET)
     pairs = pair_outputs(ctx)
+    call_ids.report_way_back(ctx)  # id-less calls come back with ids
     current: dict[str, Any] | None = None  # the assistant message tool calls attach to
     call_group = -1  # the source group of the calls in ``current``
     for i in range(ctx.start, ctx.end):

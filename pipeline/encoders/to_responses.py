@@ -5,7 +5,9 @@
   (assistant), whose required ``id`` is generated from the record (``generated_id``).
 * Tool calls become ``function_call`` / ``custom_tool_call`` items with ``call_id`` = the source
   call id (no item ``id`` is invented: it is optional on input items); outputs become
-  ``function_call_output`` / ``custom_tool_call_output`` paired by ``call_id``.
+  ``function_call_output`` / ``custom_tool_call_output`` paired by ``call_id``. A call without id
+  gets the id :mod:`pipeline.encoders.call_ids` generates for it, an output without one the id of
+  the oldest unanswered call before it (both ``generated_id``: the same ids in every target).
 * Anthropic ``system`` becomes ``instructions``; a thinking block becomes a ``reasoning`` item whose
   text is a ``reasoning_text`` part (its signature has no slot: ``thinking_signature``).
 """
@@ -116,21 +118,19 @@ def _message(ctx: Ctx, i: int) -> dict[str, Any] | None:
     return {"role": role, "content": content}
 
 
-def _call(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None, ids: CallIds | None) -> dict[str, Any]:
+def _call(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None, ids: CallIds) -> dict[str, Any]:
     v = ctx.v
     base = ctx.item_ptr(i)
-    call_id = v.call_id[i] if ids is None else ids.call_id(i)
+    call_id = ids.call_id(i)  # never None for a call: CallIds generates (and reports) the missing ones
     if v.type[i] == "custom_tool_call":
-        item = {"type": "custom_tool_call", "call_id": call_id or "", "name": v.name[i] or "",
+        item = {"type": "custom_tool_call", "call_id": call_id, "name": v.name[i] or "",
                 "input": v.input[i] or ""}  # fmt: skip
     else:
         arguments = v.arguments[i] if calls is None else from_dataset.arguments(ctx, i)
-        item = {"type": "function_call", "call_id": call_id or "", "name": v.name[i] or "",
+        item = {"type": "function_call", "call_id": call_id, "name": v.name[i] or "",
                 "arguments": arguments or ""}  # fmt: skip
         if calls is not None and arguments is None:
             ctx.lose(to_hf.field_ptr(ctx, i, "arguments"), "content_form", "missing arguments became ''")
-    if call_id is None:
-        ctx.lose(base + "/" + ctx.wire_key(i, "call_id"), "generated_id", "a call without id got ''")
     if calls is not None:
         to_hf.call_type_kept(ctx, i)
         to_hf.sharegpt_value_kept(ctx, i)
@@ -145,17 +145,13 @@ def _call(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None, ids: CallId
 
 
 def _output(
-    ctx: Ctx, i: int, custom_calls: set[str], calls: from_dataset.DatasetCalls | None, ids: CallIds | None
+    ctx: Ctx, i: int, custom_calls: set[str | None], calls: from_dataset.DatasetCalls | None, ids: CallIds
 ) -> dict[str, Any]:
     v = ctx.v
     base = ctx.item_ptr(i)
-    call_id = v.call_id[i] if ids is None else ids.call_id(i)
+    call_id = ids.call_id(i)  # its own, or (no id) the oldest unanswered call's before it
     kind = "custom_tool_call_output" if call_id in custom_calls else "function_call_output"
-    item: dict[str, Any] = {"type": kind}
-    if call_id is not None:
-        item["call_id"] = call_id
-    else:
-        ctx.lose(base, "orphan_output", "a tool output without a call id")
+    item: dict[str, Any] = {"type": kind, "call_id": call_id}  # (id-less orphans are dropped by encode)
     content = _content(ctx, i, False)
     if content is ... or content is None:
         ctx.lose(ctx.content_ptr(i), "content_form", "a tool output needs output; wrote ''")
@@ -171,8 +167,6 @@ def _output(
             ctx.lose(base + "/name", "name", "kept in Responses, but Chat tool messages have no name slot")
     elif "name" in (v.nulls[i] or ()):
         ctx.lose(base + "/name", "name", "an explicit null name")
-    if "call_id" in (v.nulls[i] or ()):
-        ctx.lose(base + "/" + ctx.wire_key(i, "call_id"), "orphan_output", "an explicit null call id")
     ctx.lose_fields(i, base, ("id", "status", "phase", "namespace", "encrypted_content", "signature"))
     extra = ctx.extra(i)
     if "is_error" in extra:
@@ -225,7 +219,6 @@ def encode(ctx: Ctx) -> dict[str, Any]:
     if request:
         _instructions(ctx, body)
     items: list[dict[str, Any]] = []
-    custom_calls = {v.call_id[i] for i in range(ctx.start, ctx.end) if v.type[i] == "custom_tool_call"}
     first = ctx.start
     if (
         ctx.source in ("chat", "hf")
@@ -245,8 +238,10 @@ def encode(ctx: Ctx) -> dict[str, Any]:
         first += 1
     emitted: set[int] = set()  # the items that have an item in the output
     calls = from_dataset.DatasetCalls(ctx) if ctx.source in from_dataset.DATASETS else None
-    # Anthropic blocks recorded without ids: Responses requires call_id (see call_ids.py)
-    ids: CallIds | None = calls if calls is not None else CallIds(ctx) if ctx.source == "anthropic" else None
+    # Responses requires call_id on calls and outputs: an id-less call (any source) gets the id every
+    # target generates for it, an id-less output its call's, paired by position (call_ids.py).
+    ids = calls if calls is not None else CallIds(ctx)
+    custom_calls = {ids.call_id(i) for i in range(ctx.start, ctx.end) if v.type[i] == "custom_tool_call"}
     if ctx.source == "sharegpt":
         to_hf.leading_system_note(ctx, ctx.view.instr_form[ctx.r] == FORM_STRING, "Responses")
     bare_calls = False  # do the last items form calls with no text before them (a null-content message)?
@@ -272,6 +267,10 @@ def encode(ctx: Ctx) -> dict[str, Any]:
                 ctx.lose(attach_target, "message_merge", detail)
         elif t in CALLS:
             item = _call(ctx, i, calls, ids)
+        elif t in OUTPUTS and ids.call_id(i) is None:
+            # no id and no call before it to pair with: the API rejects an output without call_id
+            ctx.lose(ctx.item_ptr(i), "orphan_output", "a tool output with no call to pair with is dropped")
+            item = None
         elif t in OUTPUTS:
             item = _output(ctx, i, custom_calls, calls, ids)
         elif t == "reasoning":

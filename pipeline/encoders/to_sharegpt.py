@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipeline.encoders import call_ids  # (call_ids uses to_hf at call time only)
 from pipeline.encoders._context import Ctx
 from pipeline.encoders.to_hf import (
     CALLS,
@@ -201,6 +202,7 @@ def encode(ctx: Ctx) -> dict[str, Any]:
     body: dict[str, Any] = {}
     i = _system(ctx, body)
     pairs = pair_outputs(ctx)
+    call_ids.report_way_back(ctx)  # id-less calls come back with ids
     turns: list[dict[str, Any]] = []
     origin: list[int] = []  # the item each turn came from
     while i < ctx.end:

@@ -138,6 +138,29 @@ def test_fallback_rows_match_the_reference() -> None:
     assert first.record["messages"][-1] == {"role": "assistant"}
 
 
+def test_id_less_calls_and_outputs_take_the_fallback() -> None:
+    """A call or output without call_id (missing or null) gets call_ids.py's generated / paired id on
+    the per-record path; rows whose calls and outputs all have ids stay on the fast path."""
+    call = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+    out = {"type": "function_call_output", "call_id": "c", "output": "ok"}
+    no_id = {k: v for k, v in call.items() if k != "call_id"}
+    records = [
+        {"input": [no_id, {k: v for k, v in out.items() if k != "call_id"}]},  # both id-less
+        {"input": [call, {"type": "function_call_output", "output": "ok"}]},  # the output only
+        {"input": [{**call, "call_id": None}, out]},  # an explicit null call id
+        # an id-less output with no call to answer (dropped as an orphan)
+        {"input": [{"role": "user", "content": "hi"}, {"type": "function_call_output", "output": "x"}]},
+        {"input": [call, out]},  # the fast path next to them
+    ]
+    table = decode_records(records, "responses").table
+    stats = check_equal(table)
+    res = responses_to_chat(table)
+    assert res.fallback.to_pylist() == [True, True, True, True, False]
+    assert stats["converted"] == 5
+    chat = encode_jsonl(res.table.slice(0, 1), "chat")
+    assert b'"tool_call_id":"call_' in chat[0] and b'"id":"call_' in chat[0]
+
+
 def test_empty_table() -> None:
     table = decode_records([], "responses").table
     res = responses_to_chat(table)

@@ -38,7 +38,9 @@ whose ``detail`` Chat does not accept and is neither null nor a plain printable-
 detail quotes its Python ``repr``); an assistant message with *absent* content that would merge into a
 turn (the per-record encoder fails on it: the failure message is the per-record one); text merged into a
 turn opened by an assistant message with absent content, after its calls (the per-record record has
-the keys ``role, tool_calls, content`` in that order, which :mod:`.chat_json` does not write). Tool
+the keys ``role, tool_calls, content`` in that order, which :mod:`.chat_json` does not write); a call
+or tool output without ``call_id`` (missing or null: :mod:`pipeline.encoders.call_ids` generates and
+pairs ids by position, which real logs rarely need). Tool
 definitions (per distinct ``tools`` text), ``tool_choice`` and top-level keys that must be rewritten
 are converted once per *distinct* value with ``to_chat``'s own functions (real logs repeat a handful
 of tool sets).
@@ -474,6 +476,11 @@ def _convert(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
     order_fallback = items.select(
         pl.col("row").filter(pl.col("merged") & (opener_form == "absent") & (pl.col("calls_before") > 0))
     )["row"]
+    # A call or output without call_id gets a generated / paired id (call_ids.py, positional pairing):
+    # the per-record encoder does it, so from here on every call and output has its own id.
+    id_fallback = items.select(
+        pl.col("row").filter((pl.col("is_call") | pl.col("is_out")) & pl.col("call_id").is_null())
+    )["row"]
 
     # Tool outputs have no kind in Chat: it is inferred from a custom call with the same id.
     keys = items.select("row", "call_id", "type")
@@ -520,7 +527,7 @@ def _convert(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
     clock("tools, tool_choice, top-level keys")
     # ---- fallback rows ------------------------------------------------------------------------
     bad = np.zeros(n, bool)
-    for s in (block_fallback, merge_fallback, order_fallback):
+    for s in (block_fallback, merge_fallback, order_fallback, id_fallback):
         bad[s.to_numpy()] = True
     bad |= tools_bad | choice_bad
     fallback_rows = np.flatnonzero(bad)
@@ -1039,10 +1046,9 @@ def _item_losses(items_eager: pl.DataFrame) -> list[pl.LazyFrame]:
 
     calls = items_eager.lazy().filter(pl.col("is_call"))
     out += _lose_fields(calls, ("id", "status", "namespace", "phase", "encrypted_content"), step=20)
-    for j, field in enumerate(("call_id", "name")):
-        out.append(_losses(calls.filter(pl.col(field).is_null()), base + "/" + field, "content_form",
-                           f"a missing or null '{field}' becomes ''", step=30, sub=lit(j),
-                           **pos))  # fmt: skip
+    # (no loss for a null call_id: such rows take the fallback, their rows here are dropped)
+    out.append(_losses(calls.filter(pl.col("name").is_null()), base + "/name", "content_form",
+                       "a missing or null 'name' becomes ''", step=30, sub=lit(1), **pos))  # fmt: skip
     custom = t == "custom_tool_call"
     out.append(_losses(
         calls.filter(pl.when(custom).then(pl.col("input")).otherwise(pl.col("arguments")).is_null()),
@@ -1052,24 +1058,10 @@ def _item_losses(items_eager: pl.DataFrame) -> list[pl.LazyFrame]:
         step=30, sub=lit(2), **pos))  # fmt: skip
     out.append(_extra_losses(items_eager, pl.col("is_call"), step=40))
 
-    outs = items.filter(pl.col("is_out"))
-    out.append(_losses(outs.filter(pl.col("call_id").is_null()), base, "orphan_output",
-                       "a tool output without a call id", step=5, **pos))  # fmt: skip
+    outs = items.filter(pl.col("is_out"))  # (an id-less output's row takes the fallback: no loss here)
     out.append(_losses(outs.filter(form.is_in(["null", "absent"])), base + "/output", "content_form",
                        "Chat tool messages need content; wrote ''", step=15, **pos))  # fmt: skip
     out += _lose_fields(outs, ("name", "id", "status", "namespace", "phase"), step=20)
-    out.append(
-        _losses(
-            outs.filter(
-                pl.col("call_id").is_null() & pl.col("null_fields").list.contains("call_id").fill_null(False)
-            ),
-            base + "/call_id",
-            "orphan_output",
-            "an explicit null call id",
-            step=30,
-            **pos,
-        )
-    )
     out.append(_extra_losses(items_eager, pl.col("is_out"), step=40))
     out.append(
         _losses(
@@ -1189,7 +1181,7 @@ def _build(
         type="type",
         native_type=pl.when(custom).then(lit("custom")).otherwise(lit("function")),
         role=lit("assistant"),
-        call_id=pl.col("call_id").fill_null(""),
+        call_id="call_id",  # null only in id-less rows, which take the fallback (dropped below)
         name=pl.col("name").fill_null(""),
         arguments=pl.when(custom).then(lit(None, s)).otherwise(pl.col("arguments").fill_null("")),
         input=pl.when(custom).then(pl.col("input").fill_null("")).otherwise(lit(None, s)),
