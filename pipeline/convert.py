@@ -4,6 +4,10 @@ Inputs are cut into line-aligned chunks; worker processes decode (and encode) ch
 the parent writes their results in input order, so output order equals input order and memory is
 bounded by ``workers x in-flight chunks``. Every non-blank input line is either written or
 rejected; the report's counts always satisfy ``read == written + rejected``.
+
+Workers read their own byte range of the input (the parent only finds the boundaries) and hand
+decoded tables back as memory-mapped Arrow IPC files, not pickles; docs/ingest-profile.md says
+what each part of an ingest costs.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import tempfile
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
@@ -24,12 +29,11 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.encoders import supported
-from pipeline.encoders.vectorized.encode_rows import encode_rows
 from pipeline.errors import ConfigError
 from pipeline.formats import WIRE_FORMATS, Rejected, decode_lines
 from pipeline.io.jsonl import DEFAULT_CHUNK_BYTES, Chunk, iter_chunks
 from pipeline.io.parquet import writer as parquet_writer
+from pipeline.io.table_handoff import HandedOff, hand_off, handoff_dir, take
 from pipeline.losses import LossPolicy
 from pipeline.schema import cast_to_canonical
 from pipeline.sources import SOURCES, detect_source, read_source
@@ -55,6 +59,8 @@ class ConvertConfig:
 
     def validate(self) -> None:
         """Fail before any work, with a message that says what to fix."""
+        from pipeline.encoders import supported  # see _encode_rows: workers need not import encoders
+
         if self.source not in INPUT_FORMATS:
             raise ConfigError(
                 f"--from {self.source!r} is not a format; use one of {', '.join(INPUT_FORMATS)}"
@@ -110,6 +116,7 @@ class ChunkResult:
     loss_kinds: Counter[str] = field(default_factory=Counter)
     lossy_records: int = 0
     source_counts: Counter[str] = field(default_factory=Counter)  # source adapters' line/record counts
+    handed_off: HandedOff | None = None  # ``table``, written by a worker for the parent to map
 
 
 def process_source_file(source: str, target: str, path: str, policy: LossPolicy) -> ChunkResult:
@@ -164,6 +171,10 @@ def _encode_rows(
     :func:`encode_rows` converts column at a time where it can (Responses -> Chat) and gives the
     same bytes as the per-record encoders; only rejected rows are visited one by one here.
     """
+    # Imported here: the encoders (and Polars) cost a spawned worker ~0.45 s of start-up, and
+    # workers that decode to Parquet never encode.
+    from pipeline.encoders.vectorized.encode_rows import encode_rows
+
     enc = encode_rows(table, target)
     refused = enc.refused_kinds(policy)
     failed = enc.errors.is_valid().to_numpy(zero_copy_only=False)
@@ -212,7 +223,8 @@ def process_chunk(task: tuple[str, str, Any, LossPolicy]) -> ChunkResult:
             enc.losses, enc.loss_kinds, enc.lossy_records,
         )  # fmt: skip
     chunk: Chunk = payload
-    res = decode_lines(chunk.lines(), source, source_file=chunk.source_file, first_line=chunk.first_line)
+    chunk_lines = chunk.lines()
+    res = decode_lines(chunk_lines, source, source_file=chunk.source_file, first_line=chunk.first_line)
     read = res.table.num_rows + len(res.rejected)
     formats = Counter({source: read})
     rejected_formats = Counter({source: len(res.rejected)})
@@ -223,7 +235,7 @@ def process_chunk(task: tuple[str, str, Any, LossPolicy]) -> ChunkResult:
         )
     lines = res.table.column("source_line").to_pylist()
     raw = (
-        dict(enumerate(chunk.lines(), chunk.first_line))
+        dict(enumerate(chunk_lines, chunk.first_line))
         if target != source or policy.on_loss != "allow"
         else None
     )
@@ -264,16 +276,41 @@ def _ordered(tasks: Iterator[tuple[str, str, Any, LossPolicy]], workers: int) ->
             yield process_chunk(t)
         return
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        inflight: deque[Future[ChunkResult]] = deque(
-            [pool.submit(process_chunk, first), pool.submit(process_chunk, second)]
-        )
+    with (
+        tempfile.TemporaryDirectory(prefix="chatlake-convert-", dir=handoff_dir()) as handoff,
+        ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool,
+    ):
+        n = 0
+
+        def submit(task: tuple[str, str, Any, LossPolicy]) -> Future[ChunkResult]:
+            nonlocal n
+            n += 1
+            return pool.submit(_process_in_worker, task, os.path.join(handoff, f"{n}.arrow"))
+
+        inflight: deque[Future[ChunkResult]] = deque([submit(first), submit(second)])
         for t in tasks:
             if len(inflight) >= 2 * workers:
-                yield inflight.popleft().result()
-            inflight.append(pool.submit(process_chunk, t))
+                yield _received(inflight.popleft().result())
+            inflight.append(submit(t))
         while inflight:
-            yield inflight.popleft().result()
+            yield _received(inflight.popleft().result())
+
+
+def _process_in_worker(task: tuple[str, str, Any, LossPolicy], handoff_path: str) -> ChunkResult:
+    """:func:`process_chunk` in a pool worker: a table result goes back as a file, not a pickle."""
+    res = process_chunk(task)
+    if res.table is not None:
+        res.handed_off = hand_off(res.table, handoff_path)
+        if res.handed_off is not None:
+            res.table = None
+    return res
+
+
+def _received(res: ChunkResult) -> ChunkResult:
+    """A worker's result with its handed-over table mapped back in (and its file removed)."""
+    if res.handed_off is not None:
+        res.table, res.handed_off = take(res.handed_off), None
+    return res
 
 
 _PATH_PREFIX = re.compile(r"^\$[^:]*: ")
