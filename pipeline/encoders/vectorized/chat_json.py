@@ -16,10 +16,12 @@ text / refusal part    type, text / type, refusal
 image part             type, image_url {url, detail}
 =====================  ===============================================================
 
-Every string goes through :func:`~pipeline.encoders.vectorized._json.orjson_string` (orjson's
-escaping); tools, tool_choice and carried keys are already orjson text in the table. Lists are
-joined with ``list.join`` over Arrow list arrays built from the stored order (items are stored
-message by message, calls right after their head), so nothing is hashed or sorted.
+How: every output is a sequence of pieces (literals such as ``{"role":``, escaped strings, the stored
+JSON of tools, tool_choice and carried keys). Each record, message, content part and call has a fixed
+number of piece slots (a piece left out is the empty literal), and items are stored in output order
+(calls right after their message's head, parts in order), so the position of every piece is a
+cumulative sum over widths: numpy lays out one index array, and :class:`~._json.Pieces` copies the
+bytes once. Strings are escaped as orjson does, and only those with a character to escape.
 
 >>> from pipeline.formats import decode_records
 >>> from pipeline.encoders.vectorized import responses_to_chat
@@ -31,25 +33,45 @@ message by message, calls right after their head), so nothing is hashed or sorte
 from __future__ import annotations
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.encoders.vectorized._json import orjson_string as esc
+from pipeline.encoders.vectorized._json import Pieces
 from pipeline.encoders.vectorized.responses_to_chat import _Clock
 
 _CALL_TYPES = ["function_call", "custom_tool_call"]
 
+# Piece slots of each element. A string value is one piece (escaped, without quotes); the literals
+# around it are chosen per element with the quotes glued on (none around a null, written ``null``).
+_ROW_OPEN = 1  # {"messages":[
+_ROW_CLOSE = 9  # ] model, tools, tool_choice, carried keys (literal + value each), }
+_HEAD_OPEN = 3  # {"role": ... ,"content": and the content's opening, around the role or tool_call_id
+_HEAD_CLOSE = 1  # the content's closing, then } or ,"tool_calls":[
+_PART = 3  # separator and prefix, text, suffix
+_CALL = 7  # {"id": id ,"type":...{"name": name ,"arguments": args }} (and ]} after the last call)
 
-def _joined(values: pl.Series, parents: np.ndarray, n: int) -> pl.Series:
-    """Each parent's strings (stored parent by parent, parents ascending) joined with ``,``; an empty
-    string for a parent ``0..n-1`` without any."""
-    counts = np.bincount(parents, minlength=n) if len(parents) else np.zeros(n, np.int64)
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    # Polars exports large_string: a large list over it needs no cast (no copy of the text)
-    lists = pa.LargeListArray.from_arrays(pa.array(offsets), values.to_arrow())
-    return pl.Series(lists).list.join(",")
+
+def _flag(values: pa.Array) -> np.ndarray:
+    """A boolean Arrow array as numpy, null read as false."""
+    return pc.fill_null(values, False).to_numpy(zero_copy_only=False)
+
+
+def _valid(values: pa.Array) -> np.ndarray:
+    return values.is_valid().to_numpy(zero_copy_only=False)
+
+
+def _lengths(lists: pa.Array) -> np.ndarray:
+    """Elements per list, 0 for a null list (as ``flatten`` skips it)."""
+    return pc.fill_null(pc.list_value_length(lists), 0).to_numpy().astype(np.int64)
+
+
+def _put(index: np.ndarray, start: np.ndarray, slots: list[np.ndarray | int]) -> None:
+    for j, piece in enumerate(slots):
+        index[start + j] = piece
+
+
+def _q(quoted: bool) -> str:
+    return '"' if quoted else ""
 
 
 def chat_json(table: pa.Table) -> pa.Array:
@@ -61,124 +83,166 @@ def chat_json(table: pa.Table) -> pa.Array:
     clock = _Clock("json: ")
     items = table.column("items").combine_chunks()
     flat = items.flatten()
-    item_row = pc.list_parent_indices(items).to_numpy()
-    content = flat.field("content")
-    blocks = content.flatten()
-    block_item = pc.list_parent_indices(content).to_numpy()
-
-    lit = pl.lit
-    b = pl.from_arrow(
-        pa.table(
-            {"type": blocks.field("type"), "text": blocks.field("text"), "extra": blocks.field("extra_json")}
-        )
-    )
-    assert isinstance(b, pl.DataFrame)
-    bt = pl.col("type")
-    # each text is escaped once; the branches only pick small literals (when/then computes them all)
-    b = b.with_columns(string=esc(pl.col("text")))
-    image = bt == "image_url"
-    prefix = (
-        pl.when(image).then(lit('{"type":"image_url",'))
-        .when(bt == "refusal").then(lit('{"type":"refusal","refusal":'))
-        .otherwise(lit('{"type":"text","text":'))
-    )  # fmt: skip
-    # an image part has no text and its extra_json is {"image_url": {...}}: spliced without its brace
-    body = pl.coalesce(pl.col("string"), pl.col("extra").str.slice(1))
-    b = b.with_columns(part=pl.concat_str(prefix, body, pl.when(image).then(lit("")).otherwise(lit("}"))))
-    clock("parts")
     n_items = len(flat)
-    parts_joined = _joined(b["part"], block_item, n_items)
-    # a string content is one untyped block: its text, the first block of the item
-    first_block = np.zeros(n_items, np.int64)
-    offsets = content.offsets.to_numpy()
-    has_block = np.diff(offsets) > 0
-    first_block[has_block] = offsets[:-1][has_block] - offsets[0]
-    string_text = b["string"].gather(pl.Series(first_block)) if b.height else pl.repeat(
-        None, n_items, dtype=pl.String, eager=True)  # fmt: skip
+    item_row = np.repeat(np.arange(n), _lengths(items))
+    content = flat.field("content")
+    n_parts = _lengths(content)
+    parts = content.flatten()
+    part_item = np.repeat(np.arange(n_items), n_parts)
 
-    clock("parts joined per item")
-    it = pl.from_arrow(
-        pa.table({f: flat.field(f) for f in ("type", "native_type", "role", "call_id", "name", "arguments",
-                                             "input", "content_form")})
-    )  # fmt: skip
-    assert isinstance(it, pl.DataFrame)
-    it = it.with_columns(parts=parts_joined, string=string_text)
-    form = pl.col("content_form")
-    content_json = (
-        pl.when(form == "string")
-        .then(pl.col("string"))
-        .when(form == "parts")
-        .then(pl.concat_str(lit("["), pl.col("parts"), lit("]")))
-        .when(form == "null")
-        .then(lit("null"))
+    kind = flat.field("type")
+    is_call = _flag(pc.is_in(kind, value_set=pa.array(_CALL_TYPES)))
+    custom = _flag(pc.equal(kind, "custom_tool_call"))
+    tool = _flag(pc.equal(flat.field("role"), "tool"))
+    form = flat.field("content_form")
+    f_string, f_parts = _flag(pc.equal(form, "string")), _flag(pc.equal(form, "parts"))
+    # a message without content leaves the key out (absent), but a tool message always has one
+    content_key = tool | _flag(pc.not_equal(form, "absent"))
+
+    at = np.arange(n_items)
+    row_first = np.ones(n_items, bool)
+    row_first[1:] = item_row[1:] != item_row[:-1]
+    row_last = np.ones(n_items, bool)
+    row_last[:-1] = row_first[1:]
+    next_call = np.zeros(n_items, bool)
+    next_call[:-1] = is_call[1:] & ~row_last[:-1]
+    prev_call = np.zeros(n_items, bool)
+    prev_call[1:] = is_call[:-1] & ~row_first[1:]
+    # calls follow the head of their message
+    head_of = np.maximum.accumulate(np.where(is_call, -1, at))
+    orphan = is_call & ((head_of < 0) | (item_row[np.maximum(head_of, 0)] != item_row))
+    if orphan.any():
+        raise ValueError(f"chat_json: row {int(item_row[orphan][0])} has a tool call before any message")
+
+    p = Pieces()
+    text_ok, text_v = p.json_strings(parts.field("text"))
+    role_ok, role_v = p.json_strings(flat.field("role"))
+    cid_ok, cid_v = p.json_strings(flat.field("call_id"))
+    name_ok, name_v = p.json_strings(flat.field("name"))
+    args_ok, args_v = p.json_strings(pc.coalesce(flat.field("arguments"), flat.field("input")))
+    model_ok, model_v = p.json_strings(table.column("model").combine_chunks())
+    # an image part's extra_json is {"image_url": {...}}: spliced without its opening brace
+    image_extra = parts.field("extra_json")
+    image_v = p.add(pc.utf8_slice_codeunits(image_extra, 1))
+    tools = table.column("tools").combine_chunks()
+    tools_v = p.add(tools)
+    choice = table.column("tool_choice").combine_chunks()
+    choice_v = p.add(choice)
+    # carried keys: the stored object without its braces, after a comma
+    extra = table.column("extra_json").combine_chunks()
+    extra_v = p.add(pc.utf8_slice_codeunits(extra, 1, -1))
+    clock("strings")  # (and the item flags above)
+
+    # a tool message has no tool_calls: calls stored after one are not written (responses_to_chat
+    # never stores any)
+    call_on = is_call & ~tool[np.maximum(head_of, 0)]
+
+    # where each piece goes: items in stored order, each record framed by its open and close slots
+    width = np.where(is_call, _CALL, _HEAD_OPEN + _HEAD_CLOSE + _PART * n_parts)
+    item_end = np.cumsum(width)
+    items_per_row = np.bincount(item_row, minlength=n)
+    row_item_end = np.cumsum(items_per_row)
+    ends = np.concatenate([[0], item_end])
+    item_sum = ends[row_item_end] - ends[row_item_end - items_per_row]
+    bounds = np.zeros(n + 1, np.int64)
+    np.cumsum(_ROW_OPEN + _ROW_CLOSE + item_sum, out=bounds[1:])
+    item_start = item_end - width + (item_row + 1) * _ROW_OPEN + item_row * _ROW_CLOSE
+    index = np.zeros(int(bounds[-1]), np.int32)
+    clock("layout")
+
+    w, lit = np.where, p.literal
+    # records
+    t_on, c_on = _valid(tools), _valid(choice)
+    e_on = _flag(pc.and_(extra.is_valid(), pc.not_equal(extra, "{}")))
+    _put(index, bounds[:-1], [lit('{"messages":[')])
+    _put(index, bounds[1:] - _ROW_CLOSE, [
+        p.choose(lambda m: "]" + (',"model":"' if m else ""), model_ok), w(model_ok, model_v, 0),
+        p.choose(lambda m, t: _q(m) + (',"tools":' if t else ""), model_ok, t_on), w(t_on, tools_v, 0),
+        p.choose(lambda c: ',"tool_choice":' if c else "", c_on), w(c_on, choice_v, 0),
+        p.choose(lambda e: "," if e else "", e_on), w(e_on, extra_v, 0), lit("}"),
+    ])  # fmt: skip
+
+    # messages: one per head item
+    h = np.flatnonzero(~is_call)
+    ht, hp = tool[h], f_parts[h]
+    cid_on = ht & cid_ok[h]  # a tool message names its call when it has an id
+    has_calls = next_call[h] & ~ht
+    # content that is no part list: a string is its one part; an unknown or missing form under a
+    # content key reads null (responses_to_chat writes neither)
+    open_null = ~hp & ~(f_string[h] & (n_parts[h] > 0)) & content_key[h]
+
+    def head_open(sep: bool, tool: bool, cid: bool, role: bool) -> str:
+        if tool:
+            return ("," if sep else "") + '{"role":"tool"' + (',"tool_call_id":"' if cid else "")
+        return ("," if sep else "") + '{"role":' + _q(role)
+
+    def head_content(tool: bool, cid: bool, role: bool, key: bool, bracket: bool, null: bool) -> str:
+        before = _q(cid) if tool else _q(role)
+        return before + (',"content":' if key else "") + ("[" if bracket else "") + ("null" if null else "")
+
+    start = item_start[h]
+    _put(index, start, [
+        p.choose(head_open, ~row_first[h], ht, cid_on, role_ok[h]),
+        w(ht, w(cid_on, cid_v[h], 0), role_v[h]),
+        p.choose(head_content, ht, cid_on, role_ok[h], content_key[h], hp, open_null),
+    ])  # fmt: skip
+    index[start + _HEAD_OPEN + _PART * n_parts[h]] = p.choose(
+        lambda bracket, calls: ("]" if bracket else "") + (',"tool_calls":[' if calls else "}"), hp, has_calls
     )
-    custom = pl.col("type") == "custom_tool_call"
-    # a custom call has an input and no arguments, a function call the other way round
-    call = pl.concat_str(
-        lit('{"id":'), esc(pl.col("call_id")),
-        pl.when(custom).then(lit(',"type":"custom","custom":{"name":'))
-        .otherwise(lit(',"type":"function","function":{"name":')),
-        esc(pl.col("name")),
-        pl.when(custom).then(lit(',"input":')).otherwise(lit(',"arguments":')),
-        esc(pl.coalesce(pl.col("arguments"), pl.col("input"))),
-        lit("}}"),
-    )  # fmt: skip
-    is_call = it["type"].is_in(_CALL_TYPES).to_numpy()
-    # calls follow the head of their message: the message of an item is the number of heads so far
-    msg_of = np.cumsum(~is_call) - 1
-    heads = np.flatnonzero(~is_call)
-    calls = np.flatnonzero(is_call)
-    calls_json = it[calls].select(call=call)["call"]
-    calls_joined = _joined(calls_json, msg_of[calls], len(heads))
-    clock("calls")
-    h = it[heads].with_columns(content_json=content_json, calls=calls_joined)
-    has_calls = pl.col("calls") != ""
-    tool = pl.col("role") == "tool"
-    message = (
-        pl.when(tool)
-        .then(
-            pl.concat_str(
-                lit('{"role":"tool"'),
-                pl.when(pl.col("call_id").is_not_null())
-                .then(pl.concat_str(lit(',"tool_call_id":'), esc(pl.col("call_id"))))
-                .otherwise(lit("")),
-                lit(',"content":'), pl.col("content_json"), lit("}"),
-            )
-        )
-        .otherwise(
-            pl.concat_str(
-                lit('{"role":'), esc(pl.col("role")),
-                pl.when(form != "absent").then(pl.concat_str(lit(',"content":'), pl.col("content_json")))
-                .otherwise(lit("")),
-                pl.when(has_calls).then(pl.concat_str(lit(',"tool_calls":['), pl.col("calls"), lit("]")))
-                .otherwise(lit("")),
-                lit("}"),
-            )
-        )
-    )  # fmt: skip
-    messages = h.select(message=message)["message"]
-    messages_joined = _joined(messages, item_row[heads], n)
 
-    clock("messages")
-    top = pl.from_arrow(table.select(["model", "tools", "tool_choice", "extra_json"]))
-    assert isinstance(top, pl.DataFrame)
+    # content parts of the heads
+    first_part = np.cumsum(n_parts) - n_parts
+    b = np.flatnonzero(~is_call[part_item])
+    bi = part_item[b]
+    k = b - first_part[bi]
+    bp = f_parts[bi]
+    bs = f_string[bi] & (k == 0)
+    ptype = parts.field("type")
+    image = _flag(pc.equal(ptype, "image_url"))[b]
+    refusal = _flag(pc.equal(ptype, "refusal"))[b]
+    has_extra = _valid(image_extra)[b]
+    quoted = text_ok[b]
 
-    def opt(key: str, value: pl.Expr) -> pl.Expr:
-        return pl.when(value.is_not_null()).then(pl.concat_str(lit(f',"{key}":'), value)).otherwise(lit(""))
+    def part_open(
+        part: bool, sep: bool, single: bool, image: bool, refusal: bool, extra: bool, q: bool
+    ) -> str:
+        if not part:
+            return _q(q) if single else ""
+        if image:
+            return ("," if sep else "") + ('{"type":"image_url",' if extra else '{"type":"image_url"')
+        prefix = '{"type":"refusal","refusal":' if refusal else '{"type":"text","text":'
+        return ("," if sep else "") + prefix + _q(q)
 
-    extra = pl.col("extra_json")
-    record = top.with_columns(messages=messages_joined).select(
-        pl.concat_str(
-            lit('{"messages":['), pl.col("messages"), lit("]"),
-            opt("model", esc(pl.col("model"))),
-            opt("tools", pl.col("tools")),
-            opt("tool_choice", pl.col("tool_choice")),
-            pl.when(extra.is_not_null() & (extra != "{}"))
-            .then(pl.concat_str(lit(","), extra.str.slice(1, extra.str.len_chars() - 2)))
-            .otherwise(lit("")),
-            lit("}"),
-        ).alias("record")
-    )  # fmt: skip
-    out = record["record"].to_arrow()
+    def part_close(part: bool, single: bool, image: bool, extra: bool, q: bool) -> str:
+        if not part:
+            return _q(q) if single else ""
+        return ("" if extra else "}") if image else _q(q) + "}"
+
+    text = (bp & ~image) | bs
+    _put(index, item_start[bi] + _HEAD_OPEN + _PART * k, [
+        p.choose(part_open, bp, k > 0, bs, image, refusal, has_extra, quoted),
+        w(text, text_v[b], w(bp & image & has_extra, image_v[b], 0)),
+        p.choose(part_close, bp, bs, image, has_extra, quoted),
+    ])  # fmt: skip
+
+    # calls, after their head
+    c = np.flatnonzero(is_call)
+    cc, iq, nq, aq = custom[c], cid_ok[c], name_ok[c], args_ok[c]
+
+    def call_type(iq: bool, custom: bool, nq: bool) -> str:
+        key = ',"type":"custom","custom":{"name":' if custom else ',"type":"function","function":{"name":'
+        return _q(iq) + key + _q(nq)
+
+    slots = [
+        p.choose(lambda sep, iq: ("," if sep else "") + '{"id":' + _q(iq), prev_call[c], iq), cid_v[c],
+        p.choose(call_type, iq, cc, nq), name_v[c],
+        p.choose(lambda nq, custom, aq: _q(nq) + (',"input":' if custom else ',"arguments":') + _q(aq),
+                 nq, cc, aq),
+        args_v[c],
+        p.choose(lambda aq, last: _q(aq) + "}}" + ("]}" if last else ""), aq, ~next_call[c]),
+    ]  # fmt: skip
+    _put(index, item_start[c], [w(call_on[c], s, 0) for s in slots])
+    clock("index")
+    out = p.gather(index, bounds)
     clock("records")
     return out
