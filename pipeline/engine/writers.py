@@ -103,10 +103,11 @@ class ShardWriter:
         self._out.write(data)
         self.rows["output"] += rows
 
-    def losses(self, cols: dict[str, list[Any]]) -> None:
-        n = len(cols["kind"])
+    def losses(self, table: pa.Table) -> None:
+        """Write a batch's losses (a ``LOSSES_SCHEMA`` table) as one row group."""
+        n = table.num_rows
         if n:
-            table = pa.Table.from_pydict(cols, schema=LOSSES_SCHEMA)
+            table = table.cast(LOSSES_SCHEMA)
             self._losses.write_table(table)
             self.rows["losses"] += n
             self._pending_losses.append(table)
