@@ -163,7 +163,9 @@ def test_synthetic_records() -> None:
     assert stats["vectorized"] > 270  # the fast path really ran
 
 
-def test_rows_with_edited_items_take_the_per_record_path() -> None:
+def test_rows_with_edited_items() -> None:
+    """Edited rows stay on the vectorized path (their edited losses written as columns);
+    tests/encoders/test_vectorized_edited.py checks them case by case."""
     records = [rec for _, rec in RESPONSES]
     table = decode_records(records, "responses").table
     rows = table.to_pylist()
@@ -174,10 +176,12 @@ def test_rows_with_edited_items_take_the_per_record_path() -> None:
                 item["content"][0]["text"] = (item["content"][0]["text"] or "") + " (edited)"
                 edited += 1
     table = pa.Table.from_pylist(rows, schema=CONVERSATION_SCHEMA)
-    stats = check_same(table)
-    assert edited and stats["vectorized"] < table.num_rows
-    lost = encode_rows(table, "chat").losses.column("kind").to_pylist()
-    assert "edited" in lost
+    check_same(table)
+    enc = encode_rows(table, "chat")
+    lost = enc.losses.filter(pa.compute.equal(enc.losses.column("kind"), "edited"))
+    assert edited and lost.num_rows
+    # (some of these rows fall back for other reasons: the other file says which must vectorize)
+    assert any(enc.vectorized.to_pylist()[r] for r in lost.column("row").to_pylist())
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

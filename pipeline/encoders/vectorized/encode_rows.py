@@ -8,13 +8,18 @@ faster where a table-to-table encoder exists:
 rows                                   converted by
 =====================================  ======================================================
 Responses request bodies -> ``chat``   :func:`responses_to_chat` + :func:`chat_json`
+(edited items included)
 that encoder's fallback rows, rows     ``convert_table`` (the per-record encoders)
-with edited items, every other row
+whose edited items' ids are not plain
+printable ASCII, every other row
 =====================================  ======================================================
 
-Rows with edited items (:mod:`pipeline.encoders.edits`) take the per-record path, which drops their
-stale state and reports it. The per-record rows are converted on their own (``table.take``): what
-the encoders generate (call ids) depends on the record alone, not on its place in the batch.
+Items edited since decoding (:mod:`pipeline.encoders.edits`) lose their stale state before any
+encoder: the vectorized rows are encoded from the table ``drop_stale_state`` returns, and each
+edited item's ``edited`` loss is added here as a column, where ``convert_table`` puts it (before the
+row's other losses, last item first). The per-record rows are converted on their own
+(``table.take`` of the table as given): what the encoders generate (call ids) depends on the record
+alone, not on its place in the batch.
 
 >>> from pipeline.formats import decode_records
 >>> t = decode_records([{"input": [{"type": "reasoning", "summary": []}, {"role": "user",
@@ -36,10 +41,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.encoders import convert_table
-from pipeline.encoders.edits import drop_stale_state
+from pipeline.encoders.edits import STATE_FIELDS, drop_stale_state
 from pipeline.encoders.vectorized._json import orjson_string
 from pipeline.encoders.vectorized.chat_json import chat_json
-from pipeline.encoders.vectorized.responses_to_chat import responses_to_chat
+from pipeline.encoders.vectorized.responses_to_chat import item_pointer, responses_to_chat
 from pipeline.losses import LossPolicy
 from pipeline.schema import cast_to_canonical
 
@@ -163,13 +168,14 @@ def encode_rows(table: pa.Table, target: str) -> EncodedRows:
                     pc.equal(table.column("record_kind"), "request"))
             .to_numpy(zero_copy_only=False).copy()
         )  # fmt: skip
-        if fast.any():
-            _, edited = drop_stale_state(table)
-            fast[[e.row for e in edited]] = False
+    cleaned, edited = table, ROW_LOSSES.empty_table()
+    if fast.any():
+        cleaned, edited, not_plain = _edited_losses(table)
+        fast[not_plain] = False
     parts: list[tuple[np.ndarray, pa.Array, pa.Array, pa.Table]] = []
     fast_rows = np.flatnonzero(fast)
     if len(fast_rows):
-        sub = table if len(fast_rows) == n else table.take(fast_rows)
+        sub = cleaned if len(fast_rows) == n else cleaned.take(fast_rows)
         res = responses_to_chat(sub, per_record=False)
         done = res.rows.to_numpy()
         rows = fast_rows[done]
@@ -177,7 +183,13 @@ def encode_rows(table: pa.Table, target: str) -> EncodedRows:
         fast[rows] = True
         losses = res.losses.select(["row", "path", "kind", "detail"])
         losses = losses.set_column(0, "row", pa.array(fast_rows[losses.column("row").to_numpy()], pa.int64()))
-        parts.append((rows, chat_json(res.table), pa.nulls(len(rows), pa.string()), losses.cast(ROW_LOSSES)))
+        losses = losses.cast(ROW_LOSSES)
+        if edited.num_rows:
+            # convert_table puts a row's edited losses before the encoder's: first here, stable sort
+            edited = edited.filter(pa.array(fast[edited.column("row").to_numpy()]))
+            losses = pa.concat_tables([edited, losses])
+            losses = losses.take(np.argsort(losses.column("row").to_numpy(), kind="stable"))
+        parts.append((rows, chat_json(res.table), pa.nulls(len(rows), pa.string()), losses))
     slow_rows = np.flatnonzero(~fast)
     if len(slow_rows):
         parts.append(_per_record(table, slow_rows, target))
@@ -194,6 +206,74 @@ def encode_rows(table: pa.Table, target: str) -> EncodedRows:
     if len(parts) > 1:
         losses = losses.take(np.argsort(losses.column("row").to_numpy(), kind="stable"))
     return EncodedRows(records, errors, losses, pa.array(fast))
+
+
+# Python's repr of a str is the text in single quotes when it is printable ASCII without a quote
+# or backslash (as responses_to_chat writes an image detail's repr); other ids stay per-record.
+_PLAIN = r"^[ -~]*$"
+_EDITED = "content changed since decoding; dropped "
+
+
+def _edited_losses(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
+    """The table with edited items' stale state dropped, their ``edited`` losses, and the rows whose
+    losses are not written here (an id that is not plain printable ASCII, or an item without a
+    pointer): those stay on the per-record path.
+
+    One loss per edited item of a Responses row, rows ascending and, within a row, last item first
+    (``convert_table`` inserts each at the front in item order); the detail names the non-null
+    state it had, in ``STATE_FIELDS`` order, the id with its Python ``repr``:
+
+    ===  ========  ======  ===============================================================
+    row  path      kind    detail
+    ===  ========  ======  ===============================================================
+    0    /input/3  edited  content changed since decoding; dropped id 'msg_2'
+    0    /input/1  edited  content changed since decoding; dropped id 'rs_1', encrypted_content
+    ===  ========  ======  ===============================================================
+    """
+    cleaned, edited = drop_stale_state(table)
+    if not edited:
+        return table, ROW_LOSSES.empty_table(), np.zeros(0, np.int64)
+    items = table.column("items").chunk(0)
+    flat = items.flatten()
+    # drop_stale_state nulls the fingerprint of exactly the items it reports (a stored one differed)
+    was_edited = pc.and_(
+        flat.field("fingerprint").is_valid(),
+        cleaned.column("items").chunk(0).flatten().field("fingerprint").is_null(),
+    )
+    where = pa.array(np.flatnonzero(was_edited.to_numpy(zero_copy_only=False)))
+    parent = pc.list_parent_indices(items).take(where)
+    df = pl.from_arrow(
+        pa.table(
+            {
+                "row": parent,
+                "idx": where,
+                "items_form": table.column("items_form").chunk(0).take(parent),
+                **{f: flat.field(f).take(where) for f in ("section", "group", *STATE_FIELDS)},
+            }
+        )
+    )
+    assert isinstance(df, pl.DataFrame)
+    item_id = pl.col("id")
+    plain = item_id.str.contains(_PLAIN) & ~item_id.str.contains(r"['\\]")
+    dropped = pl.concat_str(
+        [
+            pl.when(item_id.is_not_null()).then(pl.concat_str(pl.lit("id '"), item_id, pl.lit("'"))),
+            pl.when(pl.col("encrypted_content").is_not_null()).then(pl.lit("encrypted_content")),
+            pl.when(pl.col("signature").is_not_null()).then(pl.lit("signature")),
+        ],
+        separator=", ",
+        ignore_nulls=True,
+    )
+    df = df.select(
+        pl.col("row").cast(pl.Int64),
+        pl.col("idx"),
+        item_pointer().alias("path"),
+        pl.lit("edited").alias("kind"),
+        pl.concat_str(pl.lit(_EDITED), dropped).alias("detail"),
+        ((item_id.is_not_null() & ~plain.fill_null(False)) | item_pointer().is_null()).alias("slow"),
+    ).sort(["row", "idx"], descending=[False, True])
+    not_plain = df.filter(pl.col("slow"))["row"].unique().to_numpy()
+    return cleaned, df.select("row", "path", "kind", "detail").to_arrow().cast(ROW_LOSSES), not_plain
 
 
 def _per_record(

@@ -350,11 +350,7 @@ def _convert(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
     form = pl.col("content_form")
     items = items.with_columns(
         eff_role=pl.when(role.is_null() | (role == "")).then(pl.lit("user")).otherwise(role),
-        base=pl.when((pl.col("items_form") == "string") & (pl.col("section") == "input"))
-        .then(pl.lit("/input"))
-        .otherwise(
-            pl.concat_str(pl.lit("/"), pl.col("section"), pl.lit("/"), pl.col("group").cast(pl.String))
-        ),
+        base=item_pointer(),
         is_msg=t == "message",
         is_call=t.is_in(_CALLS),
         is_out=t.is_in(_OUTPUTS),
@@ -546,6 +542,33 @@ def _convert(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
     loss_table = losses.select("row", "conversation_id", "path", "kind", "detail").to_arrow()
     clock("losses in order")
     return chat, loss_table.cast(LOSSES_SCHEMA), fallback_rows
+
+
+def item_pointer(
+    items_form: pl.Expr | None = None, section: pl.Expr | None = None, group: pl.Expr | None = None
+) -> pl.Expr:
+    """An item's pointer in its Responses source record (``Ctx.item_ptr`` for Responses), as an
+    expression over the row's ``items_form`` and the item's ``section`` and ``group`` (by default the
+    columns of those names). Null when ``section`` is null, or ``group`` is null outside the string
+    shorthand.
+
+    ==========  =======  =====  ==========
+    items_form  section  group  pointer
+    ==========  =======  =====  ==========
+    string      input    0      /input
+    parts       input    3      /input/3
+    parts       output   1      /output/1
+    ==========  =======  =====  ==========
+    """
+    items_form = pl.col("items_form") if items_form is None else items_form
+    section = pl.col("section") if section is None else section
+    group = pl.col("group") if group is None else group
+    # section names are fixed ("input", "output"): nothing in them for a JSON pointer to escape
+    return (
+        pl.when((items_form == "string") & (section == "input"))
+        .then(pl.lit("/input"))
+        .otherwise(pl.concat_str(pl.lit("/"), section, pl.lit("/"), group.cast(pl.String)))
+    )
 
 
 def _first_block(content: pa.Array) -> pa.Array:
