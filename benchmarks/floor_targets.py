@@ -33,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -41,7 +42,7 @@ PY = sys.executable
 HERE = Path(__file__).resolve().parent
 
 
-def _cpu(fn, repeat: int = 1) -> float:  # type: ignore[no-untyped-def]
+def _cpu(fn: Callable[[], object], repeat: int = 1) -> float:
     """Median CPU seconds of ``fn()`` over ``repeat`` runs (this process only)."""
     times = []
     for _ in range(repeat):
@@ -52,7 +53,8 @@ def _cpu(fn, repeat: int = 1) -> float:  # type: ignore[no-untyped-def]
     return statistics.median(times)
 
 
-def _wall(fn, repeat: int = 1) -> float:  # type: ignore[no-untyped-def]
+def _wall(fn: Callable[[], object], repeat: int = 1) -> float:
+    """Median wall seconds of ``fn()`` over ``repeat`` runs."""
     times = []
     for _ in range(repeat):
         start = time.perf_counter()

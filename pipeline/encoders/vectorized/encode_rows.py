@@ -44,7 +44,7 @@ from pipeline.encoders import convert_table
 from pipeline.encoders.edits import STATE_FIELDS, drop_stale_state
 from pipeline.encoders.vectorized._json import orjson_string
 from pipeline.encoders.vectorized.chat_json import chat_json
-from pipeline.encoders.vectorized.responses_to_chat import item_pointer, responses_to_chat
+from pipeline.encoders.vectorized.responses_to_chat import item_pointer, plain_repr, responses_to_chat
 from pipeline.losses import LossPolicy
 from pipeline.schema import cast_to_canonical
 
@@ -208,9 +208,6 @@ def encode_rows(table: pa.Table, target: str) -> EncodedRows:
     return EncodedRows(records, errors, losses, pa.array(fast))
 
 
-# Python's repr of a str is the text in single quotes when it is printable ASCII without a quote
-# or backslash (as responses_to_chat writes an image detail's repr); other ids stay per-record.
-_PLAIN = r"^[ -~]*$"
 _EDITED = "content changed since decoding; dropped "
 
 
@@ -254,7 +251,7 @@ def _edited_losses(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
     )
     assert isinstance(df, pl.DataFrame)
     item_id = pl.col("id")
-    plain = item_id.str.contains(_PLAIN) & ~item_id.str.contains(r"['\\]")
+    plain = plain_repr(item_id)  # other ids stay per-record (their losses quote them with repr)
     dropped = pl.concat_str(
         [
             pl.when(item_id.is_not_null()).then(pl.concat_str(pl.lit("id '"), item_id, pl.lit("'"))),

@@ -632,13 +632,20 @@ def _image_fields(blocks: pl.DataFrame) -> pl.DataFrame:
     return blocks.with_columns(out).with_columns(_detail_checks())
 
 
+def plain_repr(value: pl.Expr) -> pl.Expr:
+    """Is Python's ``repr`` of the string ``value`` just ``'`` + value + ``'``? True for printable ASCII
+    without a quote or backslash; other strings are left to the per-record encoders, whose losses
+    quote them with ``repr``."""
+    return value.str.contains(r"^[ -~]*$") & ~value.str.contains(r"['\\]")
+
+
 def _detail_checks() -> list[pl.Expr]:
     """``detail_bad``: a detail Chat does not accept (dropped with a loss); ``detail_repr``: how the
     loss shows it (Python's ``repr``), written here for null and plain printable-ASCII strings only;
     other values leave it null and the row to the per-record encoder."""
     kind, val = pl.col("detail_kind"), pl.col("detail_val")
     bad = kind.is_not_null() & ~((kind == "VARCHAR") & val.is_in(list(IMAGE_DETAILS)))
-    plain = (kind == "VARCHAR") & val.str.contains(r"^[ -~]*$") & ~val.str.contains(r"['\\]")
+    plain = (kind == "VARCHAR") & plain_repr(val)
     return [
         bad.fill_null(False).alias("detail_bad"),
         pl.when(kind == "NULL").then(pl.lit("None")).when(plain)
