@@ -59,6 +59,10 @@ def anthropic_image_url(ctx: Ctx, source: dict[str, Any], path: str) -> str | No
         return None
     for key in keys_except(source, keep):
         ctx.lose(path + "/source" + pointer(key), "image", f"image source '{key}' has no slot in a URL")
+    if t == "url" and url.startswith("data:"):
+        # the way back reads a data URL as what it is: a base64 source (or no image, when Anthropic
+        # does not take its media type), not a url source
+        ctx.lose(path + "/source", "image", "a 'url' source holding a data: URL comes back as base64")
     return url
 
 

@@ -110,3 +110,18 @@ def test_property_no_silent_loss(a: str, b: str) -> None:
         assert uncovered(record, back.record, there[0].losses) == []
 
     check()
+
+
+@pytest.mark.parametrize("b", ["chat", "responses"])
+def test_anthropic_url_image_holding_a_data_url(b: str) -> None:
+    """A 'url' image source whose URL is a data: URL comes back from an OpenAI format as a base64
+    source (found by hypothesis): the change is reported on the source."""
+    url = "data:image/png;base64,iVBORw0KGgo="
+    image = {"type": "image", "source": {"type": "url", "url": url}}
+    record = {"messages": [{"role": "user", "content": [image]}]}
+    there = convert_table(decode_records([record], "anthropic").table, b)
+    [back] = convert_table(decode_records([there[0].record], b).table, "anthropic")
+    source = back.record["messages"][0]["content"][0]["source"]
+    assert source == {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}
+    assert ("/messages/0/content/0/source", "image") in [(loss.path, loss.kind) for loss in there[0].losses]
+    assert uncovered(record, back.record, there[0].losses) == []
