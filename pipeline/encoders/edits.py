@@ -36,34 +36,24 @@ class EditedItem:
     dropped: dict[str, str]
 
 
-def drop_stale_state(table: pa.Table) -> tuple[pa.Table, list[EditedItem]]:
-    """Return ``table`` with the state of edited items nulled, and the list of those items.
+def clear_stale_state(table: pa.Table) -> tuple[pa.Table, np.ndarray]:
+    """Return ``table`` with the state of edited items nulled, and the flat indices of those items
+    (positions in ``items`` flattened, in order; empty when nothing was edited).
 
-    The table is returned as is (no copy) when nothing was edited.
+    The table is returned as is (no copy) when nothing was edited. Column at a time: the
+    vectorized encoder builds its ``edited`` losses from the indices (encode_rows.py).
     """
+    none = np.zeros(0, np.int64)
     if table.num_rows == 0 or "fingerprint" not in table.schema.field("items").type.value_type.names:
-        return table, []
+        return table, none
     items = table.column("items").combine_chunks()
     flat = items.flatten()
     if len(flat) == 0:
-        return table, []
+        return table, none
     stored = flat.field("fingerprint")
     edited = pc.fill_null(pc.not_equal(stored, fingerprints(flat)), False)
     if not pc.any(edited).as_py():
-        return table, []
-
-    where = np.flatnonzero(edited.to_numpy(zero_copy_only=False))
-    offsets = items.offsets.to_numpy()
-    rows = np.searchsorted(offsets, where + offsets[0], side="right") - 1
-    state = {name: flat.field(name).take(pa.array(where)).to_pylist() for name in STATE_FIELDS}
-    report = [
-        EditedItem(
-            int(r),
-            int(w + offsets[0] - offsets[r]),
-            {name: state[name][k] for name in STATE_FIELDS if state[name][k] is not None},
-        )
-        for k, (r, w) in enumerate(zip(rows, where, strict=True))
-    ]
+        return table, none
 
     fields = list(flat.type)
     arrays = [
@@ -80,4 +70,29 @@ def drop_stale_state(table: pa.Table) -> tuple[pa.Table, list[EditedItem]]:
         mask=pc.invert(items.is_valid()) if items.null_count else None,
     )
     i = table.schema.get_field_index("items")
-    return table.set_column(i, table.schema.field(i), pa.chunked_array([new_items])), report
+    cleaned = table.set_column(i, table.schema.field(i), pa.chunked_array([new_items]))
+    return cleaned, np.flatnonzero(edited.to_numpy(zero_copy_only=False))
+
+
+def drop_stale_state(table: pa.Table) -> tuple[pa.Table, list[EditedItem]]:
+    """Return ``table`` with the state of edited items nulled, and the list of those items
+    (:func:`clear_stale_state`, reported item by item for the per-record encoders).
+
+    The table is returned as is (no copy) when nothing was edited.
+    """
+    cleaned, where = clear_stale_state(table)
+    if not len(where):
+        return table, []
+    items = table.column("items").combine_chunks()
+    flat = items.flatten()
+    offsets = items.offsets.to_numpy()
+    rows = np.searchsorted(offsets, where + offsets[0], side="right") - 1
+    state = {name: flat.field(name).take(pa.array(where)).to_pylist() for name in STATE_FIELDS}
+    return cleaned, [
+        EditedItem(
+            int(r),
+            int(w + offsets[0] - offsets[r]),
+            {name: state[name][k] for name in STATE_FIELDS if state[name][k] is not None},
+        )
+        for k, (r, w) in enumerate(zip(rows, where, strict=True))
+    ]

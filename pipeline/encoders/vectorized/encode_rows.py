@@ -15,7 +15,7 @@ printable ASCII, every other row
 =====================================  ======================================================
 
 Items edited since decoding (:mod:`pipeline.encoders.edits`) lose their stale state before any
-encoder: the vectorized rows are encoded from the table ``drop_stale_state`` returns, and each
+encoder: the vectorized rows are encoded from the table ``clear_stale_state`` returns, and each
 edited item's ``edited`` loss is added here as a column, where ``convert_table`` puts it (before the
 row's other losses, last item first). The per-record rows are converted on their own
 (``table.take`` of the table as given): what the encoders generate (call ids) depends on the record
@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.encoders import convert_table
-from pipeline.encoders.edits import STATE_FIELDS, drop_stale_state
+from pipeline.encoders.edits import STATE_FIELDS, clear_stale_state
 from pipeline.encoders.vectorized._json import orjson_string
 from pipeline.encoders.vectorized.chat_json import chat_json
 from pipeline.encoders.vectorized.responses_to_chat import item_pointer, plain_repr, responses_to_chat
@@ -227,17 +227,12 @@ def _edited_losses(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
     0    /input/1  edited  content changed since decoding; dropped id 'rs_1', encrypted_content
     ===  ========  ======  ===============================================================
     """
-    cleaned, edited = drop_stale_state(table)
-    if not edited:
+    cleaned, edited = clear_stale_state(table)
+    if not len(edited):
         return table, ROW_LOSSES.empty_table(), np.zeros(0, np.int64)
     items = table.column("items").chunk(0)
     flat = items.flatten()
-    # drop_stale_state nulls the fingerprint of exactly the items it reports (a stored one differed)
-    was_edited = pc.and_(
-        flat.field("fingerprint").is_valid(),
-        cleaned.column("items").chunk(0).flatten().field("fingerprint").is_null(),
-    )
-    where = pa.array(np.flatnonzero(was_edited.to_numpy(zero_copy_only=False)))
+    where = pa.array(edited)
     parent = pc.list_parent_indices(items).take(where)
     df = pl.from_arrow(
         pa.table(
