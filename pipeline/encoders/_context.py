@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import orjson
 
+from pipeline.formats import hf, sharegpt
 from pipeline.formats._common import ConversationView
 from pipeline.losses import Loss, pointer
 from pipeline.schema import FORM_NULL, FORM_PARTS, FORM_STRING
@@ -23,6 +24,9 @@ PART_LOSS_KINDS = {
     "input_file": "file", "document": "file", "file": "file",
     "input_audio": "audio", "refusal": "refusal",
 }  # fmt: skip
+# Canonical item types of function / custom tool calls and their outputs (the ones call ids pair).
+CALLS = frozenset(("function_call", "custom_tool_call"))
+OUTPUTS = frozenset(("function_call_output", "custom_tool_call_output"))
 
 
 def keys_except(d: dict[str, Any], keep: Collection[str]) -> list[str]:
@@ -78,6 +82,16 @@ def openai_top_extra(ctx: Ctx) -> Iterator[tuple[str, Any]]:
             ctx.lose(pointer(key), "request_field", "Anthropic metadata is not OpenAI metadata")
         else:
             yield key, value
+
+
+def item_ptr(ctx: Ctx, i: int) -> str:
+    """Pointer to item ``i`` in its source record (a Chat/HF tool call: its tool_calls entry)."""
+    v = ctx.v
+    if ctx.source == "hf":
+        return hf.item_pointer(v.group[i], v.part[i])
+    if ctx.source == "sharegpt":
+        return sharegpt.item_pointer(v.group[i])
+    return ctx.item_ptr(i)
 
 
 class Ctx:

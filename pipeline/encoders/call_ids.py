@@ -21,8 +21,33 @@ the output after it (no ``tool_use_id``)    ``tool_call_id`` ``call_3f…``     
 
 from __future__ import annotations
 
-from pipeline.encoders import to_hf
-from pipeline.encoders._context import Ctx
+from pipeline.encoders._context import CALLS, OUTPUTS, Ctx, item_ptr
+
+
+def pair_outputs(ctx: Ctx, positional: bool = False) -> dict[int, int]:
+    """Output item -> its call item: by call id, or (ShareGPT has no ids; nor, with ``positional``,
+    any id-less output) the oldest unanswered call."""
+    v = ctx.v
+    by_id: dict[str, int] = {}
+    pending: list[int] = []
+    out: dict[int, int] = {}
+    for i in range(ctx.start, ctx.end):
+        t = v.type[i]
+        if t in CALLS:
+            pending.append(i)
+            if v.call_id[i] is not None:
+                by_id.setdefault(v.call_id[i], i)
+        elif t in OUTPUTS:
+            cid = v.call_id[i]
+            if cid is not None:
+                j = by_id.get(cid)
+            else:
+                j = pending[0] if pending and (positional or ctx.source == "sharegpt") else None
+            if j is not None:
+                out[i] = j
+                if j in pending:
+                    pending.remove(j)
+    return out
 
 
 class CallIds:
@@ -41,17 +66,17 @@ class CallIds:
         )
         self.ctx = ctx
         self.ids: dict[int, str] = {}
-        self.pairs = to_hf.pair_outputs(ctx, positional=True)
+        self.pairs = pair_outputs(ctx, positional=True)
         for i in range(ctx.start, ctx.end):
-            if v.type[i] in to_hf.CALLS and v.call_id[i] is None:
+            if v.type[i] in CALLS and v.call_id[i] is None:
                 self.ids[i] = ctx.generated_id("call", i)
-                ctx.lose(to_hf.item_ptr(ctx, i), "generated_id", call_detail)
+                ctx.lose(item_ptr(ctx, i), "generated_id", call_detail)
         for out, call in self.pairs.items():  # in source order: pair_outputs walks the items
             if v.call_id[out] is None:
                 self.ids[out] = v.call_id[call] if v.call_id[call] is not None else self.ids[call]
                 if ctx.source != "sharegpt":
                     # on the output itself, as for a dropped call id: the id is its link to its call
-                    ctx.lose(to_hf.item_ptr(ctx, out), "generated_id", output_detail)
+                    ctx.lose(item_ptr(ctx, out), "generated_id", output_detail)
 
     def call_id(self, i: int) -> str | None:
         """Item ``i``'s call id: its own, or the generated / paired one."""

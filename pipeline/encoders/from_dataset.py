@@ -33,7 +33,7 @@ from typing import Any
 import orjson
 
 from pipeline.encoders import to_hf
-from pipeline.encoders._context import Ctx
+from pipeline.encoders._context import Ctx, item_ptr
 from pipeline.encoders.call_ids import CallIds
 from pipeline.formats import hf
 from pipeline.losses import pointer
@@ -52,7 +52,7 @@ class DatasetCalls(CallIds):
         name = v.name[i]
         call = self.pairs.get(i)
         if name is not None and (call is None or v.name[call] != name):
-            self.ctx.lose(to_hf.item_ptr(self.ctx, i) + "/name", "name", "the tool message name has no slot")
+            self.ctx.lose(item_ptr(self.ctx, i) + "/name", "name", "the tool message name has no slot")
 
 
 def arguments(ctx: Ctx, i: int) -> str | None:
@@ -95,7 +95,7 @@ FUNCTION_KEYS = ("name", "description", "parameters", "strict")
 def call_extra_keys(ctx: Ctx, i: int) -> None:
     """Unmodelled keys of a dataset call (an HF string ``arguments`` is used, not lost)."""
     extra = ctx.extra(i)
-    base = to_hf.item_ptr(ctx, i)
+    base = item_ptr(ctx, i)
     fn = extra.pop("function", None)
     if isinstance(fn, dict):
         for key in fn:

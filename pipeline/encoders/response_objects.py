@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.encoders import to_anthropic, to_chat, to_responses
-from pipeline.encoders._context import PART_LOSS_KINDS, Ctx
+from pipeline.encoders._context import CALLS, PART_LOSS_KINDS, Ctx
 from pipeline.losses import pointer
 
 FORMATS = frozenset(("responses", "chat", "anthropic"))
@@ -94,7 +94,7 @@ def _first_choice_end(ctx: Ctx) -> int:
 
 
 def _has_calls(ctx: Ctx) -> bool:
-    return any(ctx.v.type[i] in to_chat.CALLS for i in range(ctx.start, ctx.end))
+    return any(ctx.v.type[i] in CALLS for i in range(ctx.start, ctx.end))
 
 
 def _stop_write(fmt: str, neutral: str, calls: bool) -> Any:

@@ -61,7 +61,7 @@ from typing import Any
 import orjson
 
 from pipeline.encoders import from_dataset, to_hf
-from pipeline.encoders._context import Ctx, keys_except
+from pipeline.encoders._context import CALLS, OUTPUTS, Ctx, keys_except
 from pipeline.encoders.call_ids import CallIds
 from pipeline.losses import pointer
 from pipeline.schema import FORM_ABSENT, FORM_NULL, FORM_PARTS, FORM_STRING
@@ -69,8 +69,6 @@ from pipeline.schema import FORM_ABSENT, FORM_NULL, FORM_PARTS, FORM_STRING
 DEFAULT_MAX_TOKENS = 4096
 """``max_tokens`` for a source without a token limit (Anthropic requires one)."""
 
-CALLS = frozenset(("function_call", "custom_tool_call"))
-OUTPUTS = frozenset(("function_call_output", "custom_tool_call_output"))
 TEXT_TYPES = frozenset(("input_text", "output_text", "text", None))
 IMAGE_MEDIA = frozenset(("image/jpeg", "image/png", "image/gif", "image/webp"))
 # A custom tool's free-form input wrapped as an object, and the schema declaring that wrapper.

@@ -20,14 +20,12 @@ from typing import Any
 import orjson
 
 from pipeline.encoders import anthropic_round_trip, from_dataset, to_hf
-from pipeline.encoders._context import Ctx, anthropic_image_url, keys_except, openai_top_extra
+from pipeline.encoders._context import CALLS, OUTPUTS, Ctx, anthropic_image_url, keys_except, openai_top_extra
 from pipeline.encoders.call_ids import CallIds
 from pipeline.losses import pointer
 from pipeline.schema import FORM_ABSENT, FORM_NULL, FORM_PARTS, FORM_STRING
 
 TEXT_TYPES = frozenset(("input_text", "output_text", "text", None))
-CALLS = frozenset(("function_call", "custom_tool_call"))
-OUTPUTS = frozenset(("function_call_output", "custom_tool_call_output"))
 # Responses top-level request keys that mean the same in Chat.
 SAME_KEYS = frozenset(
     ("temperature", "top_p", "parallel_tool_calls", "metadata", "store", "user", "n", "seed")

@@ -32,8 +32,8 @@ from typing import Any
 
 import orjson
 
-from pipeline.encoders import call_ids  # (call_ids uses to_hf at call time only)
-from pipeline.encoders._context import Ctx, keys_except
+from pipeline.encoders._context import CALLS, OUTPUTS, Ctx, item_ptr, keys_except
+from pipeline.encoders.call_ids import pair_outputs, report_way_back
 from pipeline.formats import hf, sharegpt
 from pipeline.formats._common import BlockView
 from pipeline.losses import pointer
@@ -41,8 +41,6 @@ from pipeline.schema import FORM_NULL, FORM_PARTS, FORM_STRING
 
 TARGET = "HF"
 TEXT_TYPES = frozenset(("input_text", "output_text", "text", "refusal", None))
-CALLS = frozenset(("function_call", "custom_tool_call"))
-OUTPUTS = frozenset(("function_call_output", "custom_tool_call_output"))
 DATASET_SOURCES = frozenset(("hf", "sharegpt"))
 RAW_ARGUMENTS = "_raw_arguments"  # the key wrapping arguments that are not a JSON object
 # Unmodelled keys whose loss has its own kind.
@@ -61,16 +59,6 @@ TOP_KEYS = frozenset(("messages", "tools", "conversations", "system", "model"))
 
 # -- where things sat in the source ------------------------------------------------------------
 # Ctx knows Responses/Chat/Anthropic rows; the dataset formats' rows are handled here.
-
-
-def item_ptr(ctx: Ctx, i: int) -> str:
-    """Pointer to item ``i`` in its source record (a Chat/HF tool call: its tool_calls entry)."""
-    v = ctx.v
-    if ctx.source == "hf":
-        return hf.item_pointer(v.group[i], v.part[i])
-    if ctx.source == "sharegpt":
-        return sharegpt.item_pointer(v.group[i])
-    return ctx.item_ptr(i)
 
 
 def message_ptr(ctx: Ctx, i: int) -> str:
@@ -364,32 +352,6 @@ def sharegpt_value_kept(ctx: Ctx, i: int) -> None:
         ctx.lose(content_ptr(ctx, i), "argument_string", "the function_call value is re-serialised")
 
 
-def pair_outputs(ctx: Ctx, positional: bool = False) -> dict[int, int]:
-    """Output item -> its call item: by call id, or (ShareGPT has no ids; nor, with ``positional``,
-    any id-less output) the oldest unanswered call."""
-    v = ctx.v
-    by_id: dict[str, int] = {}
-    pending: list[int] = []
-    out: dict[int, int] = {}
-    for i in range(ctx.start, ctx.end):
-        t = v.type[i]
-        if t in CALLS:
-            pending.append(i)
-            if v.call_id[i] is not None:
-                by_id.setdefault(v.call_id[i], i)
-        elif t in OUTPUTS:
-            cid = v.call_id[i]
-            if cid is not None:
-                j = by_id.get(cid)
-            else:
-                j = pending[0] if pending and (positional or ctx.source == "sharegpt") else None
-            if j is not None:
-                out[i] = j
-                if j in pending:
-                    pending.remove(j)
-    return out
-
-
 # -- tools --------------------------------------------------------------------------------------
 
 
@@ -569,7 +531,7 @@ def encode(ctx: Ctx) -> dict[str, Any]:
     messages = _instructions(ctx)
     leading_system_note(ctx, bool(messages), TARGET)
     pairs = pair_outputs(ctx)
-    call_ids.report_way_back(ctx)  # id-less calls come back with ids
+    report_way_back(ctx)  # id-less calls come back with ids
     current: dict[str, Any] | None = None  # the assistant message tool calls attach to
     call_group = -1  # the source group of the calls in ``current``
     for i in range(ctx.start, ctx.end):

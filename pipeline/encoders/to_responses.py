@@ -19,13 +19,11 @@ from typing import Any
 import orjson
 
 from pipeline.encoders import anthropic_round_trip, from_dataset, to_hf
-from pipeline.encoders._context import Ctx, anthropic_image_url, keys_except, openai_top_extra
+from pipeline.encoders._context import CALLS, OUTPUTS, Ctx, anthropic_image_url, keys_except, openai_top_extra
 from pipeline.encoders.call_ids import CallIds
 from pipeline.losses import pointer
 from pipeline.schema import FORM_NULL, FORM_PARTS, FORM_STRING
 
-CALLS = frozenset(("function_call", "custom_tool_call"))
-OUTPUTS = frozenset(("function_call_output", "custom_tool_call_output"))
 TEXT_TYPES = frozenset(("input_text", "output_text", "text", None))
 SAME_KEYS = frozenset(("temperature", "top_p", "parallel_tool_calls", "metadata", "store", "user"))
 RENAMED_KEYS = {"max_completion_tokens": "max_output_tokens", "max_tokens": "max_output_tokens"}

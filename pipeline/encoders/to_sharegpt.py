@@ -25,12 +25,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.encoders import call_ids  # (call_ids uses to_hf at call time only)
-from pipeline.encoders._context import Ctx
+from pipeline.encoders._context import CALLS, OUTPUTS, Ctx, item_ptr
+from pipeline.encoders.call_ids import pair_outputs, report_way_back
 from pipeline.encoders.to_hf import (
-    CALLS,
     MESSAGE_KEYS,
-    OUTPUTS,
     TOP_KEYS,
     arguments_object,
     call_id_ptr,
@@ -41,11 +39,9 @@ from pipeline.encoders.to_hf import (
     instructions_key,
     instructions_text,
     item_fields,
-    item_ptr,
     lose_item,
     message_ptr,
     output_kind,
-    pair_outputs,
     role_of,
     tools_kept,
     top_level,
@@ -202,7 +198,7 @@ def encode(ctx: Ctx) -> dict[str, Any]:
     body: dict[str, Any] = {}
     i = _system(ctx, body)
     pairs = pair_outputs(ctx)
-    call_ids.report_way_back(ctx)  # id-less calls come back with ids
+    report_way_back(ctx)  # id-less calls come back with ids
     turns: list[dict[str, Any]] = []
     origin: list[int] = []  # the item each turn came from
     while i < ctx.end:
