@@ -47,7 +47,7 @@ import pyarrow as pa
 
 from pipeline.formats import RecordError
 from pipeline.formats import _loads as loads_record
-from pipeline.sources._base import SourceBuilder, SourceResult, batched
+from pipeline.sources._base import SourceBuilder
 
 HEADER = "header.json"
 JOURNAL_START = "_journal/start.json"
@@ -171,10 +171,10 @@ def _header(z: zipfile.ZipFile, f: IO[bytes], infos: dict[str, zipfile.ZipInfo],
     return {}
 
 
-def read_eval(path: Path, b: SourceBuilder, model_calls: bool) -> Iterator[SourceResult]:
-    """Read one ``.eval`` archive into ``b``, yielding full batches (the caller yields the last one)."""
-    from pipeline.sources.inspect_log import eval_meta_of, read_sample, session_of
-
+def read_eval(path: Path, b: SourceBuilder) -> Iterator[tuple[dict[str, Any], int, str, Any]]:
+    """Each readable sample of one ``.eval`` archive as ``(header, number, member name, sample)``, in
+    inspect's sample order; a file that is not an archive, a broken header and unreadable members are
+    rejected into ``b`` (the JSON adapter turns the samples into rows)."""
     with open(path, "rb") as f:
         try:
             z = zipfile.ZipFile(f)
@@ -186,8 +186,6 @@ def read_eval(path: Path, b: SourceBuilder, model_calls: bool) -> Iterator[Sourc
         with z:
             infos = {i.filename: i for i in z.infolist()}
             log = _header(z, f, infos, b)
-            meta = eval_meta_of(log.get("eval") if type(log.get("eval")) is dict else {}, log.get("status"))
-            session = session_of(log)
             samples = sorted((n for n in infos if _is_sample(n)), key=sample_order)
             if not samples:
                 b.counts["skipped:log_without_samples"] += 1
@@ -198,7 +196,4 @@ def read_eval(path: Path, b: SourceBuilder, model_calls: bool) -> Iterator[Sourc
                 except MemberError as e:
                     b.reject(number, {"member": name}, f"{name}: {e}")
                     continue
-                read_sample(b, number, sample, session, meta, model_calls, where=name)
-                out = batched(b)
-                if out is not None:
-                    yield out
+                yield log, number, name, sample

@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pipeline.sources._base import SourceBuilder, SourceResult, check_options, gc_paused, load_json
+from pipeline.sources._base import SourceBuilder, SourceResult, batched, check_options, gc_paused, load_json
 from pipeline.sources.inspect_eval import is_zip, read_eval
 
 NAME = "inspect-log"
@@ -185,12 +185,25 @@ def read(path: Path, **options: Any) -> Iterator[SourceResult]:
     b = SourceBuilder(NAME, path)
     with gc_paused():
         if is_zip(path):
-            yield from read_eval(path, b, model_calls)
+            yield from _read_eval(path, b, model_calls)
         else:
             log = load_json(path, b)
             if log is not ...:
                 _read_log(b, log, model_calls)
     yield b.result(final=True)
+
+
+def _read_eval(path: Path, b: SourceBuilder, model_calls: bool) -> Iterator[SourceResult]:
+    """Read one ``.eval`` archive's samples into ``b``, yielding full batches (the caller yields the last)."""
+    meta: dict[str, Any] | None = None
+    for log, number, name, sample in read_eval(path, b):
+        if meta is None:  # the same header for every sample of the archive
+            meta = eval_meta_of(log.get("eval") if type(log.get("eval")) is dict else {}, log.get("status"))
+            session = session_of(log)
+        read_sample(b, number, sample, session, meta, model_calls, where=name)
+        out = batched(b)
+        if out is not None:
+            yield out
 
 
 def eval_meta_of(ev: dict[str, Any], status: Any) -> dict[str, Any]:
