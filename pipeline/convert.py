@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import re
 import tempfile
 import time
 from collections import Counter, deque
@@ -29,7 +28,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, reason_of
 from pipeline.formats import WIRE_FORMATS, Rejected, decode_lines
 from pipeline.io.jsonl import DEFAULT_CHUNK_BYTES, Chunk, iter_chunks
 from pipeline.io.parquet import writer as parquet_writer
@@ -311,14 +310,6 @@ def _received(res: ChunkResult) -> ChunkResult:
     if res.handed_off is not None:
         res.table, res.handed_off = take(res.handed_off), None
     return res
-
-
-_PATH_PREFIX = re.compile(r"^\$[^:]*: ")
-
-
-def reason_of(error: str) -> str:
-    """The reason of a rejection without its location, for counting (``$.input[3]: x`` -> ``x``)."""
-    return _PATH_PREFIX.sub("", error)
 
 
 def run_convert(cfg: ConvertConfig, progress: Callable[[int], None] | None = None) -> dict[str, Any]:

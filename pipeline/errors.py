@@ -1,6 +1,9 @@
-"""Errors shared by every job: a configuration that cannot run fails before any work starts."""
+"""Errors shared by every job: a configuration that cannot run fails before any work starts; a rejected
+record's reason is counted without its location."""
 
 from __future__ import annotations
+
+import re
 
 
 class ConfigError(ValueError):
@@ -8,3 +11,11 @@ class ConfigError(ValueError):
 
     The CLI turns it into exit code 2 with the message on stderr, before reading any input.
     """
+
+
+_PATH_PREFIX = re.compile(r"^\$[^:]*: ")
+
+
+def reason_of(error: str) -> str:
+    """The reason of a rejection without its location, for counting (``$.input[3]: x`` -> ``x``)."""
+    return _PATH_PREFIX.sub("", error)
