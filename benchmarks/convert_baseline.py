@@ -3,6 +3,7 @@
   python benchmarks/convert_baseline.py agents-jsonl IN OUT      # orjson loop + openai-agents Converter
   python benchmarks/convert_baseline.py memory-agents IN N       # Converter over N records parsed in memory
   python benchmarks/convert_baseline.py memory-chatlake IN N     # chatlake, same N, canonical table
+  python benchmarks/convert_baseline.py per-record-jsonl IN OUT  # chatlake's per-record encoders, a loop
 
 The in-memory contenders print the seconds spent converting only (parsing excluded).
 """
@@ -29,6 +30,36 @@ def agents_jsonl(src: str, dst: str) -> None:
                 continue
             out.write(orjson.dumps({"messages": messages}) + b"\n")
     print(f"openai-agents rejected {failed} records", file=sys.stderr)
+
+
+def per_record_jsonl(src: str, dst: str) -> None:
+    """chatlake's per-record encoders in a loop (1 core): JSONL -> canonical table (5,000 lines a
+    batch) -> ``convert_table`` -> the records and the ``{"line", "losses"}`` lines ``chatlake convert``
+    writes (``OUT`` and ``OUT.losses.jsonl``), so the two can be compared byte for byte."""
+    from pathlib import Path
+
+    import orjson
+
+    from pipeline.convert import losses_path
+    from pipeline.encoders import convert_table
+    from pipeline.formats import decode_lines
+
+    refused, first = 0, 1
+    with open(src, "rb") as f, open(dst, "wb") as out, open(losses_path(Path(dst)), "wb") as loss_out:
+        while batch := list(itertools.islice(f, 5000)):
+            res = decode_lines(batch, "responses", first_line=first)
+            first += len(batch)
+            refused += len(res.rejected)
+            lines = res.table.column("source_line").to_pylist()
+            for line, c in zip(lines, convert_table(res.table, "chat", as_bytes=True), strict=True):
+                if c.error is not None:
+                    refused += 1
+                    continue
+                out.write(c.record + b"\n")
+                if c.losses:
+                    losses = [loss.to_json() for loss in c.losses]
+                    loss_out.write(orjson.dumps({"line": line, "losses": losses}) + b"\n")
+    print(f"chatlake per-record encoders rejected {refused} records", file=sys.stderr)
 
 
 def _first(src: str, n: int) -> list[bytes]:
@@ -65,6 +96,8 @@ if __name__ == "__main__":
     kind = sys.argv[1]
     if kind == "agents-jsonl":
         agents_jsonl(sys.argv[2], sys.argv[3])
+    elif kind == "per-record-jsonl":
+        per_record_jsonl(sys.argv[2], sys.argv[3])
     elif kind == "memory-agents":
         memory_agents(sys.argv[2], int(sys.argv[3]))
     else:

@@ -1,5 +1,6 @@
 """The vectorized Responses -> Chat converter equals the per-record reference (``to_chat``), row by row:
-the same Chat record (as canonical rows and as JSON), the same losses, the same refusals.
+the same Chat record (as canonical rows and as JSON), the same losses, the same refusals, through
+``encode_rows`` (the vectorized rows and the per-record fallback, as the engine runs them).
 
 Sources: every Responses case of ``tests/cases.py``, hypothesis records (``wire_record``), synthetic
 records (``pipeline.synth``) and the corpus' Responses records.
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 
 from pipeline import synth
 from pipeline.encoders import convert_table
-from pipeline.encoders.vectorized import responses_to_chat
+from pipeline.encoders.vectorized import encode_rows, responses_to_chat
 from pipeline.formats import decode_records, encode_jsonl
 from tests.cases import CASES, RESPONSES
 from tests.corpus import corpus_available, corpus_records
@@ -35,50 +36,66 @@ def _loss_key(loss: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def check_equal(table: pa.Table) -> Counter[str]:
-    """Assert vectorized == per-record on every row of ``table``; return what was checked."""
+    """Assert vectorized == per-record on every row of ``table``; return what was checked.
+
+    Every row through :func:`encode_rows` (what the engine and ``chatlake convert`` call: the
+    vectorized rows and the per-record fallback): the same JSON text, losses and refusals as
+    ``convert_table``; and the rows ``responses_to_chat`` converts itself, as canonical Chat rows: what
+    the Chat decoder builds from the reference record.
+    """
     ref = convert_table(table, "chat")
+    enc = encode_rows(table, "chat")
     res = responses_to_chat(table)
     out_rows = res.rows.to_pylist()
     assert out_rows == sorted(out_rows)
     where = {r: j for j, r in enumerate(out_rows)}
-    errors = res.errors.to_pylist()
+    assert enc.vectorized.to_pylist() == [i in where for i in range(table.num_rows)]
+    records, errors, res_errors = enc.records.to_pylist(), enc.errors.to_pylist(), res.errors.to_pylist()
     losses_by_row: dict[int, list[dict[str, Any]]] = {}
-    for loss in res.losses.to_pylist():
+    for loss in enc.losses.to_pylist():
         losses_by_row.setdefault(loss["row"], []).append(loss)
+    res_losses: dict[int, list[dict[str, Any]]] = {}
+    for loss in res.losses.to_pylist():
+        res_losses.setdefault(loss["row"], []).append(loss)
     assert res.table.schema.equals(table.schema, check_metadata=False)
     lines = encode_jsonl(res.table, "chat")
     stats = Counter(rows=table.num_rows)
     for i, c in enumerate(ref):
         if c.error is not None:
             assert errors[i] == c.error, i
-            assert i not in where
+            assert records[i] is None and i not in where
+            assert res_errors[i] in (None, c.error), i  # None: left to the per-record encoder
             stats["refused"] += 1
             continue
-        assert errors[i] is None, (i, errors[i])
-        j = where[i]
-        # the Chat record, as JSON: exact values (key order is the Chat codec's)
-        mine = orjson.loads(lines[j])
-        assert json_diff(mine, c.record) is None, (i, json_diff(mine, c.record))
-        # ... and as canonical rows: what the Chat decoder builds from the reference record
-        expected = decode_records([c.record], "chat").table
-        assert lines[j] == encode_jsonl(expected, "chat")[0]
-        for name in _RECORD_COLUMNS:
-            got, want = res.table.column(name)[j], expected.column(name)[0]
-            assert got.equals(want), (i, name, got, want)
-        assert res.table.column("conversation_id")[j].as_py() == table.column("conversation_id")[i].as_py()
+        assert errors[i] is None and res_errors[i] is None, (i, errors[i], res_errors[i])
+        # the Chat record, as JSON text: byte for byte the per-record encoder's
+        diff = json_diff(orjson.loads(records[i]), c.record)
+        assert diff is None, (i, diff)
+        assert records[i].encode() == orjson.dumps(c.record), i
         # losses: the same multiset, and the same order apart from keys dropped from one part, which
         # the reference reports in set order
         got_losses = losses_by_row.pop(i, [])
-        assert all(
-            loss["conversation_id"] == table.column("conversation_id")[i].as_py() for loss in got_losses
-        )
         want_losses = [loss.to_json() for loss in c.losses]
         assert sorted(map(_loss_key, got_losses)) == sorted(map(_loss_key, want_losses)), i
         ordered = [_loss_key(x) for x in got_losses if not x["detail"].endswith("is not carried")]
         assert ordered == [_loss_key(x) for x in want_losses if not x["detail"].endswith("is not carried")], i
         stats["converted"] += 1
         stats["losses"] += len(want_losses)
-    assert not losses_by_row
+        if i not in where:
+            continue
+        # ... and the vectorized row as canonical rows: what the Chat decoder builds from the reference
+        j = where[i]
+        expected = decode_records([c.record], "chat").table
+        assert lines[j] == encode_jsonl(expected, "chat")[0]
+        for name in _RECORD_COLUMNS:
+            got, want = res.table.column(name)[j], expected.column(name)[0]
+            assert got.equals(want), (i, name, got, want)
+        assert res.table.column("conversation_id")[j].as_py() == table.column("conversation_id")[i].as_py()
+        cid = table.column("conversation_id")[i].as_py()
+        mine = res_losses.pop(i, [])
+        assert all(loss["conversation_id"] == cid for loss in mine)
+        assert [_loss_key(x) for x in mine] == [_loss_key(x) for x in got_losses], i
+    assert not losses_by_row and not res_losses
     stats["fallback"] = sum(res.fallback.to_pylist())
     return stats
 
@@ -126,7 +143,7 @@ def test_fallback_rows_match_the_reference() -> None:
         # the fast path next to them
         {
             "input": [
-                {"role": "user", "content": [{"type": "input_image", "image_url": "u\n\"", "detail": None}]}
+                {"role": "user", "content": [{"type": "input_image", "image_url": 'u\n"', "detail": None}]}
             ]
         },
     ]
@@ -154,11 +171,10 @@ def test_id_less_calls_and_outputs_take_the_fallback() -> None:
     ]
     table = decode_records(records, "responses").table
     stats = check_equal(table)
-    res = responses_to_chat(table)
-    assert res.fallback.to_pylist() == [True, True, True, True, False]
+    assert responses_to_chat(table).fallback.to_pylist() == [True, True, True, True, False]
     assert stats["converted"] == 5
-    chat = encode_jsonl(res.table.slice(0, 1), "chat")
-    assert b'"tool_call_id":"call_' in chat[0] and b'"id":"call_' in chat[0]
+    chat = encode_rows(table.slice(0, 1), "chat").records[0].as_py()
+    assert '"tool_call_id":"call_' in chat and '"id":"call_' in chat
 
 
 def test_empty_table() -> None:

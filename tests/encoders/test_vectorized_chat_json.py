@@ -36,7 +36,7 @@ TEXTS = st.lists(st.one_of(st.none(), ANY_TEXT, TEXT), max_size=12)
 def expected_records(table: pa.Table) -> list[bytes]:
     """The per-record path's bytes for each row ``responses_to_chat`` converts itself (input order;
     its fallback rows go to the per-record encoders, as in ``encode_rows``)."""
-    res = responses_to_chat(table, per_record=False)
+    res = responses_to_chat(table)
     ref = convert_table(table, "chat", as_bytes=True)
     return [ref[r].record for r in res.rows.to_pylist()]
 
@@ -44,7 +44,7 @@ def expected_records(table: pa.Table) -> list[bytes]:
 def check_chat_json(table: pa.Table) -> int:
     """Assert ``chat_json`` equals the per-record bytes on ``table``'s converted rows, also through a
     slice and a chunked copy of the Chat table; returns how many rows were compared."""
-    chat = responses_to_chat(table, per_record=False).table
+    chat = responses_to_chat(table).table
     want = expected_records(table)
     got = chat_json(chat)
     assert got.type == pa.large_string()

@@ -180,7 +180,7 @@ def _assert_edited_rows_vectorized(table: pa.Table, vectorized: pa.Array, edited
     flags = np.array(vectorized.to_pylist())
     cleaned, items = drop_stale_state(table)
     escaped = {e.row for e in items if "id" in e.dropped and not _plain(e.dropped["id"])}
-    converted = set(responses_to_chat(cleaned, per_record=False).rows.to_pylist())
+    converted = set(responses_to_chat(cleaned).rows.to_pylist())
     expected = [r for r in edited.tolist() if r not in escaped and r in converted]
     assert expected, "no edited row on the vectorized path: the test lost its point"
     assert flags[expected].all()

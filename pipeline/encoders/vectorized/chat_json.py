@@ -37,7 +37,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.encoders.vectorized._json import Pieces
-from pipeline.encoders.vectorized.responses_to_chat import _Clock
 
 _CALL_TYPES = ["function_call", "custom_tool_call"]
 
@@ -80,7 +79,6 @@ def chat_json(table: pa.Table) -> pa.Array:
     n = table.num_rows
     if n == 0:
         return pa.array([], pa.large_string())
-    clock = _Clock("json: ")
     items = table.column("items").combine_chunks()
     flat = items.flatten()
     n_items = len(flat)
@@ -131,7 +129,6 @@ def chat_json(table: pa.Table) -> pa.Array:
     # carried keys: the stored object without its braces, after a comma
     extra = table.column("extra_json").combine_chunks()
     extra_v = p.add(pc.utf8_slice_codeunits(extra, 1, -1))
-    clock("strings")  # (and the item flags above)
 
     # a tool message has no tool_calls: calls stored after one are not written (responses_to_chat
     # never stores any)
@@ -148,7 +145,6 @@ def chat_json(table: pa.Table) -> pa.Array:
     np.cumsum(_ROW_OPEN + _ROW_CLOSE + item_sum, out=bounds[1:])
     item_start = item_end - width + (item_row + 1) * _ROW_OPEN + item_row * _ROW_CLOSE
     index = np.zeros(int(bounds[-1]), np.int32)
-    clock("layout")
 
     w, lit = np.where, p.literal
     # records
@@ -242,7 +238,4 @@ def chat_json(table: pa.Table) -> pa.Array:
         p.choose(lambda aq, last: _q(aq) + "}}" + ("]}" if last else ""), aq, ~next_call[c]),
     ]  # fmt: skip
     _put(index, item_start[c], [w(call_on[c], s, 0) for s in slots])
-    clock("index")
-    out = p.gather(index, bounds)
-    clock("records")
-    return out
+    return p.gather(index, bounds)

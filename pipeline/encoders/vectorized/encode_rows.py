@@ -31,7 +31,6 @@ alone, not on its place in the batch.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from dataclasses import dataclass
 
@@ -52,9 +51,6 @@ ROW_LOSSES = pa.schema(
     [pa.field("row", pa.int64()), pa.field("path", pa.string()), pa.field("kind", pa.string()),
      pa.field("detail", pa.string())]
 )  # fmt: skip
-# Benchmarks set CHATLAKE_VECTORIZED=0 to time the per-record encoders through the same writers
-# (the "before" row of benchmarks/bench_convert.py). Not a user setting: the output is the same.
-_SWITCH = "CHATLAKE_VECTORIZED"
 
 
 @dataclass
@@ -162,7 +158,7 @@ def encode_rows(table: pa.Table, target: str) -> EncodedRows:
     table = cast_to_canonical(table).combine_chunks()
     n = table.num_rows
     fast = np.zeros(n, bool)
-    if target == "chat" and n and os.environ.get(_SWITCH, "1") != "0":
+    if target == "chat" and n:
         fast = (
             pc.and_(pc.equal(table.column("source_format"), "responses"),
                     pc.equal(table.column("record_kind"), "request"))
@@ -176,7 +172,7 @@ def encode_rows(table: pa.Table, target: str) -> EncodedRows:
     fast_rows = np.flatnonzero(fast)
     if len(fast_rows):
         sub = cleaned if len(fast_rows) == n else cleaned.take(fast_rows)
-        res = responses_to_chat(sub, per_record=False)
+        res = responses_to_chat(sub)
         done = res.rows.to_numpy()
         rows = fast_rows[done]
         fast[:] = False

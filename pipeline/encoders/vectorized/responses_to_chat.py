@@ -31,27 +31,23 @@ losses. Example (``s`` = a synthetic Responses table):
 >>> res.losses.column("kind").to_pylist()
 ['instruction_position']
 
-**Fallback** (rows converted by the per-record encoder instead, chosen by a vectorized predicate and
-counted in :attr:`ChatConversion.fallback`): rows whose source is not a Responses request body
-(response objects included); an Anthropic-style ``image`` part in a user message; an ``input_image``
-whose ``detail`` Chat does not accept and is neither null nor a plain printable-ASCII string (the loss
-detail quotes its Python ``repr``); an assistant message with *absent* content that would merge into a
-turn (the per-record encoder fails on it: the failure message is the per-record one); text merged into a
-turn opened by an assistant message with absent content, after its calls (the per-record record has
-the keys ``role, tool_calls, content`` in that order, which :mod:`.chat_json` does not write); a call
-or tool output without ``call_id`` (missing or null: :mod:`pipeline.encoders.call_ids` generates and
-pairs ids by position, which real logs rarely need). Tool
-definitions (per distinct ``tools`` text), ``tool_choice`` and top-level keys that must be rewritten
-are converted once per *distinct* value with ``to_chat``'s own functions (real logs repeat a handful
-of tool sets).
-
-:data:`PHASES` accumulates the seconds spent per phase (``benchmarks/bench_convert_vectorized.py``
-prints it).
+**Fallback** (rows left to the per-record encoder, which :mod:`.encode_rows` runs on them, chosen by a
+vectorized predicate and flagged in :attr:`ChatConversion.fallback`): rows whose source is not a
+Responses request body (response objects included); an Anthropic-style ``image`` part in a user message;
+an ``input_image`` whose ``detail`` Chat does not accept and is neither null nor a plain printable-ASCII
+string (the loss detail quotes its Python ``repr``); an assistant message with *absent* content that
+would merge into a turn (the per-record encoder fails on it: the failure message is the per-record one);
+text merged into a turn opened by an assistant message with absent content, after its calls (the
+per-record record has the keys ``role, tool_calls, content`` in that order, which :mod:`.chat_json` does
+not write); a call or tool output without ``call_id`` (missing or null:
+:mod:`pipeline.encoders.call_ids` generates and pairs ids by position, which real logs rarely need).
+Tool definitions (per distinct ``tools`` text), ``tool_choice`` and top-level keys that must be
+rewritten are converted once per *distinct* value with ``to_chat``'s own functions (real logs repeat a
+handful of tool sets).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -62,7 +58,6 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.encoders import convert_table
 from pipeline.encoders._context import PART_LOSS_KINDS, Ctx
 from pipeline.encoders.to_chat import IMAGE_DETAILS, RENAMED_KEYS, SAME_KEYS, _tool_choice, _tools
 from pipeline.encoders.vectorized._json import (
@@ -72,7 +67,6 @@ from pipeline.encoders.vectorized._json import (
     json_pointer_token,
     orjson_string,
 )
-from pipeline.formats import decode_records
 from pipeline.schema import BLOCK, CONVERSATION_SCHEMA, ITEM, cast_to_canonical
 
 INSTRUCTION_ITEMS_ERROR = "ValueError: converting instructions given as an item list is not supported yet"
@@ -107,8 +101,8 @@ class ChatConversion:
     * ``losses`` -- ``row`` (input row), ``conversation_id``, ``path``, ``kind``, ``detail``, in the order
       the per-record encoder reports them (keys dropped from one content part excepted: it reports
       those in set order).
-    * ``errors`` -- one string per input row: null when converted, else why not (the per-record text).
-    * ``fallback`` -- one bool per input row: converted (or refused) by the per-record encoder.
+    * ``errors`` -- one string per input row: why it is refused (the per-record text), else null.
+    * ``fallback`` -- one bool per input row: left out of ``table`` for the per-record encoders.
     """
 
     table: pa.Table
@@ -123,11 +117,11 @@ class ChatConversion:
         return pc.sum(self.fallback).as_py() / n if n else 0.0
 
 
-def responses_to_chat(table: pa.Table, *, per_record: bool = True) -> ChatConversion:
+def responses_to_chat(table: pa.Table) -> ChatConversion:
     """Convert a canonical table of Responses request bodies to canonical Chat rows with losses.
 
-    ``per_record=False`` leaves the fallback rows out (flagged in ``fallback``, not converted): for a
-    caller that converts them itself (:func:`~pipeline.encoders.vectorized.encode_rows`).
+    The fallback rows are left out (flagged in ``fallback``, not converted): the caller converts them
+    with the per-record encoders (:func:`~pipeline.encoders.vectorized.encode_rows` does).
     """
     table = cast_to_canonical(table).combine_chunks()
     n = table.num_rows
@@ -160,75 +154,24 @@ def responses_to_chat(table: pa.Table, *, per_record: bool = True) -> ChatConver
     fallback = flags["other"].to_numpy().copy()
     if sub_fallback is not None:
         fallback[eligible_rows[sub_fallback]] = True
-    errors = flags["error"].to_list()
-    tables: list[pa.Table] = []
-    rows: list[np.ndarray] = []
-    loss_tables: list[pa.Table] = []
     if out is not None and losses is not None:
         keep = np.ones(len(eligible_rows), bool)
         keep[sub_fallback] = False
-        tables.append(out)
-        rows.append(eligible_rows[keep])
-        loss_tables.append(losses.set_column(0, "row", pa.array(eligible_rows[losses.column("row")])))
-    fb_rows = np.flatnonzero(fallback)
-    if len(fb_rows) and per_record:
-        fb_table, fb_kept, fb_losses = _per_record(table, fb_rows, errors)
-        tables.append(fb_table)
-        rows.append(fb_kept)
-        loss_tables.append(fb_losses)
-    if len(tables) == 1:
-        result, all_rows, loss_table = tables[0], rows[0], loss_tables[0]
-    elif tables:
-        all_rows = np.concatenate(rows)
-        order = np.argsort(all_rows, kind="stable")
-        result = pa.concat_tables(tables).take(order)
-        all_rows = all_rows[order]
-        loss_table = pa.concat_tables(loss_tables)
-        loss_order = np.argsort(loss_table.column("row").to_numpy(), kind="stable")
-        loss_table = loss_table.take(loss_order)
+        result, all_rows = out, eligible_rows[keep]
+        loss_table = losses.set_column(0, "row", pa.array(eligible_rows[losses.column("row")]))
     else:
-        result = CONVERSATION_SCHEMA.empty_table()
-        all_rows = np.zeros(0, np.int64)
-        loss_table = LOSSES_SCHEMA.empty_table()
+        result, all_rows, loss_table = (
+            CONVERSATION_SCHEMA.empty_table(),
+            np.zeros(0, np.int64),
+            LOSSES_SCHEMA.empty_table(),
+        )
     return ChatConversion(
         result,
         pa.array(all_rows, pa.int64()),
         loss_table,
-        pa.array(errors, pa.string()),
+        flags["error"].to_arrow().cast(pa.string()),
         pa.array(fallback, pa.bool_()),
     )
-
-
-def _per_record(
-    table: pa.Table, rows: np.ndarray, errors: list[str | None]
-) -> tuple[pa.Table, np.ndarray, pa.Table]:
-    """The fallback: the reference encoder on these rows, its records decoded as canonical Chat rows."""
-    sub = table.take(rows)
-    converted = convert_table(sub, "chat")
-    ok = [i for i, c in enumerate(converted) if c.error is None]
-    for i, c in enumerate(converted):
-        if c.error is not None:
-            errors[rows[i]] = c.error
-    decoded = decode_records([converted[i].record for i in ok], "chat")
-    if decoded.rejected:  # the reference wrote a record its own decoder refuses: report, never drop
-        bad = {r.line - 1 for r in decoded.rejected}
-        for r in decoded.rejected:
-            errors[rows[ok[r.line - 1]]] = f"chat record does not decode: {r.error}"
-        ok = [i for j, i in enumerate(ok) if j not in bad]
-    chat = decoded.table
-    keep_idx = pa.array(ok, pa.int64())
-    for name in ("conversation_id", "source_file", "source_line", "provenance"):
-        chat = chat.set_column(chat.schema.get_field_index(name), name, sub.column(name).take(keep_idx))
-    loss_rows: list[tuple[int, str, str, str, str]] = []
-    cids = sub.column("conversation_id").to_pylist()
-    for i in ok:
-        for loss in converted[i].losses:
-            loss_rows.append((int(rows[i]), cids[i], loss.path, loss.kind, loss.detail))
-    cols = list(zip(*loss_rows, strict=True)) if loss_rows else [[]] * 5
-    losses = pa.Table.from_arrays(
-        [pa.array(list(c), f.type) for c, f in zip(cols, LOSSES_SCHEMA, strict=True)], schema=LOSSES_SCHEMA
-    )
-    return cast_to_canonical(chat), rows[ok], losses
 
 
 # ---------------------------------------------------------------------------------------------
@@ -282,30 +225,9 @@ def _present(field: str) -> pl.Expr:
     return pl.col(field).is_not_null() | pl.col("null_fields").list.contains(field).fill_null(False)
 
 
-# Seconds spent per phase of _convert, summed over calls (benchmarks print it; reset it freely).
-PHASES: dict[str, float] = {}
-
-
-class _Clock:
-    def __init__(self, prefix: str = "") -> None:
-        self.prefix = prefix
-        self.t = time.perf_counter()
-
-    def __call__(self, phase: str) -> None:
-        now = time.perf_counter()
-        key = self.prefix + phase
-        PHASES[key] = PHASES.get(key, 0.0) + now - self.t
-        self.t = now
-
-    def skip(self) -> None:
-        """Restart without recording (the time was recorded by a callee's own clock)."""
-        self.t = time.perf_counter()
-
-
 def _convert(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
     """Convert Responses request rows; returns Chat rows (fallback rows left out), losses, fallback rows."""
     n = table.num_rows
-    clock = _Clock("table: ")
     instr = table.column("instructions").chunk(0)
     rows = _frame(
         {
@@ -361,7 +283,6 @@ def _convert(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
         payload=pl.when(pl.col("is_out")).then(pl.lit("/output")).otherwise(pl.lit("/content")),
     )
 
-    clock("rows and items frames")
     # ---- content blocks of messages and tool outputs --------------------------------------------
     bflat = content.flatten()
     block_item = pc.list_parent_indices(content)
@@ -415,7 +336,6 @@ def _convert(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
         )
     )["row"]
 
-    clock("blocks")
     # ---- the turn state: segments, merges, message numbers ---------------------------------------
     items = items.with_columns(n_surv=pl.Series(surviving, dtype=pl.Int64))
     truthy = (
@@ -487,7 +407,6 @@ def _convert(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
     custom = keys.join(customs, on=["row", "call_id"], how="left", nulls_equal=True, maintain_order="left")
     items = items.with_columns(custom=custom["custom"].fill_null(False))
 
-    clock("turn state")
     # ---- top level: tools, tool_choice and extra keys, once per distinct value ------------------------
     tools_out, tools_loss, tools_bad = _convert_tools_column(rows["tools"])
     choice_out, choice_loss, choice_bad = _per_distinct(rows["tool_choice"], _convert_tool_choice)
@@ -520,7 +439,6 @@ def _convert(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
         .otherwise(pl.lit(None, pl.String)),
     )
 
-    clock("tools, tool_choice, top-level keys")
     # ---- fallback rows ------------------------------------------------------------------------
     bad = np.zeros(n, bool)
     for s in (block_fallback, merge_fallback, order_fallback, id_fallback):
@@ -529,18 +447,14 @@ def _convert(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
     fallback_rows = np.flatnonzero(bad)
 
     losses = _all_losses(rows, items, blocks, tools_loss, choice_loss)
-    clock("losses")
     chat = _build(rows, items, blocks, table, content.values.field("text"))
-    clock.skip()
     if len(fallback_rows):  # (a filter copies every nested column, even with nothing to drop)
         chat = chat.filter(pa.array(~bad))
-    clock("chat table: fallback rows out")
     losses = losses.filter(pl.Series(~bad[losses["row"].to_numpy()]))
     losses = losses.sort(["row", "stage", "pos", "step", "k", "bstep", "sub"], maintain_order=True)
     cids = rows["conversation_id"]
     losses = losses.with_columns(conversation_id=cids.gather(losses["row"]))
     loss_table = losses.select("row", "conversation_id", "path", "kind", "detail").to_arrow()
-    clock("losses in order")
     return chat, loss_table.cast(LOSSES_SCHEMA), fallback_rows
 
 
@@ -1157,7 +1071,6 @@ def _extra_losses(df: pl.DataFrame, which: pl.Expr, step: int) -> pl.LazyFrame:
 def _build(
     rows: pl.DataFrame, items: pl.DataFrame, blocks: pl.DataFrame, table: pa.Table, block_texts: pa.Array
 ) -> pa.Table:
-    clock = _Clock("table: ")
     lit = pl.lit
     s = pl.String
     # head items: one per Chat message; a merged assistant text gives its content to the turn's head
@@ -1218,7 +1131,6 @@ def _build(
         content_form=lit(None, s),
         text=lit(None, s),
     )  # fmt: skip
-    clock("chat table: heads and calls")
     out = pl.concat(
         [
             x.with_columns(pl.col("row").cast(pl.Int64), pl.col("msg_no").cast(pl.Int64))
@@ -1227,7 +1139,6 @@ def _build(
         how="vertical",
     )
     out = out.sort(["row", "msg_no", "part"], nulls_last=False, maintain_order=True).with_row_index("out")
-    clock("chat table: message order")
     n_out = out.height
 
     # content blocks: a string is one untyped block; a part list the surviving converted parts
@@ -1255,7 +1166,6 @@ def _build(
     ob = ob.sort(["out", "k"], maintain_order=True)
     counts = np.bincount(ob["out"].to_numpy(), minlength=n_out) if n_out else np.zeros(0, np.int64)
     content_valid = out["content_form"].is_in(["string", "parts"]).fill_null(False).to_numpy()
-    clock("chat table: content blocks")
     content = _list_array(counts, content_valid, _blocks_array(ob))
 
     fields: dict[str, pa.Array] = {}
@@ -1302,7 +1212,6 @@ def _build(
         "n_items": pa.array(per_row, pa.int32()),
         "provenance": table.column("provenance"),
     }  # fmt: skip
-    clock("chat table: arrays")
     return pa.Table.from_arrays([columns[f.name] for f in CONVERSATION_SCHEMA], schema=CONVERSATION_SCHEMA)
 
 
