@@ -6,7 +6,6 @@ by one batch whatever the shard or input size.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +18,7 @@ from pipeline.formats import Rejected, decode_lines
 from pipeline.jobs.files import open_arrow, open_input
 from pipeline.jobs.resolve import CANONICAL
 from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
+from pipeline.sources import read_source
 
 from .shards import Shard
 
@@ -166,8 +166,7 @@ def _tabular(shard: Shard, batch_rows: int) -> Iterator[Batch]:
 
 
 def _source(shard: Shard) -> Iterator[Batch]:
-    sources = importlib.import_module("pipeline.sources")
-    for res in sources.read_source(shard.url, shard.format, **shard.options):
+    for res in read_source(shard.url, shard.format, **shard.options):
         table = res.table if res.table is not None else CONVERSATION_SCHEMA.empty_table()
         rejected = [_from_rejected(r, shard.url) for r in res.rejected]
         yield Batch(cast_to_canonical(table), rejected, table.num_rows + len(rejected))

@@ -24,6 +24,9 @@ from pipeline.jobs.files import Container, container_of, expand, file_size, is_u
 from pipeline.jobs.model import JobSpec
 from pipeline.losses import LossPolicy
 from pipeline.schema import CONVERSATION_SCHEMA, SCHEMA_VERSION
+from pipeline.sources import SOURCES, detect_source
+from pipeline.sources._base import check_options
+from pipeline.transforms import make_step, parse_step
 
 CANONICAL = "canonical"
 PARQUET = "parquet"  # as a target: the canonical table only (conversations/), no output/
@@ -93,42 +96,21 @@ class Job:
         return hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def _transforms() -> Any:
-    try:
-        return importlib.import_module("pipeline.transforms")
-    except ModuleNotFoundError as e:
-        if e.name and e.name.startswith("pipeline.transforms"):
-            return None
-        raise
-
-
-def _sources() -> Any:
-    try:
-        return importlib.import_module("pipeline.sources")
-    except ModuleNotFoundError as e:
-        if e.name and e.name.startswith("pipeline.sources"):
-            return None
-        raise
-
-
 def build_steps(specs: list[str | dict[str, Any]]) -> list[Any]:
     """The transform steps of a job, built with ``pipeline.transforms`` (ConfigError on a bad one)."""
     if not specs:
         return []
-    tr = _transforms()
-    if tr is None:
-        raise ConfigError("this job has steps, but pipeline.transforms is not available in this install")
     steps = []
     for i, spec in enumerate(specs):
         try:
             if isinstance(spec, str):
-                steps.append(tr.parse_step(spec))
+                steps.append(parse_step(spec))
             else:
                 params = dict(spec)
                 name = params.pop("name", None)
                 if not isinstance(name, str):
                     raise ConfigError(f"steps[{i}] has no name; write name = \"role_swap\" (for example)")
-                steps.append(tr.make_step(name, **params))
+                steps.append(make_step(name, **params))
         except ConfigError as e:
             raise ConfigError(f"steps[{i}]: {e}") from None
         except (TypeError, ValueError) as e:
@@ -143,11 +125,7 @@ def step_name(spec: str | dict[str, Any]) -> str:
 
 
 def _format_names() -> list[str]:
-    src = _sources()
-    names = [*WIRE_FORMATS, CANONICAL]
-    if src is not None:
-        names += [*sorted(src.SOURCES), "auto"]
-    return names
+    return [*WIRE_FORMATS, CANONICAL, *sorted(SOURCES), "auto"]
 
 
 def _resolve_format(fmt: str, url: str, container: Container) -> tuple[str, Container]:
@@ -159,10 +137,9 @@ def _resolve_format(fmt: str, url: str, container: Container) -> tuple[str, Cont
                 "not JSONL; give the wire format (e.g. format = \"responses\")"
             )
         return fmt, container
-    src = _sources()
-    if src is not None and fmt == "auto":
+    if fmt == "auto":
         try:
-            detected = src.detect_source(url)
+            detected = detect_source(url)
         except ConfigError:
             raise
         except Exception as e:  # a detector that cannot read the file: say which file
@@ -170,7 +147,7 @@ def _resolve_format(fmt: str, url: str, container: Container) -> tuple[str, Cont
         if not detected:
             raise ConfigError(f"input {url!r}: format 'auto' could not tell what it is; give format = ...")
         return _resolve_format(str(detected), url, container)
-    if src is not None and fmt in src.SOURCES:
+    if fmt in SOURCES:
         if is_url(url):
             raise ConfigError(f"input {url!r}: source adapters read local files; copy it locally first")
         return fmt, "source"
@@ -178,11 +155,7 @@ def _resolve_format(fmt: str, url: str, container: Container) -> tuple[str, Cont
 
 
 def _check_source_options(source: str, options: dict[str, Any]) -> None:
-    src = _sources()
-    check = getattr(importlib.import_module("pipeline.sources._base"), "check_options", None)
-    adapter = src.SOURCES[source]
-    if check is not None and hasattr(adapter, "options"):
-        check(source, options, adapter.options)
+    check_options(source, options, SOURCES[source].options)
 
 
 def _check_canonical(f: InputFile) -> None:
