@@ -74,11 +74,6 @@ _ITEM_ROW_TYPE = pa.struct(
 )
 
 
-def new_item(section: str, group: int, part: int | None, kind: str) -> list[Any]:
-    """An open item row (hot loops build the same list inline)."""
-    return [section, group, part, kind, *OPEN_TAIL]
-
-
 def null(row: list[Any], name: str) -> None:
     """Record that modelled field ``name`` was an explicit null."""
     nulls = row[I_NULLS]

@@ -116,13 +116,6 @@ def block_row(part: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(row)
 
 
-def add_block(cols: b.BlockCols, part: Any, path: str) -> None:
-    """Append one content block (a JSON object) to ``cols``."""
-    if type(part) is not dict:
-        raise not_object(path, part)
-    cols.rows.append(block_row(part))
-
-
 def add_blocks(cols: b.BlockCols, parts: list[Any], path: str) -> None:
     """Append every block of a content list; ``path`` locates the list (for errors)."""
     append = cols.rows.append
@@ -374,6 +367,3 @@ class ConversationView:
             for name in nulls:
                 d[name] = None
         return splice(d, self.extra[r])
-
-
-FORMS = (FORM_ABSENT, FORM_NULL, FORM_STRING, FORM_PARTS)

@@ -19,7 +19,6 @@ ERROR = "__error"  # per-record error message; apply_steps splits rows where it 
 ITEMS_DTYPE: pl.List = pl.from_arrow(CONVERSATION_SCHEMA.empty_table()).schema["items"]  # type: ignore[assignment]
 ITEM_DTYPE: pl.Struct = ITEMS_DTYPE.inner  # type: ignore[assignment]
 BLOCKS_DTYPE: pl.List = dict(ITEM_DTYPE.to_schema())["content"]  # type: ignore[assignment]
-BLOCK_DTYPE: pl.Struct = BLOCKS_DTYPE.inner  # type: ignore[assignment]
 
 # Labels of the turn view. An item with no label (compaction, item_reference, unknown kinds) belongs
 # to no turn and does not split a run.
