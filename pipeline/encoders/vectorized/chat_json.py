@@ -36,9 +36,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.encoders._context import CALLS
 from pipeline.encoders.vectorized._json import Pieces
-
-_CALL_TYPES = ["function_call", "custom_tool_call"]
 
 # Piece slots of each element. A string value is one piece (escaped, without quotes); the literals
 # around it are chosen per element with the quotes glued on (none around a null, written ``null``).
@@ -89,7 +88,7 @@ def chat_json(table: pa.Table) -> pa.Array:
     part_item = np.repeat(np.arange(n_items), n_parts)
 
     kind = flat.field("type")
-    is_call = _flag(pc.is_in(kind, value_set=pa.array(_CALL_TYPES)))
+    is_call = _flag(pc.is_in(kind, value_set=pa.array(sorted(CALLS))))
     custom = _flag(pc.equal(kind, "custom_tool_call"))
     tool = _flag(pc.equal(flat.field("role"), "tool"))
     form = flat.field("content_form")

@@ -58,7 +58,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.encoders._context import PART_LOSS_KINDS, Ctx
+from pipeline.encoders._context import CALLS, OUTPUTS, PART_LOSS_KINDS, Ctx
 from pipeline.encoders.to_chat import IMAGE_DETAILS, RENAMED_KEYS, SAME_KEYS, _tool_choice, _tools
 from pipeline.encoders.vectorized._json import (
     json_elements,
@@ -73,11 +73,8 @@ INSTRUCTION_ITEMS_ERROR = "ValueError: converting instructions given as an item 
 
 _BAD_DETAIL = f" is not one of Chat's {IMAGE_DETAILS}"  # to_chat's words
 _TEXT_TYPES = ["input_text", "output_text", "text"]  # and a null type (a plain-string content)
-_CALLS = ["function_call", "custom_tool_call"]
-_OUTPUTS = ["function_call_output", "custom_tool_call_output"]
 _BLOCK_JSON = ["annotations", "logprobs", "cache_control", "citations"]
 _HOSTED_SUFFIXES = ("_call", "_call_output", "_tool_result", "_tool_use")
-_LOSS_COLUMNS = ["row", "stage", "pos", "step", "k", "bstep", "sub", "path", "kind", "detail"]
 _LOSS_KEY_KINDS = Ctx.BLOCK_KEY_KINDS
 _FIELD_KINDS = Ctx.FIELD_KINDS
 _STR_LIST = pa.list_(pa.field("item", pa.string()))
@@ -110,11 +107,6 @@ class ChatConversion:
     losses: pa.Table
     errors: pa.Array
     fallback: pa.Array
-
-    @property
-    def fallback_share(self) -> float:
-        n = len(self.fallback)
-        return pc.sum(self.fallback).as_py() / n if n else 0.0
 
 
 def responses_to_chat(table: pa.Table) -> ChatConversion:
@@ -274,8 +266,8 @@ def _convert(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
         eff_role=pl.when(role.is_null() | (role == "")).then(pl.lit("user")).otherwise(role),
         base=item_pointer(),
         is_msg=t == "message",
-        is_call=t.is_in(_CALLS),
-        is_out=t.is_in(_OUTPUTS),
+        is_call=t.is_in(sorted(CALLS)),
+        is_out=t.is_in(sorted(OUTPUTS)),
     )
     items = items.with_columns(
         is_ma=pl.col("is_msg") & (pl.col("eff_role") == "assistant"),
