@@ -26,6 +26,7 @@ from pipeline.io.run_tables import LOSSES_SCHEMA
 from pipeline.jobs.resolve import PARQUET, build_steps
 from pipeline.losses import LossPolicy
 from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
+from pipeline.transforms import apply_steps
 
 from .read import Batch, read_shard, rejected_row
 from .shards import Shard
@@ -96,10 +97,6 @@ def to_disk(table: pa.Table) -> pa.Table:
 
 
 def _apply_steps(table: pa.Table, steps: list[Any], raw: dict[int, bytes]) -> tuple[pa.Table, list[dict]]:
-    import polars as pl
-
-    from pipeline.transforms import apply_steps  # type: ignore[import-not-found]
-
     kept, rej = apply_steps(pl.from_arrow(table), steps)
     rows = []
     if rej.height:

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from pipeline.errors import ConfigError
 from pipeline.formats import WIRE_FORMATS
-from pipeline.jobs.files import Container, container_of, expand, file_size, is_url
+from pipeline.jobs.files import Container, container_of, dataset_arrow_files, expand, file_size, is_url
 from pipeline.jobs.model import JobSpec
 from pipeline.losses import LossPolicy
 from pipeline.schema import CONVERSATION_SCHEMA, SCHEMA_VERSION
@@ -245,8 +245,6 @@ def _leaves(url: str, container: Container) -> list[tuple[str, Container]]:
     """A saved dataset directory becomes its arrow files; anything else is itself."""
     if container != "dataset":
         return [(url, container)]
-    from pipeline.jobs.files import dataset_arrow_files
-
     try:
         return [(a, "arrow") for a in dataset_arrow_files(url)]
     except (OSError, ValueError) as e:

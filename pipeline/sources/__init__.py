@@ -27,7 +27,7 @@ from pipeline.sources import (
     swe_agent,
     tau_bench,
 )
-from pipeline.sources._base import SourceResult
+from pipeline.sources._base import SourceResult, check_options
 from pipeline.sources.detect import detect_source
 
 
@@ -61,8 +61,6 @@ def read_source(path: Path, source: str, **options: Any) -> Iterator[SourceResul
     adapter = SOURCES.get(source)
     if adapter is None:
         raise ConfigError(f"unknown source {source!r}; use one of {names()}")
-    from pipeline.sources._base import check_options
-
     check_options(source, options, adapter.options)
     return adapter.read(path, **options)
 
