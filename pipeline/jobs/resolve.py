@@ -203,12 +203,16 @@ def _check_canonical(f: InputFile) -> None:
 def resolve(spec: JobSpec, base: Path, source_text: str = "") -> Job:
     """Check a job against the world (files, formats, steps, output) and resolve it."""
     files: list[InputFile] = []
+    named: set[str] = set()  # a file named by two patterns (or inputs) is read once, the first time
     for n, inp in enumerate(spec.inputs):
         for pattern in inp.path:
             urls = expand(pattern, base)
             if not urls:
                 raise ConfigError(f"inputs[{n}]: {pattern!r} matches no file; check the path or glob")
             for url in urls:
+                if url in named:
+                    continue
+                named.add(url)
                 container = container_of(url)
                 fmt, container = _resolve_format(inp.format, url, container)
                 if container == "source":
