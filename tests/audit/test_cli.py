@@ -54,6 +54,12 @@ def test_bad_arguments_exit_2(fixture_run: FixtureRun, tmp_path: Path) -> None:
         (["audit", run, "-Q", "phase_coverage", "-p", "n=3"], "no selected query has this parameter"),
         (["audit", run, "-p", "n"], "write it as NAME=VALUE"),
         (["audit", str(tmp_path / "none")], "does not exist"),
+        (["audit", run, "-Q", "worst_records", "-p", "n=-1"],
+         "n=-1: out of range; n is a INTEGER from 0 to 2147483647"),
+        (["audit", run, "-Q", "worst_records", "-p", "n=12345678901234567890"], "n is a INTEGER from 0 to"),
+        (["audit", run, "-Q", "../sql/worst_records"], "no audit query '../sql/worst_records'"),
+        (["audit", run, "-Q", "/work/main/sql/worst_records"], "no audit query"),
+        (["audit", run, "-Q", "sub/../worst_records"], "no audit query"),
         (["sql", run, "SELEC 1"], "SQL error"),
     ]:
         res = CliRunner().invoke(cli, args)
