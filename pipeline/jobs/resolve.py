@@ -322,6 +322,11 @@ def load_job(path: str | Path, overrides: dict[str, Any] | None = None) -> Job:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"cannot read the job file {str(p)!r}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"the job file {str(p)!r} is not UTF-8 text (byte {e.object[e.start]:#04x} at offset "
+            f"{e.start}); save it as UTF-8"
+        ) from None
     return parse_job(text, p.resolve().parent, overrides)
 
 
