@@ -8,6 +8,8 @@ Every fault is injected into a real ``python -m pipeline`` child process.
 from __future__ import annotations
 
 import os
+import random
+import resource
 import signal
 import subprocess
 import sys
@@ -19,6 +21,8 @@ import orjson
 import pytest
 
 from pipeline import synth
+from pipeline.engine import run_job
+from pipeline.jobs import load_job
 from tests.engine.helpers import file_hashes, write_job
 
 N, SHARD = 600, 50  # 12 shards
@@ -96,12 +100,22 @@ def _wait_for(cond: Callable[[], bool], proc: subprocess.Popen[bytes], what: str
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """The input, and the files of an uninterrupted run of it."""
+    """The input, and the files of an uninterrupted run of it (in this process: the files do not
+    depend on the number of workers, tests/engine/test_run.py)."""
     base = tmp_path_factory.mktemp("faults")
     synth.write_jsonl(base / "in.jsonl", "responses", N, 5)
-    ref = _run(_job(base, "ref"))
-    assert ref.wait(timeout=300) == 0, ref.communicate()
+    _rerun(_job(base, "ref"))
     return base / "in.jsonl", file_hashes(base / "ref")
+
+
+def _rerun(job: Path) -> None:
+    """Run (or resume) ``job`` to the end in this process, one worker: cheaper than a child."""
+    assert run_job(load_job(job, {"engine.workers": 1}))["status"] == "ok"
+
+
+def _writers(run_dir: Path) -> set[int]:
+    """The pids in the names of the temp files being written (``.part-N.parquet.PID.tmp``)."""
+    return {int(p.name.split(".")[-2]) for p in (run_dir / "items").glob(".*.tmp")}
 
 
 def test_workers_die_with_a_parent_killed_alone(tmp_path: Path) -> None:
@@ -110,8 +124,8 @@ def test_workers_die_with_a_parent_killed_alone(tmp_path: Path) -> None:
     job = _job(tmp_path, "run", n_in="big.jsonl", shard=800, chunk_bytes=64 << 20, batch_rows=100_000)
     proc = _run(job)
     _wait_for(lambda: len(_workers(proc.pid)) >= 2, proc, "the workers started")
-    items = tmp_path / "run" / "items"
-    _wait_for(lambda: items.is_dir() and any(items.glob(".*.tmp")), proc, "a worker writing")
+    # Both workers past their initializer (writing), so neither is still starting up when killed.
+    _wait_for(lambda: set(_workers(proc.pid)) <= _writers(tmp_path / "run"), proc, "both workers writing")
     workers = _workers(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)  # the parent only, not its process group
     proc.wait()
@@ -120,3 +134,60 @@ def test_workers_die_with_a_parent_killed_alone(tmp_path: Path) -> None:
     for w in survivors:  # do not leave them running whatever the outcome
         os.kill(w, signal.SIGKILL)
     assert survivors == [], "workers outlived their killed parent"
+
+
+def _gone(pids: list[int], timeout: float = 20.0) -> list[int]:
+    """The processes of ``pids`` still alive after ``timeout`` (a worker still starting up when its
+    parent was killed exits in its initializer: it may take a moment on a loaded machine)."""
+    deadline = time.monotonic() + timeout
+    while (alive := [p for p in pids if _alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
+
+
+@pytest.mark.parametrize(("victim", "seed"), [("parent", 1), ("worker", 2), ("parent", 3), ("worker", 4)])
+def test_kill_9_of_the_parent_or_a_worker_then_a_rerun_equals_an_uninterrupted_run(
+    reference: tuple[Path, dict[str, str]], tmp_path: Path, victim: str, seed: int
+) -> None:
+    rng = random.Random(seed)
+    src, ref = reference
+    (tmp_path / "in.jsonl").symlink_to(src)
+    job = _job(tmp_path, "run")
+    listed_before_kill = rng.randrange(0, N // SHARD - 4)
+    proc = _run(job)
+    _wait_for(lambda: len(_workers(proc.pid)) >= 2, proc, "the workers started")
+    _wait_for(lambda: _listed(tmp_path / "run") >= listed_before_kill, proc, f"{listed_before_kill} shards")
+    time.sleep(rng.uniform(0, 0.05))
+    workers = _workers(proc.pid)
+    os.kill(proc.pid if victim == "parent" else rng.choice(workers), signal.SIGKILL)
+    rc = proc.wait(timeout=120)
+    if victim == "worker":  # the parent notices, and fails the job in one line
+        err = proc.communicate()[1].decode().strip()
+        assert rc == 1 and len(err.splitlines()) == 1 and err.startswith("Error: the job failed: "), (rc, err)
+    assert _gone(workers) == [], "a worker outlived the killed run"
+    _rerun(job)
+    assert file_hashes(tmp_path / "run") == ref
+
+
+def _fsize_limit(limit: int) -> Callable[[], None]:
+    def apply() -> None:  # in the child, before exec; inherited by its workers
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+def test_a_full_disk_fails_the_job_in_one_line_and_a_rerun_resumes(
+    reference: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    src, ref = reference
+    (tmp_path / "in.jsonl").symlink_to(src)
+    job = _job(tmp_path, "run")
+    # Files of up to 40 kB: the first shards fit, a later, larger file does not (EFBIG).
+    proc = _run(job, preexec_fn=_fsize_limit(40_000))
+    _, err = proc.communicate(timeout=300)
+    lines = err.decode().strip().splitlines()
+    assert proc.returncode == 1, err.decode()
+    assert len(lines) == 1 and "file too large" in lines[0], lines
+    _rerun(job)
+    assert file_hashes(tmp_path / "run") == ref
