@@ -10,18 +10,22 @@ from __future__ import annotations
 import os
 import random
 import resource
+import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
 import pytest
+from click.testing import CliRunner
 
 from pipeline import synth
+from pipeline.cli import cli
 from pipeline.engine import run_job
+from pipeline.engine.lock import LOCK
 from pipeline.jobs import load_job
 from tests.engine.helpers import file_hashes, write_job
 
@@ -190,4 +194,78 @@ def test_a_full_disk_fails_the_job_in_one_line_and_a_rerun_resumes(
     assert proc.returncode == 1, err.decode()
     assert len(lines) == 1 and "file too large" in lines[0], lines
     _rerun(job)
+    assert file_hashes(tmp_path / "run") == ref
+
+
+@pytest.fixture
+def read_only(reference: tuple[Path, dict[str, str]], tmp_path: Path) -> Iterator[Path]:
+    """A read-only directory holding a finished run (``ref``) and a subfolder: a read-only bind
+    mount (root ignores chmod), or chmod 555 when the tests do not run as root."""
+    src, _ = reference
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    shutil.copytree(src.parent / "ref", ro / "ref")
+    (ro / "sub").mkdir()
+    if os.geteuid() != 0:
+        ro.chmod(0o555)
+        (ro / "ref").chmod(0o555)
+        yield ro
+        ro.chmod(0o755)
+        (ro / "ref").chmod(0o755)
+        return
+    try:
+        subprocess.run(["mount", "--bind", str(ro), str(ro)], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        pytest.skip(f"running as root and no read-only bind mount here ({e}): read-only output untested")
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(ro), str(ro)], check=True, capture_output=True)
+        yield ro
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)
+
+
+def test_a_read_only_output_is_one_line_and_exit_2_for_every_write_command(
+    reference: tuple[Path, dict[str, str]], read_only: Path, tmp_path: Path
+) -> None:
+    src, _ = reference
+    parquet = read_only / "ref" / "conversations" / "part-00000.parquet"
+    job_new = write_job(tmp_path / "new.toml", [{"path": str(src), "format": "responses"}],
+                        {"path": str(read_only / "sub" / "run"), "target": "chat"})  # fmt: skip
+    job_resume = write_job(tmp_path / "resume.toml", [{"path": str(src), "format": "responses"}],
+                           {"path": str(read_only / "ref"), "target": "chat", "shard_records": SHARD},
+                           engine={"chunk_bytes": 64 << 10})  # fmt: skip
+    commands = {
+        "run (new run directory)": ["run", str(job_new), "--no-catalog"],
+        "run (resume)": ["run", str(job_resume), "--no-catalog"],
+        "convert -o": ["convert", str(src), "--from", "responses", "--to", "chat", "-o",
+                       str(read_only / "sub" / "out.jsonl")],
+        "convert --run-dir": ["convert", str(src), "--from", "responses", "--to", "chat", "--run-dir",
+                              str(read_only / "sub" / "conv")],
+        "transform": ["transform", str(parquet), "--step", "turns", "-o",
+                      str(read_only / "sub" / "t.parquet")],
+        "export-hf": ["export-hf", str(read_only / "ref"), str(read_only / "sub" / "hf")],
+        "audit --html": ["audit", str(read_only / "ref"), "-Q", "phase_coverage", "--html",
+                         str(read_only / "sub" / "r.html")],
+    }  # fmt: skip
+    for what, args in commands.items():
+        res = CliRunner().invoke(cli, args)
+        assert isinstance(res.exception, SystemExit), (what, res.exception, res.output)
+        err = res.stderr.strip().splitlines()
+        assert res.exit_code == 2 and len(err) == 1, (what, res.exit_code, res.stderr)
+        assert err[0].startswith("Error: ") and str(read_only) in err[0], (what, err)
+        assert "read-only file system" in err[0] or "permission denied" in err[0], (what, err)
+
+
+def test_two_runs_of_one_job_at_once(reference: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    src, ref = reference
+    (tmp_path / "in.jsonl").symlink_to(src)
+    job = _job(tmp_path, "run")
+    first = _run(job)
+    _wait_for(lambda: (tmp_path / "run" / LOCK).is_file(), first, "the first run's lock")
+    convert = ["convert", str(src), "--from", "responses", "--to", "chat", "--run-dir", str(tmp_path / "run")]
+    for args in (["run", str(job), "--no-catalog"], convert):
+        second = CliRunner().invoke(cli, args)
+        assert second.exit_code == 2, second.output
+        assert f"is in use by another chatlake run (pid {first.pid} on " in second.stderr, second.stderr
+    assert first.wait(timeout=300) == 0, first.communicate()
     assert file_hashes(tmp_path / "run") == ref
