@@ -269,3 +269,39 @@ def test_two_runs_of_one_job_at_once(reference: tuple[Path, dict[str, str]], tmp
         assert f"is in use by another chatlake run (pid {first.pid} on " in second.stderr, second.stderr
     assert first.wait(timeout=300) == 0, first.communicate()
     assert file_hashes(tmp_path / "run") == ref
+
+
+@pytest.fixture
+def file_size_limit() -> Iterator[Callable[[int], None]]:
+    """Lower this process's file size limit (soft RLIMIT_FSIZE; Python ignores SIGXFSZ, so a write
+    past it fails with EFBIG, like a full disk); restored after the test."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    assert signal.getsignal(signal.SIGXFSZ) == signal.SIG_IGN
+    yield lambda n: resource.setrlimit(resource.RLIMIT_FSIZE, (n, hard))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+
+
+def test_a_full_disk_is_one_line_and_exit_1_for_every_write_command(
+    reference: tuple[Path, dict[str, str]], tmp_path: Path, file_size_limit: Callable[[int], None]
+) -> None:
+    src, _ = reference
+    ref = src.parent / "ref"
+    out = tmp_path / "out"
+    commands = {
+        "convert -o": ["convert", str(src), "--from", "responses", "--to", "chat", "-o",
+                       str(out / "c.jsonl")],
+        "transform": ["transform", str(ref / "conversations" / "part-00000.parquet"), "--step", "turns",
+                      "-o", str(out / "t.parquet")],
+        "export-hf": ["export-hf", str(ref), str(out / "hf")],
+        "audit --html": ["audit", str(ref), "-Q", "phase_coverage", "--html", str(out / "r.html")],
+    }  # fmt: skip
+    for what, args in commands.items():
+        file_size_limit(4096)
+        try:
+            res = CliRunner().invoke(cli, args)
+        finally:
+            file_size_limit(resource.RLIM_INFINITY)
+        assert isinstance(res.exception, SystemExit), (what, res.exception, res.output)
+        err = res.stderr.strip().splitlines()
+        assert res.exit_code == 1 and len(err) == 1, (what, res.exit_code, res.stderr)
+        assert err[0].startswith("Error: ") and "file too large" in err[0], (what, err)
