@@ -42,6 +42,13 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _failure(e: Exception, run_dir: Path) -> str:
+    """One line for an error that failed a job; an OSError says where (Arrow's name no file)."""
+    if not isinstance(e, OSError):
+        return f"{type(e).__name__}: {e}"
+    return describe(e) if e.filename else f"writing into {run_dir}: {describe(e)}"
+
+
 def prepare_run_dir(job: Job, fresh: bool) -> Manifest:
     """Create (or, with ``fresh``, empty of chatlake's files) the run directory; drop temp files
     of a killed run. The caller holds the directory's lock (:func:`run_job`).
@@ -134,7 +141,7 @@ def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: 
             )  # fmt: skip
             cat.finish(run_id, failed, "failed", f"{type(e).__name__}: {e}")
         if isinstance(e, Exception):
-            raise JobFailed(describe(e) if isinstance(e, OSError) else f"{type(e).__name__}: {e}") from e
+            raise JobFailed(_failure(e, job.run_dir)) from e
         raise
     summary = summarize(
         job,
