@@ -14,7 +14,6 @@ from .manifest import MANIFEST
 from .writers import FOLDERS, TMP_SUFFIX
 
 SUMMARY = "summary.json"
-TOP_FILES = (MANIFEST, SUMMARY)
 # the temp files of write_atomic (manifest, summary) and the lock
 TOP_CHATLAKE = re.compile(r"(manifest\.json|summary\.json|\.manifest\.json\.tmp|\.summary\.json\.tmp)$")
 SHARD_FILE = re.compile(r"part-\d{5,}\.(parquet|jsonl)$")
