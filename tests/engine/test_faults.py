@@ -92,6 +92,20 @@ def _alive(pid: int) -> bool:
     return stat[stat.rindex(")") + 2] != "Z"  # a zombie has stopped: nobody reaped it yet
 
 
+def _temp_files(run_dir: Path) -> dict[str, int]:
+    """Every temp file of the run and its size."""
+    return {str(p): p.stat().st_size for p in run_dir.glob("*/.*.tmp")}
+
+
+def _gone(pids: list[int], timeout: float = 20.0) -> list[int]:
+    """The processes of ``pids`` still alive after ``timeout`` (a worker still starting up when its
+    parent was killed exits in its initializer: it may take a moment on a loaded machine)."""
+    deadline = time.monotonic() + timeout
+    while (alive := [p for p in pids if _alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
+
+
 def _wait_for(cond: Callable[[], bool], proc: subprocess.Popen[bytes], what: str,
               timeout: float = 120.0) -> None:  # fmt: skip
     """Poll ``cond`` until it holds; fail if the job ends first."""
@@ -133,20 +147,14 @@ def test_workers_die_with_a_parent_killed_alone(tmp_path: Path) -> None:
     workers = _workers(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)  # the parent only, not its process group
     proc.wait()
-    time.sleep(0.5)
-    survivors = [w for w in workers if _alive(w)]
+    # What the workers had written when their parent was gone; an orphan would finish its batch
+    # (seconds: one batch per shard) and write it before it noticed.
+    written = _temp_files(tmp_path / "run")
+    survivors = _gone(workers)
     for w in survivors:  # do not leave them running whatever the outcome
         os.kill(w, signal.SIGKILL)
+    assert _temp_files(tmp_path / "run") == written, "an orphaned worker went on writing"
     assert survivors == [], "workers outlived their killed parent"
-
-
-def _gone(pids: list[int], timeout: float = 20.0) -> list[int]:
-    """The processes of ``pids`` still alive after ``timeout`` (a worker still starting up when its
-    parent was killed exits in its initializer: it may take a moment on a loaded machine)."""
-    deadline = time.monotonic() + timeout
-    while (alive := [p for p in pids if _alive(p)]) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return alive
 
 
 @pytest.mark.parametrize(("victim", "seed"), [("parent", 1), ("worker", 2), ("parent", 3), ("worker", 4)])
