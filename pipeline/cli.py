@@ -285,7 +285,12 @@ def _run_job(job: object, *, catalog: str | None, quiet: bool, as_json: bool, fr
 @click.option("--no-catalog", is_flag=True, help="Do not register the run.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Override engine.workers.")
 @click.option("--engine", type=click.Choice(("local", "ray")), default=None, help="Override engine.kind.")
-@click.option("--fresh", is_flag=True, help="Delete the run directory's previous output and start over.")
+@click.option(
+    "--fresh",
+    is_flag=True,
+    help="Delete the files chatlake wrote in the run directory and start over (refused, exit 2, for a "
+    "directory that is not a chatlake run).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as one JSON line (no progress).")
 def run(
