@@ -1,12 +1,16 @@
 """The ``chatlake`` command: one thin function per command over the library.
 
 Exit codes: 0 success (rejected records do not fail a job: see the report), 1 a job that failed
-while running, 2 a bad command line or job configuration (nothing was done).
+while running, 2 a bad command line or job configuration (nothing was done). No user error is a
+traceback: an ``OSError`` (read-only output, full disk, ...) becomes one line (:class:`_Commands`).
 """
 
 from __future__ import annotations
 
+import errno
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -16,7 +20,79 @@ from pipeline.convert import FORMATS, INPUT_FORMATS, ConfigError, ConvertConfig,
 from pipeline.losses import LossPolicy
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Failed(click.ClickException):
+    """A one-line error with its exit code (1: failed while working, 2: fix the command line)."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class _Commands(click.Group):
+    """The command group: an OSError of any command becomes one line and its exit code.
+
+    A read-only or missing output path exits 2 (nothing to do but fix the path), a full disk or a
+    file size limit exits 1 (docs: pipeline/oserrors.py). This holds for every command, including
+    the ones that write files directly (convert -o, transform, export-hf, audit --html).
+    """
+
+    def invoke(self, ctx: click.Context) -> object:
+        from pipeline.oserrors import describe, exit_code
+
+        try:
+            return super().invoke(ctx)
+        except OSError as e:
+            if e.errno == errno.EPIPE:  # piping into head: main() ends quietly
+                raise
+            raise _Failed(describe(e), exit_code(e)) from None
+
+
+def _bad_usage(e: ConfigError) -> click.ClickException:
+    """A ConfigError of a command that reads a run: a usage error, or one line for a damaged run."""
+    from pipeline.audit.views import RunDamaged
+
+    return _Failed(str(e), 2) if isinstance(e, RunDamaged) else click.UsageError(str(e))
+
+
+def _check_hashes(run: Path, folders: tuple[str, ...]) -> None:
+    """Exit 1 naming the first file of ``folders`` whose sha256 is not the manifest's.
+
+    For a command that publishes what it reads (export-hf): a flipped bit that still decodes would
+    otherwise be exported without a word.
+    """
+    from pipeline.engine.verify import damaged_files
+
+    damaged = damaged_files(run, folders)
+    if damaged:
+        more = f" (and {len(damaged) - 1} more)" if len(damaged) > 1 else ""
+        raise _Failed(
+            f"{run} is damaged: {damaged[0]}{more}; run `chatlake verify {run}` for the list, and run the "
+            "job again to redo the damaged shards"
+        )
+
+
+@contextmanager
+def _reading(run: Path) -> Iterator[None]:
+    """Reading a run's shards: a damaged file is one line naming it (exit 1), not a traceback.
+
+    The error DuckDB or Arrow raises does not always name the file (a bit flip inside a zstd page),
+    so on an error the listed files are checked against the manifest's sha256 to name it.
+    """
+    import duckdb
+    import pyarrow as pa
+
+    from pipeline.engine.writers import FOLDERS
+
+    try:
+        yield
+    except (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException):
+        raise  # the query's fault, not the data's: no need to hash the whole run
+    except (duckdb.Error, pa.ArrowException, OSError):
+        _check_hashes(run, FOLDERS)
+        raise
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="chatlake")
 def cli() -> None:
     """chatlake: exact, vectorized processing of LLM conversation datasets."""
@@ -209,7 +285,12 @@ def _run_job(job: object, *, catalog: str | None, quiet: bool, as_json: bool, fr
 @click.option("--no-catalog", is_flag=True, help="Do not register the run.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Override engine.workers.")
 @click.option("--engine", type=click.Choice(("local", "ray")), default=None, help="Override engine.kind.")
-@click.option("--fresh", is_flag=True, help="Delete the run directory's previous output and start over.")
+@click.option(
+    "--fresh",
+    is_flag=True,
+    help="Delete the files chatlake wrote in the run directory and start over (refused, exit 2, for a "
+    "directory that is not a chatlake run).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as one JSON line (no progress).")
 def run(
@@ -303,10 +384,12 @@ def audit(
         unknown = sorted(set(given) - {p for q in queries for p in q.params})
         if unknown:
             raise ConfigError(f"--param {unknown[0]}: no selected query has this parameter")
-        con = open_run(run)
+        with _reading(run):
+            con = open_run(run)
     except ConfigError as e:
-        raise click.UsageError(str(e)) from None
-    results = {q.name: q.run(con, {k: v for k, v in given.items() if k in q.params}) for q in queries}
+        raise _bad_usage(e) from None
+    with _reading(run):
+        results = {q.name: q.run(con, {k: v for k, v in given.items() if k in q.params}) for q in queries}
     if fmt == "json":
         click.echo(render_json(results))
     for q in queries if fmt != "json" else ():
@@ -320,7 +403,9 @@ def audit(
     if html_out is not None:
         from pipeline.audit.report import build_report
 
-        html_out.write_text(build_report(con, title=f"chatlake audit: {run.name}"))
+        with _reading(run):
+            html = build_report(con, title=f"chatlake audit: {run.name}")
+        html_out.write_text(html)
         click.echo(f"wrote {html_out}", err=True)
 
 
@@ -342,11 +427,13 @@ def sql(run: Path, query: str, fmt: str) -> None:
     from pipeline.audit.render import render_csv, render_json, render_markdown, render_table
 
     try:
-        con = open_run(run)
+        with _reading(run):
+            con = open_run(run)
     except ConfigError as e:
-        raise click.UsageError(str(e)) from None
+        raise _bad_usage(e) from None
     try:
-        t = con.sql(query).to_arrow_table()
+        with _reading(run):
+            t = con.sql(query).to_arrow_table()
     except duckdb.Error as e:
         raise click.UsageError(f"SQL error: {e}") from None
     text = {"csv": render_csv, "json": lambda t: render_json({"result": t})}.get(fmt)
@@ -380,14 +467,18 @@ def export_hf(
     \b
     chatlake export-hf runs/r1 out/hf --split-by source_format
     """
+    from pipeline.audit.views import check_run_files
     from pipeline.sinks.hf_dataset import ExportConfig, export, push
 
     cfg = ExportConfig(run, out_dir, style, split_by, shard_rows, repo_id)
     try:
         cfg.validate()
-        report = export(cfg)
+        check_run_files(run)
+        _check_hashes(run, ("conversations",))
+        with _reading(run):
+            report = export(cfg)
     except ConfigError as e:
-        raise click.UsageError(str(e)) from None
+        raise _bad_usage(e) from None
     r = report.to_json()
     click.echo(f"exported {r['exported']} rows {r['splits']} to {out_dir}; excluded {r['excluded']}")
     if repo_id is not None:
@@ -397,6 +488,32 @@ def export_hf(
             raise click.UsageError(str(e)) from None
         except RuntimeError as e:
             raise click.ClickException(str(e)) from None
+
+
+@cli.command()
+@click.argument("run", type=click.Path(path_type=Path))
+def verify(run: Path) -> None:
+    """Check a run directory end to end (docs/run-layout.md): every shard listed and complete, rows,
+    bytes and sha256 as listed, no stray files, read == written + rejected per shard and in total,
+    every loss and output line belonging to a written record of its shard.
+
+    Exit 0 with one OK line, 1 with the list of what is wrong, 2 when RUN is not a directory.
+
+    \b
+    chatlake verify runs/r1
+    """
+    from pipeline.engine.verify import ok_line
+    from pipeline.engine.verify import verify as check
+
+    if not run.is_dir():
+        raise _Failed(f"run directory {str(run)!r} does not exist", 2)
+    problems = check(run)
+    if problems:
+        click.echo(f"{run}: {len(problems)} problem{'s' if len(problems) > 1 else ''}")
+        for p in problems:
+            click.echo(f"  {p}")
+        sys.exit(1)
+    click.echo(ok_line(run))
 
 
 def _print_summary(summary: dict[str, object]) -> None:

@@ -3,7 +3,7 @@
 --   conversation_id VARCHAR, source_file VARCHAR, source_line BIGINT, source_format VARCHAR,
 --   losses BIGINT, kinds VARCHAR[] (distinct, sorted), paths VARCHAR[] (first 5 pointers, sorted)
 -- params:
--- param: n INTEGER = 10: how many records to list
+-- param: n INTEGER 0.. = 10: how many records to list
 WITH candidates AS (
     -- n <= 100: each shard's 100 records with the most losses (top_losses/) hold the run's top n
     SELECT * FROM top_losses WHERE $n <= 100

@@ -5,11 +5,13 @@ A query file starts with a header comment that the runner reads::
     -- question: Which written records lost the most, and what did they lose?
     -- result: at most $n rows, most losses first: conversation_id VARCHAR, losses BIGINT, ...
     -- params:
-    -- param: n INTEGER = 10: how many records to list
+    -- param: n INTEGER 0.. = 10: how many records to list
 
-``param`` lines declare each named parameter (``$n`` in the SQL) with a DuckDB type, a default and
-a description. Values given on the command line are strings; they are converted to the declared
-type here and *bound* by DuckDB (``con.execute(sql, {"n": 10})``), never formatted into the SQL.
+``param`` lines declare each named parameter (``$n`` in the SQL) with a DuckDB type, optionally an
+allowed range (``LOW..HIGH``, either side may be left out; an integer is always within its type's
+range), a default and a description. Values given on the command line are strings; they are
+converted to the declared type here and *bound* by DuckDB (``con.execute(sql, {"n": 10})``),
+never formatted into the SQL.
 
 >>> q = load_query("worst_records")                                        # doctest: +SKIP
 >>> q.params["n"].default, q.bind({"n": "3"})                              # doctest: +SKIP
@@ -38,7 +40,9 @@ _CONVERTERS: dict[str, Any] = {
     "VARCHAR": str,
     "BOOLEAN": lambda s: {"true": True, "false": False}[s.lower()],
 }
-_PARAM = re.compile(r"^param:\s*(\w+)\s+(\w+)\s*=\s*(.*?):\s*(.*)$")
+# the range DuckDB can bind for each integer type; a declared range (``n INTEGER 0.. = 10``) narrows it
+_INT_RANGES = {"INTEGER": (-(2**31), 2**31 - 1), "BIGINT": (-(2**63), 2**63 - 1)}
+_PARAM = re.compile(r"^param:\s*(\w+)\s+(\w+)(?:\s+(-?\d*)\.\.(-?\d*))?\s*=\s*(.*?):\s*(.*)$")
 
 
 @dataclass(frozen=True)
@@ -47,12 +51,24 @@ class Param:
     type: str
     default: Any
     description: str
+    low: int | None = None  # the allowed range of an integer parameter (inclusive)
+    high: int | None = None
 
     def convert(self, text: str) -> Any:
         try:
-            return _CONVERTERS[self.type](text)
+            value = _CONVERTERS[self.type](text)
         except (ValueError, KeyError):
             raise ConfigError(f"--param {self.name}={text!r}: expected a {self.type} value") from None
+        if self.type in _INT_RANGES:
+            low, high = _INT_RANGES[self.type]
+            low, high = max(low, self.low if self.low is not None else low), min(
+                high, self.high if self.high is not None else high)  # fmt: skip
+            if not low <= value <= high:
+                raise ConfigError(
+                    f"--param {self.name}={text}: out of range; {self.name} is a {self.type} "
+                    f"from {low} to {high}"
+                )
+        return value
 
 
 @dataclass(frozen=True)
@@ -97,11 +113,14 @@ def parse_query(name: str, text: str) -> Query:
             break
         body = line[2:].strip()
         if m := _PARAM.match(body):
-            pname, ptype, default, desc = m.groups()
+            pname, ptype, lo, hi, default, desc = m.groups()
             if ptype not in _CONVERTERS:
                 raise ValueError(f"sql/{name}.sql: parameter {pname} has unsupported type {ptype}")
-            proto = Param(pname, ptype, None, desc)
-            params[pname] = Param(pname, ptype, proto.convert(default), desc)
+            if (lo or hi) and ptype not in _INT_RANGES:
+                raise ValueError(f"sql/{name}.sql: parameter {pname}: a range needs an integer type")
+            bounds = (int(lo) if lo else None, int(hi) if hi else None)
+            proto = Param(pname, ptype, None, desc, *bounds)
+            params[pname] = Param(pname, ptype, proto.convert(default), desc, *bounds)
             current = None
         elif (key := body.split(":", 1)[0]) in sections and ":" in body:
             current = key
@@ -117,9 +136,10 @@ def parse_query(name: str, text: str) -> Query:
 
 def load_query(name: str, sql_dir: Path = SQL_DIR) -> Query:
     """The query ``sql_dir/NAME.sql``; ConfigError listing the known names when there is none."""
-    path = sql_dir / f"{name}.sql"
-    if not path.is_file():
+    # Only the names of sql_dir's files: a name with a separator or '..' would read any .sql file.
+    if name not in query_names(sql_dir):
         raise ConfigError(f"no audit query {name!r}; known queries: {', '.join(query_names(sql_dir))}")
+    path = sql_dir / f"{name}.sql"
     return parse_query(name, path.read_text())
 
 

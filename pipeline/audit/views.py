@@ -45,6 +45,10 @@ from pipeline.errors import ConfigError
 
 FOLDERS = ("conversations", "losses", "rejected")
 
+
+class RunDamaged(ConfigError):
+    """A run whose manifest's shard files are missing, unlisted or of the wrong size (exit 2)."""
+
 # For runs written without an item index (RUN/items/): the same columns, computed by unnesting.
 ITEMS_FROM_CONVERSATIONS = """
 CREATE OR REPLACE VIEW items AS
@@ -85,6 +89,24 @@ def check_run(run: Path) -> None:
         shard_files(run, folder)
     if not (run / "summary.json").is_file():
         raise ConfigError(f"{run}/summary.json is missing: is {str(run)!r} a finished chatlake run?")
+    check_run_files(run)
+
+
+def check_run_files(run: Path) -> None:
+    """Fail before any query when the manifest's shards are missing, unlisted or of the wrong size.
+
+    Names and sizes only (the full check is ``chatlake verify``): a shard file that is gone or
+    truncated would otherwise surface as a DuckDB error halfway through.
+    """
+    from pipeline.engine.verify import quick_check
+
+    problems = quick_check(run)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise RunDamaged(
+            f"{run} is incomplete or damaged: {problems[0]}{more}; `chatlake verify {run}` lists "
+            "everything, running the job again redoes the damaged shards"
+        )
 
 
 def define_views(con: duckdb.DuckDBPyConnection, run: Path) -> None:

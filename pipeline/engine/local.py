@@ -7,9 +7,12 @@ through a queue; results (manifest entries) come back as shards finish.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 import queue as queue_mod
+import signal
+import sys
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
@@ -27,6 +30,28 @@ _PARENT = 0
 def _init(q: Any, parent: int) -> None:
     global _QUEUE, _PARENT
     _QUEUE, _PARENT = q, parent
+    _die_with_parent()
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _die_with_parent() -> None:
+    """Have the kernel kill this worker when its parent dies (Linux), even by ``kill -9``.
+
+    Without it an orphaned worker finishes its batch and writes temp files into a run that a resume
+    has already cleaned up. Elsewhere (or if prctl fails) the parent check in :func:`_report` is
+    the fallback: the worker exits after its current batch.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # no usable libc: keep the portable fallback
+        pass
 
 
 def _report(records: int, nbytes: int) -> None:

@@ -27,6 +27,28 @@ def write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+def check_files(run_dir: Path, entry: dict[str, Any]) -> list[str]:
+    """What is wrong with the files of one manifest entry: missing, or bytes / sha256 not as listed.
+
+    Sizes are compared first, so a truncated file is found without reading it.
+    """
+    from .writers import sha256_file  # writers imports pyarrow: only when a resume checks files
+
+    problems = []
+    for f in entry["files"].values():
+        path = run_dir / f["path"]
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            problems.append(f"{f['path']}: missing")
+            continue
+        if size != f["bytes"]:
+            problems.append(f"{f['path']}: {size} bytes, the manifest says {f['bytes']}")
+        elif sha256_file(path) != f["sha256"]:
+            problems.append(f"{f['path']}: sha256 differs from the manifest (the file changed)")
+    return problems
+
+
 class Manifest:
     """Finished shards of one run directory."""
 
@@ -55,12 +77,17 @@ class Manifest:
         return m
 
     def done(self, shard_id: str) -> bool:
-        entry = self.shards.get(shard_id)
-        if entry is None:
-            return False
-        # A listed shard whose files went missing is redone rather than trusted.
-        run_dir = self.path.parent
-        return all((run_dir / f["path"]).is_file() for f in entry["files"].values())
+        """Whether the shard is listed and its files are intact (:meth:`problem`)."""
+        return shard_id in self.shards and self.problem(shard_id) is None
+
+    def problem(self, shard_id: str) -> str | None:
+        """Why a listed shard's files cannot be trusted (the first bad file), None when they can.
+
+        A file that went missing, or whose bytes or sha256 differ from the entry (truncated, bit
+        flipped, overwritten), makes the shard be redone rather than kept.
+        """
+        problems = check_files(self.path.parent, self.shards[shard_id])
+        return problems[0] if problems else None
 
     def add(self, entry: dict[str, Any]) -> None:
         self.shards[entry["id"]] = entry

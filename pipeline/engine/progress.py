@@ -46,6 +46,11 @@ class JobProgress:
         if self._progress is not None and self._task is not None:
             self._progress.update(self._task, advance=nbytes)
 
+    def note(self, text: str) -> None:
+        """A line above the bar (e.g. a shard that is redone, and why); nothing when disabled."""
+        if self._progress is not None:
+            self._progress.console.print(text, markup=False, highlight=False)
+
     def advance(self, records: int, nbytes: int) -> None:
         self.records += records
         if self._progress is not None and self._task is not None:

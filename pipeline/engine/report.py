@@ -31,6 +31,11 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
     if summary["records_with_losses"]:
         kinds = ", ".join(f"{k} {n:,}" for k, n in list(summary["losses_by_kind"].items())[:6])
         console.print(f"{summary['records_with_losses']:,} records lost something ({kinds})")
+    redone = summary.get("shards_redone") or {}
+    if redone:
+        console.print(f"{len(redone)} finished shards were redone: their files did not match manifest.json")
+        for shard, why in list(redone.items())[:5]:
+            console.print(f"  {shard}: {why}", markup=False, highlight=False)
     console.print(f"run directory: {summary['run_dir']}")
 
 

@@ -8,7 +8,7 @@ True
 
 from __future__ import annotations
 
-import shutil
+import contextlib
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,17 +19,19 @@ from typing import Any
 import orjson
 
 from pipeline.catalog import Catalog
+from pipeline.errors import ConfigError
 from pipeline.jobs.resolve import PARQUET, Job
+from pipeline.oserrors import describe
 
-from . import local
-from .manifest import MANIFEST, Manifest, write_atomic
+from . import local, rundir
+from .lock import run_lock
+from .manifest import Manifest, write_atomic
 from .process import Work
 from .progress import JobProgress
+from .rundir import SUMMARY
 from .shards import Shard, plan
 from .summary import summarize
-from .writers import FOLDERS, TMP_SUFFIX
-
-SUMMARY = "summary.json"
+from .writers import FOLDERS
 
 
 class JobFailed(RuntimeError):
@@ -40,24 +42,28 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _failure(e: Exception, run_dir: Path) -> str:
+    """One line for an error that failed a job; an OSError says where (Arrow's name no file)."""
+    if not isinstance(e, OSError):
+        return f"{type(e).__name__}: {e}"
+    return describe(e) if e.filename else f"writing into {run_dir}: {describe(e)}"
+
+
 def prepare_run_dir(job: Job, fresh: bool) -> Manifest:
-    """Create (or, with ``fresh``, empty) the run directory; drop temp files of a killed run.
+    """Create (or, with ``fresh``, empty of chatlake's files) the run directory; drop temp files
+    of a killed run. The caller holds the directory's lock (:func:`run_job`).
 
     Raises ConfigError when the directory holds another job's run (checked before any work).
     """
     run_dir = job.run_dir
-    if fresh and run_dir.exists():
-        for name in FOLDERS:
-            shutil.rmtree(run_dir / name, ignore_errors=True)
-        for name in (MANIFEST, SUMMARY):
-            (run_dir / name).unlink(missing_ok=True)
+    if fresh:
+        rundir.clear(run_dir)
     manifest = Manifest.open(run_dir, job.name, job.fingerprint())
     for name in FOLDERS:
         if name == "output" and job.target == PARQUET:  # run-layout.md: absent when the target is parquet
             continue
         (run_dir / name).mkdir(parents=True, exist_ok=True)
-        for tmp in (run_dir / name).glob(f".*{TMP_SUFFIX}"):
-            tmp.unlink(missing_ok=True)
+    rundir.clean_temp_files(run_dir)
     return manifest
 
 
@@ -70,9 +76,24 @@ def run_job(
 ) -> dict[str, Any]:
     """Run ``job`` into ``job.run_dir``, resuming a killed run of the same job; returns the summary.
 
-    Raises :class:`JobFailed` (the run is recorded as failed) when something breaks while running.
+    Raises :class:`JobFailed` (the run is recorded as failed) when something breaks while running,
+    ConfigError before any work: a run directory that cannot be written, that another run holds
+    (:mod:`.lock`), or that ``fresh`` may not empty.
     """
-    manifest = prepare_run_dir(job, fresh)
+    if fresh:
+        rundir.check_fresh(job.run_dir)
+    with contextlib.ExitStack() as stack:
+        try:
+            job.run_dir.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(run_lock(job.run_dir))
+            manifest = prepare_run_dir(job, fresh)
+        except OSError as e:  # nothing was done yet: a bad output.path (exit 2), not a failed job
+            raise ConfigError(f"cannot write the run directory {str(job.run_dir)!r}: {describe(e)}") from None
+        return _run(job, manifest, catalog=catalog, progress=progress)
+
+
+def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: bool) -> dict[str, Any]:
+    """:func:`run_job` once the run directory is locked and prepared."""
     started_at = _now()
     run_id = f"{job.name}-{started_at.replace(':', '').replace('-', '')[:15]}-{uuid.uuid4().hex[:6]}"
     cat = Catalog(catalog) if catalog is not None else None
@@ -84,13 +105,19 @@ def run_job(
     total_bytes = sum(f.size for f in job.files)
     bar = JobProgress(f"{job.name}", total_bytes, progress)
 
+    redone: dict[str, str] = {}  # listed shards whose files did not match the manifest -> why
+
     def pending(shards: Iterator[Shard]) -> Iterator[Shard]:
         nonlocal skipped
         for s in shards:
-            if manifest.done(s.id):
-                skipped += 1
-                bar.skipped(s.weight)
-                continue
+            if s.id in manifest.shards:
+                problem = manifest.problem(s.id)
+                if problem is None:
+                    skipped += 1
+                    bar.skipped(s.weight)
+                    continue
+                redone[s.id] = problem
+                bar.note(f"redoing {s.id}: {problem}")
             yield s
 
     def on_done(entry: dict[str, Any]) -> None:
@@ -114,7 +141,7 @@ def run_job(
             )  # fmt: skip
             cat.finish(run_id, failed, "failed", f"{type(e).__name__}: {e}")
         if isinstance(e, Exception):
-            raise JobFailed(f"{type(e).__name__}: {e}") from e
+            raise JobFailed(_failure(e, job.run_dir)) from e
         raise
     summary = summarize(
         job,
@@ -124,6 +151,7 @@ def run_job(
         finished_at=_now(),
         status="ok",
         shards_resumed=skipped,
+        shards_redone=redone,
         timings_s={"total": round(time.perf_counter() - t0, 3)},
     )
     manifest.save()

@@ -6,9 +6,11 @@ through :mod:`fsspec`, which needs the matching package (``s3fs``, ``gcsfs``, ``
 
 from __future__ import annotations
 
+import fnmatch
 import glob as globmod
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -49,10 +51,56 @@ def expand(pattern: str, base: Path) -> list[str]:
         p = base / p
     text = str(p)
     if globmod.has_magic(text):
-        hits = sorted(globmod.glob(text, recursive=True))
+        parts = text.split(os.sep)
+        hits = sorted(_glob(parts[0] or os.sep, parts[1:], set()))
     else:
         hits = [text] if os.path.exists(text) else []
-    return [str(Path(h).resolve()) for h in hits if os.path.isfile(h) or _is_dataset_dir(None, h)]
+    # Real paths, each once: a file named through two links (or a loop) is still one input.
+    return list(dict.fromkeys(
+        os.path.realpath(h) for h in hits if os.path.isfile(h) or _is_dataset_dir(None, h)
+    ))  # fmt: skip
+
+
+def _glob(root: str, parts: list[str], seen: set[tuple[str, int]]) -> Iterator[str]:
+    """The paths under ``root`` matching the components ``parts`` (``**`` = any depth), like
+    :func:`glob.glob` with ``recursive=True`` (hidden names only for a pattern starting with a dot).
+
+    Unlike :func:`glob.glob`, ``**`` enters each real directory once, so a symlink cycle is not
+    walked around until the path gets too long (it used to name every file 41 times).
+    """
+    if not parts:
+        yield root
+        return
+    head, rest = parts[0], parts[1:]
+    if head == "**":
+        key = (os.path.realpath(root), len(parts))
+        if key in seen:
+            return
+        seen.add(key)
+        yield from _glob(root, rest, seen)
+        for name in _names(root, "*"):
+            sub = os.path.join(root, name)
+            if os.path.isdir(sub):
+                yield from _glob(sub, parts, seen)
+            elif not rest:  # a last ``**`` names files too
+                yield sub
+    elif globmod.has_magic(head):
+        for name in _names(root, head):
+            yield from _glob(os.path.join(root, name), rest, seen)
+    elif head == "" and not rest:  # a trailing separator: the directory itself
+        yield root
+    elif os.path.lexists(sub := os.path.join(root, head)):
+        yield from _glob(sub, rest, seen)
+
+
+def _names(directory: str, pattern: str) -> list[str]:
+    try:
+        names = os.listdir(directory)
+    except OSError:  # not a directory, or unreadable: nothing matches under it, as with glob
+        return []
+    if not pattern.startswith("."):
+        names = [n for n in names if not n.startswith(".")]
+    return fnmatch.filter(names, pattern)
 
 
 def _is_dataset_dir(fs: Any, path: str) -> bool:

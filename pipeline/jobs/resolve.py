@@ -176,12 +176,16 @@ def _check_canonical(f: InputFile) -> None:
 def resolve(spec: JobSpec, base: Path, source_text: str = "") -> Job:
     """Check a job against the world (files, formats, steps, output) and resolve it."""
     files: list[InputFile] = []
+    named: set[str] = set()  # a file named by two patterns (or inputs) is read once, the first time
     for n, inp in enumerate(spec.inputs):
         for pattern in inp.path:
             urls = expand(pattern, base)
             if not urls:
                 raise ConfigError(f"inputs[{n}]: {pattern!r} matches no file; check the path or glob")
             for url in urls:
+                if url in named:
+                    continue
+                named.add(url)
                 container = container_of(url)
                 fmt, container = _resolve_format(inp.format, url, container)
                 if container == "source":
@@ -289,6 +293,11 @@ def load_job(path: str | Path, overrides: dict[str, Any] | None = None) -> Job:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"cannot read the job file {str(p)!r}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"the job file {str(p)!r} is not UTF-8 text (byte {e.object[e.start]:#04x} at offset "
+            f"{e.start}); save it as UTF-8"
+        ) from None
     return parse_job(text, p.resolve().parent, overrides)
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import cli
@@ -54,6 +56,12 @@ def test_bad_arguments_exit_2(fixture_run: FixtureRun, tmp_path: Path) -> None:
         (["audit", run, "-Q", "phase_coverage", "-p", "n=3"], "no selected query has this parameter"),
         (["audit", run, "-p", "n"], "write it as NAME=VALUE"),
         (["audit", str(tmp_path / "none")], "does not exist"),
+        (["audit", run, "-Q", "worst_records", "-p", "n=-1"],
+         "n=-1: out of range; n is a INTEGER from 0 to 2147483647"),
+        (["audit", run, "-Q", "worst_records", "-p", "n=12345678901234567890"], "n is a INTEGER from 0 to"),
+        (["audit", run, "-Q", "../sql/worst_records"], "no audit query '../sql/worst_records'"),
+        (["audit", run, "-Q", "/work/main/sql/worst_records"], "no audit query"),
+        (["audit", run, "-Q", "sub/../worst_records"], "no audit query"),
         (["sql", run, "SELEC 1"], "SQL error"),
     ]:
         res = CliRunner().invoke(cli, args)
@@ -69,3 +77,28 @@ def test_sql_has_the_views(fixture_run: FixtureRun) -> None:
     assert res.exit_code == 0, res.output
     f = fixture_run
     assert res.output == f"c,r,l,same\n{f.conversations.num_rows},{len(f.rejected)},{len(f.losses)},True\n"
+
+
+def _flip_middle(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate"])
+def test_a_damaged_shard_is_one_line_naming_it(fixture_run: FixtureRun, tmp_path: Path, damage: str) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(fixture_run.path, run)
+    victims = [run / "conversations" / "part-00000.parquet", run / "record_counts" / "part-00000.parquet"]
+    for v in victims:
+        _flip_middle(v) if damage == "flip" else v.write_bytes(v.read_bytes()[:-20])
+    # a flip is found while reading (exit 1), a truncation by the size check before (exit 2)
+    code, named = (1, "sha256 differs") if damage == "flip" else (2, "bytes, manifest.json says")
+    for args in (["audit", str(run)], ["sql", str(run), "SELECT * FROM conversations"],
+                 ["export-hf", str(run), str(tmp_path / "hf")]):  # fmt: skip
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == code, (args, res.output)
+        assert res.exception is None or isinstance(res.exception, SystemExit), (args, res.exception)
+        lines = res.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"Error: {run} is "), (args, res.output)
+        assert "part-00000.parquet: " in lines[0] and named in lines[0], (args, res.output)

@@ -15,12 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
 from pipeline.audit import load_query, open_run, query_names
 from pipeline.audit.derived import DERIVED
 from pipeline.audit.queries import parse_query
+from pipeline.audit.views import RunDamaged
 from pipeline.errors import ConfigError
 from pipeline.formats import decode_records
 from pipeline.io.item_index import item_index
@@ -275,7 +275,6 @@ REFERENCES: dict[str, Callable[[FixtureRun], Rows]] = {
     "compaction_statistics": ref_compaction_statistics,
     "turn_count_distribution": ref_turn_count_distribution,
     "worst_records": ref_worst_records,
-    "losses_without_written_record": ref_empty,  # the fixture is healthy; broken runs below
     "run_counts_mismatch": ref_empty,
 }
 
@@ -366,33 +365,33 @@ def _broken_copy(fx: FixtureRun, tmp_path: Path) -> Path:
 
 
 def test_audits_find_a_broken_run(fixture_run: FixtureRun, tmp_path: Path) -> None:
+    # Losses without a written record are chatlake verify's (tests/engine/test_verify.py) since the
+    # losses_without_written_record query moved there.
     run = _broken_copy(fixture_run, tmp_path)
-    orphan = {
-        "conversation_id": "nope",
-        "source_file": "x.jsonl",
-        "source_line": 1,
-        "source_format": "responses",
-        "target_format": "chat",
-        "kind": "status",
-        "path": "/input/0/status",
-        "detail": "d",
-    }
-    import pyarrow.parquet as pq
-
-    pq.write_table(pa.Table.from_pylist([orphan], LOSSES_SCHEMA), run / "losses" / "part-09999.parquet")
     summary = json.loads((run / "summary.json").read_text())
     summary["written"] += 1
     summary["read"] += 1
     (run / "summary.json").write_text(json.dumps(summary))
     con = open_run(run)
-    assert load_query("losses_without_written_record").run(con).to_pylist() == [
-        {k: orphan[k] for k in ("conversation_id", "source_file", "source_line", "kind", "path")}
-    ]
     w = fixture_run.conversations.num_rows
     assert load_query("run_counts_mismatch").run(con).to_pylist() == [
         {"count": "read", "in_summary": fixture_run.read + 1, "on_disk": fixture_run.read},
         {"count": "written", "in_summary": w + 1, "on_disk": w},
     ]
+
+
+def test_an_unlisted_or_truncated_shard_fails_before_any_query(
+    fixture_run: FixtureRun, tmp_path: Path
+) -> None:
+    run = _broken_copy(fixture_run, tmp_path)
+    pa_file = run / "losses" / "part-00000.parquet"
+    (run / "losses" / "part-09999.parquet").write_bytes(pa_file.read_bytes())
+    with pytest.raises(RunDamaged, match=r"part-09999.parquet: a shard file that manifest.json does not"):
+        open_run(run)
+    (run / "losses" / "part-09999.parquet").unlink()
+    pa_file.write_bytes(pa_file.read_bytes()[:-1])
+    with pytest.raises(RunDamaged, match=r"losses/part-00000.parquet: \d+ bytes, manifest.json says \d+"):
+        open_run(run)
 
 
 def test_not_a_run_fails_before_work(tmp_path: Path) -> None:

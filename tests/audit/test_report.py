@@ -13,6 +13,7 @@ from pipeline.audit import open_run
 from pipeline.audit.report import build_report
 from tests.audit.fixture import FixtureRun
 from tests.audit.test_queries import ref_loss_totals_by_kind
+from tests.engine.helpers import relist
 
 
 def test_report_is_one_static_file(fixture_run: FixtureRun) -> None:
@@ -37,6 +38,7 @@ def test_report_escapes_data(fixture_run: FixtureRun, tmp_path: Path) -> None:
     t[0]["reason"] = "<script>alert(1)</script>"
     schema = pq.read_schema(run / "rejected" / "part-00000.parquet")
     pq.write_table(pa.Table.from_pylist(t, schema), run / "rejected" / "part-00000.parquet")
+    relist(run)
     html = build_report(open_run(run))
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 

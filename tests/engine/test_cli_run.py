@@ -94,3 +94,13 @@ def test_convert_needs_exactly_one_of_output_and_run_dir(tmp_path: Path) -> None
     neither = ["convert", str(tmp_path / "in.jsonl"), "--from", "chat", "--to", "chat"]
     res = CliRunner().invoke(cli, neither)
     assert res.exit_code == 2 and "give either --output FILE or --run-dir DIR" in res.output
+
+
+def test_a_job_file_that_is_not_utf8_exits_2_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "job.toml").write_bytes(b'name = "caf\xe9"\n')
+    res = CliRunner().invoke(cli, ["run", str(tmp_path / "job.toml"), "--no-catalog"])
+    assert res.exit_code == 2 and res.exception is not None and isinstance(res.exception, SystemExit)
+    assert res.output.strip().splitlines() == [
+        f"Error: the job file {str(tmp_path / 'job.toml')!r} is not UTF-8 text (byte 0xe9 at offset 11); "
+        "save it as UTF-8"
+    ]

@@ -279,3 +279,29 @@ def _large_or_view(t: pa.DataType) -> bool:
     if pa.types.is_struct(t):
         return any(_large_or_view(f.type) for f in t)
     return False
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "delete"])
+def test_a_resume_redoes_a_finished_shard_whose_file_is_damaged(tmp_path: Path, damage: str) -> None:
+    _mixed(tmp_path)
+    job = load_job(write_job(tmp_path / "job.toml", [{"path": "in.jsonl", "format": "responses"}],
+                             {"path": "run", "target": "chat", "shard_records": 3},
+                             engine={"workers": 1}))  # fmt: skip
+    first = run_job(job)
+    before = file_hashes(tmp_path / "run")
+    victim = tmp_path / "run" / "conversations" / "part-00001.parquet"
+    data = victim.read_bytes()
+    if damage == "truncate":
+        victim.write_bytes(data[: len(data) // 2])
+    elif damage == "flip":
+        victim.write_bytes(data[:100] + bytes([data[100] ^ 1]) + data[101:])
+    else:
+        victim.unlink()
+    second = run_job(job)
+    assert file_hashes(tmp_path / "run") == before
+    assert second["shards_resumed"] == first["shards"] - 1
+    [(shard, why)] = second["shards_redone"].items()
+    expected = {"truncate": "bytes, the manifest says", "flip": "sha256 differs", "delete": "missing"}
+    assert shard == "part-00001" and why.startswith("conversations/part-00001.parquet: ")
+    assert expected[damage] in why
+    assert run_job(job)["shards_redone"] == {}

@@ -181,3 +181,9 @@ def test_fingerprint_ignores_workers_and_engine_but_not_the_shard_size(src: Path
     a = parse_job(text, tmp_path).fingerprint()
     assert parse_job(text, tmp_path, {"engine.workers": 7}).fingerprint() == a
     assert parse_job(text, tmp_path, {"output.shard_records": 7}).fingerprint() != a
+
+
+def test_a_job_file_that_is_not_utf8(tmp_path: Path) -> None:
+    (tmp_path / "job.toml").write_bytes(b'name = "caf\xe9"\n')
+    with pytest.raises(ConfigError, match=r"is not UTF-8 text \(byte 0xe9 at offset 11\); save it as UTF-8"):
+        load_job(tmp_path / "job.toml")
