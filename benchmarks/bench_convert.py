@@ -24,9 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pipeline.convert import losses_path, rejected_path
+
 from benchmarks.bench_codec import ensure_input
 from benchmarks.measure import Measured, measure
-from pipeline.convert import losses_path, rejected_path
 
 PY = sys.executable
 HERE = Path(__file__).resolve().parent

@@ -25,6 +25,7 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import cli
+from pipeline.engine.single_file import final_paths
 from pipeline.synth import write_jsonl
 from tests.cases import BAD_LINES, CASES
 from tests.corpus import CORPUS_DIR, corpus_available, corpus_records
@@ -97,14 +98,14 @@ def _commands(inp: dict[str, str]) -> Iterator[tuple[str, list[str]]]:
 
 
 def _files(argv: list[str]) -> dict[str, str]:
-    """The files a command writes, by role (output, rejected, losses)."""
+    """The files a command writes, by role (output, rejected, losses): docs/run-layout.md's naming rule.
+
+    (Before session 6, convert --to parquet wrote ``OUT.rejected.jsonl`` and transform wrote
+    ``OUT`` minus ``.parquet`` plus ``.rejected.parquet``; those entries changed deliberately.)
+    """
     out = argv[argv.index("-o") + 1]
-    if argv[0] == "convert":
-        files = {"output": out, "rejected": out + ".rejected.jsonl"}
-        if not out.endswith(".parquet"):
-            files["losses"] = out + ".losses.jsonl"
-        return files
-    return {"output": out, "rejected": out.removesuffix(".parquet") + ".rejected.parquet"}
+    target = "parquet" if argv[0] == "transform" else argv[argv.index("--to") + 1]
+    return {role: str(p) for role, p in final_paths(Path(out), target).items()}
 
 
 def digest(path: Path, root: Path) -> str:

@@ -31,7 +31,14 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
     if summary["records_with_losses"]:
         kinds = ", ".join(f"{k} {n:,}" for k, n in list(summary["losses_by_kind"].items())[:6])
         console.print(f"{summary['records_with_losses']:,} records lost something ({kinds})")
-    console.print(f"run directory: {summary['run_dir']}")
+    if "run_dir" in summary:
+        console.print(f"run directory: {summary['run_dir']}")
+        return
+    console.print(f"output: {summary['output']}")  # the single-file layout (convert/transform -o)
+    if summary["rejected"]:
+        console.print(f"rejected records: {summary['rejected_file']}")
+    if summary.get("losses_file") and summary["records_with_losses"]:
+        console.print(f"losses: {summary['losses_file']}")
 
 
 def print_runs(rows: list[dict[str, Any]], console: Console) -> None:

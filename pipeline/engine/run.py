@@ -27,7 +27,7 @@ from .process import Work
 from .progress import JobProgress
 from .shards import Shard, plan
 from .summary import summarize
-from .writers import FOLDERS, TMP_SUFFIX
+from .writers import FOLDERS, TMP_SUFFIX, folders
 
 SUMMARY = "summary.json"
 
@@ -52,9 +52,8 @@ def prepare_run_dir(job: Job, fresh: bool) -> Manifest:
         for name in (MANIFEST, SUMMARY):
             (run_dir / name).unlink(missing_ok=True)
     manifest = Manifest.open(run_dir, job.name, job.fingerprint())
-    for name in FOLDERS:
-        if name == "output" and job.target == PARQUET:  # run-layout.md: absent when the target is parquet
-            continue
+    # run-layout.md: no output/ when the target is parquet; the single-file layout writes fewer folders
+    for name in folders(job.layout, job.target != PARQUET):
         (run_dir / name).mkdir(parents=True, exist_ok=True)
         for tmp in (run_dir / name).glob(f".*{TMP_SUFFIX}"):
             tmp.unlink(missing_ok=True)

@@ -12,12 +12,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.convert import reason_of
 from pipeline.encoders import convert_table
 from pipeline.engine import run_job
 from pipeline.engine.manifest import Manifest
 from pipeline.engine.writers import LOSSES_SCHEMA, REJECTED_SCHEMA
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, reason_of
 from pipeline.formats import decode_lines, decode_records
 from pipeline.io import shard_counts
 from pipeline.io.record_index import RECORD_INDEX_SCHEMA

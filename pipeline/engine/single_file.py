@@ -1,0 +1,206 @@
+"""The single-file layout of ``chatlake convert -o FILE`` and ``chatlake transform -o FILE``.
+
+The engine runs the job into a staging run directory that chatlake owns beside the output,
+``FILE.partial/`` (its ``manifest.json`` marks it as chatlake's and names the job). When every shard
+is finished, their files are joined in shard order into temp files inside the staging directory and
+renamed into place: the side files first, ``FILE`` last, so ``FILE`` appearing is the commit point.
+Then the staging directory is removed. An interrupted command leaves its finished shards in the
+staging directory and no new file under a final name; the same command run again resumes there.
+
+Final names (docs/run-layout.md, one rule): ``FILE`` (the encoded JSONL for a wire target, canonical
+Parquet for ``--to parquet`` and ``transform``), ``FILE.rejected.jsonl`` beside JSONL output or
+``FILE.rejected.parquet`` beside Parquet output, and ``FILE.losses.jsonl`` for a wire target.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.errors import ConfigError
+from pipeline.io.parquet import writer as canonical_writer
+from pipeline.io.run_tables import REJECTED_SCHEMA
+from pipeline.jobs.resolve import PARQUET, Job
+
+from .manifest import MANIFEST, Manifest
+
+STAGING_SUFFIX = ".partial"
+
+
+def staging_dir(output: Path) -> Path:
+    """The run directory a single-file command stages its shards in."""
+    return output.with_name(output.name + STAGING_SUFFIX)
+
+
+def final_paths(output: Path, target: str) -> dict[str, Path]:
+    """Every file a single-file command puts in place, by role, in the order they are renamed."""
+    if target == PARQUET:
+        return {"rejected": output.with_name(output.name + ".rejected.parquet"), "output": output}
+    return {
+        "rejected": output.with_name(output.name + ".rejected.jsonl"),
+        "losses": output.with_name(output.name + ".losses.jsonl"),
+        "output": output,
+    }
+
+
+def check_paths(output: Path, target: str, inputs: Iterable[str], report: Path | None) -> None:
+    """Refuse (ConfigError, before any work) a path that collides with another or with an input."""
+    finals = final_paths(output, target)
+    named = {("--output" if role == "output" else f"the {role} file"): p for role, p in finals.items()}
+    if report is not None:
+        named["--report"] = report
+    named["staging directory"] = staging_dir(output)
+    seen: dict[Path, str] = {}
+    for what, p in named.items():
+        r = p.resolve()
+        if r in seen and seen[r] != what:
+            raise ConfigError(f"{what} {str(p)!r} is the same path as {seen[r]}; choose another path")
+        seen[r] = what
+    for inp in inputs:
+        ip = Path(inp).resolve()
+        for what, p in named.items():
+            r = p.resolve()
+            if ip == r or r in ip.parents:
+                raise ConfigError(f"{what} {str(p)!r} would overwrite the input {inp!r}; choose another path")
+    if output.resolve().is_dir():
+        raise ConfigError(f"--output {str(output)!r} is a directory; give a file path")
+    for what, p in named.items():
+        if p != staging_dir(output) and p.resolve().is_dir():
+            raise ConfigError(f"{what} {str(p)!r} is a directory; choose another --output")
+
+
+def _check_staging(job: Job) -> None:
+    """The staging directory must be absent, empty, or this job's (chatlake's manifest, same fingerprint)."""
+    staging = job.run_dir
+    if not staging.exists():
+        return
+    if not staging.is_dir():
+        raise ConfigError(f"{staging} exists and is not a directory; move it away")
+    manifest = staging / MANIFEST
+    if not manifest.is_file():
+        if any(staging.iterdir()):
+            raise ConfigError(
+                f"{staging} exists and is not chatlake's staging directory (no {MANIFEST}); "
+                "move it away or choose another --output"
+            )
+        return
+    try:
+        fingerprint = orjson.loads(manifest.read_bytes()).get("fingerprint")
+    except orjson.JSONDecodeError:
+        fingerprint = None
+    if fingerprint != job.fingerprint():
+        raise ConfigError(
+            f"{staging} holds the unfinished run of a different command (other inputs, steps, target "
+            f"or settings); run that command again to finish it, or delete {staging} to start this one"
+        )
+
+
+def prepare(job: Job) -> None:
+    """Check the staging directory and claim it (a manifest before any shard), all before any work."""
+    _check_staging(job)
+    job.run_dir.mkdir(parents=True, exist_ok=True)
+    if not (job.run_dir / MANIFEST).is_file():
+        Manifest(job.run_dir, job.name, job.fingerprint()).save()
+
+
+def _shard_files(staging: Path, folder: str) -> list[Path]:
+    """The finished shards' files of one folder, in shard order (as the manifest lists them)."""
+    doc = orjson.loads((staging / MANIFEST).read_bytes())
+    return [staging / s["files"][folder]["path"] for s in sorted(doc["shards"], key=lambda s: s["id"])]
+
+
+def _concat(parts: list[Path], dst: Path) -> None:
+    with open(dst, "wb") as out:
+        for p in parts:
+            with open(p, "rb") as f:
+                shutil.copyfileobj(f, out, 1 << 20)
+
+
+def _jsonl(parts: list[Path], dst: Path) -> None:
+    """Parquet tables as JSON Lines, one object per row with every column (null included)."""
+    with open(dst, "wb") as out:
+        for p in parts:
+            df = pl.read_parquet(p)
+            if df.height:
+                df.write_ndjson(out)
+
+
+def _parquet(parts: list[Path], dst: Path, schema: pa.Schema | None = None) -> None:
+    """Stream the parts' row groups into one file (the schema of the first part that has rows)."""
+    files = [pq.ParquetFile(p) for p in parts]
+    if schema is None:
+        with_rows = [f for f in files if f.metadata.num_rows] or files
+        schema = with_rows[0].schema_arrow if with_rows else None
+    w = canonical_writer(str(dst), schema) if schema is not None else canonical_writer(str(dst))
+    try:
+        for f in files:
+            for i in range(f.num_row_groups):
+                w.write_table(f.read_row_group(i).cast(w.schema))
+    finally:
+        w.close()
+
+
+def finish(job: Job, output: Path) -> dict[str, Path]:
+    """Join the finished shards into the final files, rename them into place, remove the staging dir."""
+    staging = job.run_dir
+    finals = final_paths(output, job.target)
+    tmp = {role: staging / f".final-{role}.tmp" for role in finals}
+    if job.target == PARQUET:
+        _parquet(_shard_files(staging, "conversations"), tmp["output"])
+        _parquet(_shard_files(staging, "rejected"), tmp["rejected"], REJECTED_SCHEMA)
+    else:
+        _concat(_shard_files(staging, "output"), tmp["output"])
+        _jsonl(_shard_files(staging, "rejected"), tmp["rejected"])
+        _jsonl(_shard_files(staging, "losses"), tmp["losses"])
+    for f in tmp.values():  # on disk before they get their final names
+        with open(f, "rb") as fh:
+            os.fsync(fh.fileno())
+    for role, path in finals.items():  # FILE last: it appears only when everything else is in place
+        os.replace(tmp[role], path)
+    remove_staging(job)
+    return finals
+
+
+def remove_staging(job: Job) -> None:
+    """Delete the staging directory, only after checking it is the one chatlake made for this job."""
+    manifest = job.run_dir / MANIFEST
+    if not manifest.is_file() or orjson.loads(manifest.read_bytes()).get("fingerprint") != job.fingerprint():
+        raise RuntimeError(f"{job.run_dir} is not this job's staging directory any more; left in place")
+    shutil.rmtree(job.run_dir)
+
+
+def run_single_file(job: Job, output: Path, *, progress: bool = False) -> dict[str, Any]:
+    """Run ``job`` (layout SINGLE_FILE, run_dir = :func:`staging_dir`) into ``output``; its summary.
+
+    The summary is the engine's (docs/run-layout.md) without ``run_dir``, plus ``output``,
+    ``rejected_file`` and ``losses_file`` (null for Parquet output).
+    """
+    from .run import run_job
+
+    prepare(job)
+    summary = run_job(job, progress=progress)
+    finals = finish(job, output)
+    summary.pop("run_dir", None)
+    summary["output"] = str(finals["output"])
+    summary["rejected_file"] = str(finals["rejected"])
+    summary["losses_file"] = str(finals["losses"]) if "losses" in finals else None
+    return summary
+
+
+def first_rejected(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The first rejected record of a finished single-file command (for ``transform --strict``)."""
+    path = Path(summary["rejected_file"])
+    if path.suffix == ".parquet":
+        t = pq.read_table(path)
+        return t.slice(0, 1).to_pylist()[0] if t.num_rows else None
+    with open(path, "rb") as f:
+        line = f.readline()
+    return orjson.loads(line) if line.strip() else None
