@@ -24,10 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.convert import losses_path, rejected_path
-
 from benchmarks.bench_codec import ensure_input
 from benchmarks.measure import Measured, measure
+from pipeline.engine.single_file import final_paths
 
 PY = sys.executable
 HERE = Path(__file__).resolve().parent
@@ -88,9 +87,8 @@ def main() -> None:
     vectorized_out = args.workdir / "chatlake-chat.jsonl"
     ours_before = chatlake("chatlake convert --to chat, per-record encoders (2 workers)", per_record_out, 0)
     ours_b = chatlake("chatlake convert --to chat, table-to-table encoder (2 workers)", vectorized_out, 1)
-    same = all(
-        _sha256(f(per_record_out)) == _sha256(f(vectorized_out)) for f in (Path, losses_path, rejected_path)
-    )
+    ours, theirs = final_paths(per_record_out, "chat"), final_paths(vectorized_out, "chat")
+    same = all(_sha256(ours[role]) == _sha256(theirs[role]) for role in ours)
     if not same:
         raise SystemExit("the per-record and table-to-table runs wrote different bytes")
 

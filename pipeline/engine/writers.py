@@ -40,6 +40,28 @@ RUN = "run"  # a run directory: every table and audit fact (docs/run-layout.md)
 SINGLE_FILE = "single-file"
 
 
+class JsonlTable:
+    """Writes tables as JSON Lines (one object per row, every column, nulls included).
+
+    The single-file layout's losses and rejections beside a JSONL output: written in the worker,
+    so joining the shards is a plain concatenation.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._f = open(path, "wb")  # noqa: SIM115
+
+    def write_table(self, table: pa.Table) -> None:
+        if table.num_rows:
+            import polars as pl
+
+            frame = pl.from_arrow(table)
+            assert isinstance(frame, pl.DataFrame)
+            frame.write_ndjson(self._f)
+
+    def close(self) -> None:
+        self._f.close()
+
+
 def folders(layout: str, encoded: bool) -> tuple[str, ...]:
     """The folders a run of this layout writes (``output`` only for a wire target)."""
     if layout == SINGLE_FILE:
@@ -68,8 +90,10 @@ class ShardWriter:
     ) -> None:
         self.shard, self.target = shard, target
         names = folders(layout, encoded)
+        # beside a single JSONL file, losses and rejections are JSONL too (joined by concatenation)
+        jsonl = {"output", "losses", "rejected"} if layout == SINGLE_FILE and encoded else {"output"}
         self.final = {
-            name: run_dir / name / f"{shard}.{'jsonl' if name == 'output' else 'parquet'}" for name in names
+            name: run_dir / name / f"{shard}.{'jsonl' if name in jsonl else 'parquet'}" for name in names
         }
         # The single-file layout pays for no audit facts, and for no conversations/ with a wire target.
         self.facts = "items" in names
@@ -86,11 +110,16 @@ class ShardWriter:
         self._counts: dict[str, list[pa.Table]] = {name: [] for name in shard_counts.FOLDERS}
         self._top: list[pa.Table] = []  # each batch's top_losses, reduced to the shard's at commit
         self._pending_losses: list[pa.Table] = []
-        self._losses: pq.ParquetWriter | None = None
+        self._losses: pq.ParquetWriter | JsonlTable | None = None
         if "losses" in names:
-            self._losses = pq.ParquetWriter(self.tmp["losses"], LOSSES_SCHEMA, compression="zstd")
-        self._rejected = pq.ParquetWriter(self.tmp["rejected"], REJECTED_SCHEMA, compression="zstd")
+            self._losses = self._table_writer("losses", LOSSES_SCHEMA)
+        self._rejected = self._table_writer("rejected", REJECTED_SCHEMA)
         self._out = open(self.tmp["output"], "wb") if encoded else None  # noqa: SIM115
+
+    def _table_writer(self, name: str, schema: pa.Schema) -> pq.ParquetWriter | JsonlTable:
+        if self.final[name].suffix == ".jsonl":
+            return JsonlTable(self.tmp[name])
+        return pq.ParquetWriter(self.tmp[name], schema, compression="zstd")
 
     def conversations(self, table: pa.Table) -> None:
         if not self.keep_conversations:
