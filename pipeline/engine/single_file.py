@@ -69,6 +69,10 @@ def check_paths(output: Path, target: str, inputs: Iterable[str], report: Path |
             r = p.resolve()
             if ip == r or r in ip.parents:
                 raise ConfigError(f"{what} {str(p)!r} would overwrite the input {inp!r}; choose another path")
+    staging = staging_dir(output).resolve()
+    for what, p in named.items():  # the staging directory is deleted at the end: nothing may live in it
+        if staging in p.resolve().parents:
+            raise ConfigError(f"{what} {str(p)!r} is inside the staging directory {staging}; choose another")
     if output.resolve().is_dir():
         raise ConfigError(f"--output {str(output)!r} is a directory; give a file path")
     for what, p in named.items():

@@ -125,6 +125,7 @@ def test_multiple_inputs_keep_input_order(tmp_path: Path) -> None:
         (["--report", "OUT"], "is the same path as --output"),
         (["--report", "OUT.rejected.jsonl"], "is the same path as the rejected file"),
         (["--report", "OUT.losses.jsonl"], "is the same path as the losses file"),
+        (["--report", "OUT.partial/r.json"], "is inside the staging directory"),
         (["--workers", "0"], "--workers must be at least 1"),
     ],
 )
