@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -139,18 +139,35 @@ def _concat(parts: list[Path], dst: Path) -> None:
 
 
 def _parquet(parts: list[Path], dst: Path, schema: pa.Schema | None = None) -> None:
-    """Stream the parts' row groups into one file (the schema of the first part that has rows)."""
-    files = [pq.ParquetFile(p) for p in parts]
+    """Stream the parts' tables (Arrow IPC or Parquet) into one Parquet file, batch by batch.
+
+    The schema is ``schema`` or that of the first part that has rows (a shard that read nothing
+    has only the canonical columns, not the ones the steps add).
+    """
+    readers = [_open_part(p) for p in parts]
     if schema is None:
-        with_rows = [f for f in files if f.metadata.num_rows] or files
-        schema = with_rows[0].schema_arrow if with_rows else None
+        with_rows = [r for r in readers if r[1]] or readers
+        schema = with_rows[0][0] if with_rows else None
     w = canonical_writer(str(dst), schema) if schema is not None else canonical_writer(str(dst))
     try:
-        for f in files:
-            for i in range(f.num_row_groups):
-                w.write_table(f.read_row_group(i).cast(w.schema))
+        for _, rows, tables in readers:
+            if rows:
+                for t in tables():
+                    w.write_table(t.cast(w.schema))
     finally:
         w.close()
+
+
+def _open_part(path: Path) -> tuple[pa.Schema, int, Callable[[], Iterator[pa.Table]]]:
+    """``(schema, rows, tables)`` of one shard file: tables() yields its batches or row groups."""
+    if path.suffix == ".arrow":
+        reader = pa.ipc.open_file(pa.memory_map(str(path)))
+        rows = sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+        return reader.schema, rows, lambda: (
+            pa.Table.from_batches([reader.get_batch(i)]) for i in range(reader.num_record_batches)
+        )
+    f = pq.ParquetFile(path)
+    return f.schema_arrow, f.metadata.num_rows, lambda: (f.read_row_group(i) for i in range(f.num_row_groups))
 
 
 def finish(job: Job, output: Path) -> dict[str, Path]:

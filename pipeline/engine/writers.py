@@ -40,6 +40,26 @@ RUN = "run"  # a run directory: every table and audit fact (docs/run-layout.md)
 SINGLE_FILE = "single-file"
 
 
+class ArrowTable:
+    """Writes tables to an uncompressed Arrow IPC file (``schema`` like a ParquetWriter's).
+
+    The single-file layout's conversations beside a Parquet output: the join writes the one
+    compressed Parquet file from them, so the shards are not compressed twice.
+    """
+
+    def __init__(self, path: Path, schema: pa.Schema) -> None:
+        self.schema = schema
+        self._sink = pa.OSFile(str(path), "wb")
+        self._w = pa.ipc.new_file(self._sink, schema)
+
+    def write_table(self, table: pa.Table) -> None:
+        self._w.write_table(table)
+
+    def close(self) -> None:
+        self._w.close()
+        self._sink.close()
+
+
 class JsonlTable:
     """Writes tables as JSON Lines (one object per row, every column, nulls included).
 
@@ -90,18 +110,19 @@ class ShardWriter:
     ) -> None:
         self.shard, self.target = shard, target
         names = folders(layout, encoded)
-        # beside a single JSONL file, losses and rejections are JSONL too (joined by concatenation)
-        jsonl = {"output", "losses", "rejected"} if layout == SINGLE_FILE and encoded else {"output"}
-        self.final = {
-            name: run_dir / name / f"{shard}.{'jsonl' if name in jsonl else 'parquet'}" for name in names
-        }
+        # beside a single JSONL file, losses and rejections are JSONL too (joined by concatenation);
+        # beside a single Parquet file, conversations are Arrow (compressed once, by the join)
+        ext = dict.fromkeys(names, "parquet") | {"output": "jsonl"}
+        if layout == SINGLE_FILE:
+            ext |= {"losses": "jsonl", "rejected": "jsonl"} if encoded else {"conversations": "arrow"}
+        self.final = {name: run_dir / name / f"{shard}.{ext[name]}" for name in names}
         # The single-file layout pays for no audit facts, and for no conversations/ with a wire target.
         self.facts = "items" in names
         self.keep_conversations = "conversations" in names
         # The pid keeps a stray worker of a killed run from writing into this run's temp files.
         self.tmp = {k: p.with_name(f".{p.name}.{os.getpid()}{TMP_SUFFIX}") for k, p in self.final.items()}
         self.rows = dict.fromkeys(self.final, 0)
-        self._conv: pq.ParquetWriter | None = None
+        self._conv: pq.ParquetWriter | ArrowTable | None = None
         self._items: pq.ParquetWriter | None = None
         self._records: pq.ParquetWriter | None = None
         if self.facts:
@@ -126,7 +147,10 @@ class ShardWriter:
             return
         if self._conv is None:
             schema = table.schema.with_metadata(CONVERSATION_SCHEMA.metadata)
-            self._conv = canonical_writer(str(self.tmp["conversations"]), schema)
+            if self.final["conversations"].suffix == ".arrow":
+                self._conv = ArrowTable(self.tmp["conversations"], schema)
+            else:
+                self._conv = canonical_writer(str(self.tmp["conversations"]), schema)
         losses = pa.concat_tables(self._pending_losses) if self._pending_losses else None
         self._pending_losses = []
         if table.num_rows:
