@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ from pipeline.io.run_tables import REJECTED_SCHEMA
 from pipeline.jobs.resolve import PARQUET, Job
 
 from .manifest import MANIFEST, Manifest
+from .shards import shard_id
 
 STAGING_SUFFIX = ".partial"
 
@@ -120,7 +123,7 @@ def _shard_files(staging: Path, folder: str) -> list[Path]:
     return [staging / s["files"][folder]["path"] for s in sorted(doc["shards"], key=lambda s: s["id"])]
 
 
-def _concat(parts: list[Path], dst: Path) -> None:
+def _concat(parts: Iterable[Path], dst: Path) -> None:
     """Append the parts' bytes to ``dst`` (copied by the kernel where it can: no pass through Python)."""
     with open(dst, "wb") as out:
         for p in parts:
@@ -138,24 +141,30 @@ def _concat(parts: list[Path], dst: Path) -> None:
                     shutil.copyfileobj(f, out, 1 << 20)
 
 
-def _parquet(parts: list[Path], dst: Path, schema: pa.Schema | None = None) -> None:
+def _parquet(parts: Iterable[Path], dst: Path, schema: pa.Schema | None = None) -> None:
     """Stream the parts' tables (Arrow IPC or Parquet) into one Parquet file, batch by batch.
 
     The schema is ``schema`` or that of the first part that has rows (a shard that read nothing
-    has only the canonical columns, not the ones the steps add).
+    has only the canonical columns, not the ones the steps add); parts without rows add nothing.
     """
-    readers = [_open_part(p) for p in parts]
-    if schema is None:
-        with_rows = [r for r in readers if r[1]] or readers
-        schema = with_rows[0][0] if with_rows else None
-    w = canonical_writer(str(dst), schema) if schema is not None else canonical_writer(str(dst))
+    w: pq.ParquetWriter | None = None
+    first: pa.Schema | None = None
     try:
-        for _, rows, tables in readers:
-            if rows:
-                for t in tables():
-                    w.write_table(t.cast(w.schema))
+        for part in parts:
+            part_schema, rows, tables = _open_part(part)
+            first = first or part_schema
+            if not rows:
+                continue
+            if w is None:
+                w = canonical_writer(str(dst), schema or part_schema)
+            for t in tables():
+                w.write_table(t.cast(w.schema))
+        if w is None:  # no rows at all: still one (empty) file with the right columns
+            schema = schema or first
+            w = canonical_writer(str(dst), schema) if schema is not None else canonical_writer(str(dst))
     finally:
-        w.close()
+        if w is not None:
+            w.close()
 
 
 def _open_part(path: Path) -> tuple[pa.Schema, int, Callable[[], Iterator[pa.Table]]]:
@@ -170,21 +179,77 @@ def _open_part(path: Path) -> tuple[pa.Schema, int, Callable[[], Iterator[pa.Tab
     return f.schema_arrow, f.metadata.num_rows, lambda: (f.read_row_group(i) for i in range(f.num_row_groups))
 
 
+class _Joiner(threading.Thread):
+    """Appends the output shards to the temp output file while the engine is still running.
+
+    A shard's file appears under its final name only once it is complete, and shards are numbered
+    from ``part-00000`` up, so the joiner takes part 0, 1, ... as each appears (the rest once the
+    run is over). Writing the one output file then overlaps the workers' work instead of following
+    it (the old convert loop overlapped them the same way).
+    """
+
+    def __init__(self, job: Job, dst: Path) -> None:
+        super().__init__(name="chatlake-join", daemon=True)
+        self.parquet = job.target == PARQUET
+        folder, ext = ("conversations", "arrow") if self.parquet else ("output", "jsonl")
+        self.folder, self.ext, self.dst = job.run_dir / folder, ext, dst
+        self.finished = threading.Event()  # the run is over: every shard is on disk
+        self.stopped = threading.Event()  # the run failed: stop
+        self.error: BaseException | None = None
+
+    def _parts(self) -> Iterator[Path]:
+        k = 0
+        while not self.stopped.is_set():
+            done = self.finished.is_set()  # read before looking: a shard listed before the end is there
+            part = self.folder / f"{shard_id(k)}.{self.ext}"
+            if part.is_file():
+                k += 1
+                yield part
+            elif done:
+                return
+            else:
+                time.sleep(0.05)
+
+    def run(self) -> None:
+        try:
+            if self.parquet:
+                _parquet(self._parts(), self.dst)
+            else:
+                _concat(self._parts(), self.dst)
+        except BaseException as e:  # handed to the main thread, which raises it
+            self.error = e
+
+    def wait(self) -> None:
+        """After the run: join the remaining shards; raise what went wrong in the thread."""
+        self.finished.set()
+        self.join()
+        if self.error is not None:
+            raise self.error
+        if self.stopped.is_set():
+            raise RuntimeError("the join was stopped")
+
+
 def finish(job: Job, output: Path) -> dict[str, Path]:
-    """Join the finished shards into the final files, rename them into place, remove the staging dir."""
+    """Join the side files, rename everything into place (FILE last), remove the staging directory.
+
+    The output itself was joined by :class:`_Joiner` into its temp file while the run went on.
+    """
     staging = job.run_dir
     finals = final_paths(output, job.target)
-    tmp = {role: staging / f".final-{role}.tmp" for role in finals}
+    tmp = _temp_paths(job, finals)
     if job.target == PARQUET:
-        _parquet(_shard_files(staging, "conversations"), tmp["output"])
         _parquet(_shard_files(staging, "rejected"), tmp["rejected"], REJECTED_SCHEMA)
     else:
-        for role in ("output", "rejected", "losses"):  # JSONL already, written by the workers
+        for role in ("rejected", "losses"):  # JSONL already, written by the workers
             _concat(_shard_files(staging, role), tmp[role])
     for role, path in finals.items():  # FILE last: it appears only when everything else is in place
         os.replace(tmp[role], path)
     remove_staging(job)
     return finals
+
+
+def _temp_paths(job: Job, finals: dict[str, Path]) -> dict[str, Path]:
+    return {role: job.run_dir / f".final-{role}.tmp" for role in finals}
 
 
 def remove_staging(job: Job) -> None:
@@ -204,7 +269,15 @@ def run_single_file(job: Job, output: Path, *, progress: bool = False) -> dict[s
     from .run import run_job
 
     prepare(job)
-    summary = run_job(job, progress=progress)
+    joiner = _Joiner(job, _temp_paths(job, final_paths(output, job.target))["output"])
+    joiner.start()
+    try:
+        summary = run_job(job, progress=progress)
+    except BaseException:
+        joiner.stopped.set()
+        joiner.join()
+        raise
+    joiner.wait()
     finals = finish(job, output)
     summary.pop("run_dir", None)
     summary["output"] = str(finals["output"])
