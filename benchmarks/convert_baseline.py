@@ -34,31 +34,22 @@ def agents_jsonl(src: str, dst: str) -> None:
 
 def per_record_jsonl(src: str, dst: str) -> None:
     """chatlake's per-record encoders in a loop (1 core): JSONL -> canonical table (5,000 lines a
-    batch) -> ``convert_table`` -> the records and the ``{"line", "losses"}`` lines ``chatlake convert``
-    writes (``OUT`` and ``OUT.losses.jsonl``), so the two can be compared byte for byte."""
-    from pathlib import Path
-
-    import orjson
-
-    from pipeline.convert import losses_path
+    batch) -> ``convert_table`` -> the records ``chatlake convert`` writes (``OUT``), so the two can be
+    compared byte for byte (the losses are built the same way; their file is not written here)."""
     from pipeline.encoders import convert_table
     from pipeline.formats import decode_lines
 
     refused, first = 0, 1
-    with open(src, "rb") as f, open(dst, "wb") as out, open(losses_path(Path(dst)), "wb") as loss_out:
+    with open(src, "rb") as f, open(dst, "wb") as out:
         while batch := list(itertools.islice(f, 5000)):
             res = decode_lines(batch, "responses", first_line=first)
             first += len(batch)
             refused += len(res.rejected)
-            lines = res.table.column("source_line").to_pylist()
-            for line, c in zip(lines, convert_table(res.table, "chat", as_bytes=True), strict=True):
+            for c in convert_table(res.table, "chat", as_bytes=True):
                 if c.error is not None:
                     refused += 1
                     continue
                 out.write(c.record + b"\n")
-                if c.losses:
-                    losses = [loss.to_json() for loss in c.losses]
-                    loss_out.write(orjson.dumps({"line": line, "losses": losses}) + b"\n")
     print(f"chatlake per-record encoders rejected {refused} records", file=sys.stderr)
 
 

@@ -16,8 +16,18 @@ from pathlib import Path
 import click
 import orjson
 
-from pipeline.convert import FORMATS, INPUT_FORMATS, ConfigError, ConvertConfig, run_convert
+from pipeline.errors import ConfigError
+from pipeline.formats import WIRE_FORMATS
 from pipeline.losses import LossPolicy
+from pipeline.sources import SOURCES
+
+PARQUET = "parquet"
+FORMATS = (*WIRE_FORMATS, PARQUET)
+# --from also takes a source adapter (read per file) or "auto" (the source detected per file)
+INPUT_FORMATS = (*FORMATS, *SOURCES, "auto")
+# Input records per shard of convert/transform -o FILE: enough shards to keep 2 workers busy on
+# a few tens of MB, few enough that per-shard start-up stays small (README: convert timing).
+SINGLE_FILE_SHARD_RECORDS = 5_000
 
 
 class _Failed(click.ClickException):
@@ -142,8 +152,10 @@ def convert(
 ) -> None:
     """Convert JSONL conversations (one per line) or canonical Parquet.
 
-    Bad lines go to OUTPUT.rejected.jsonl with the reason; the job goes on. Converting between
-    formats writes what each record lost to OUTPUT.losses.jsonl ({"line", "losses"}).
+    Bad records go to OUTPUT.rejected.jsonl (OUTPUT.rejected.parquet beside --to parquet) with the
+    reason and the original input; the job goes on. Converting between formats writes one line per
+    lost detail to OUTPUT.losses.jsonl. The work is staged in OUTPUT.partial/ and resumes there when
+    interrupted; the files appear only when complete (docs/run-layout.md).
 
     \b
     chatlake convert data/sample-responses.jsonl --from responses --to parquet -o out/c.parquet
@@ -157,12 +169,23 @@ def convert(
         raise click.UsageError(f"--allow-loss: {e}") from None
     if (output is None) == (run_dir is None):
         raise click.UsageError("give either --output FILE or --run-dir DIR")
+    if workers is not None and workers < 1:
+        raise click.UsageError("--workers must be at least 1")
+    if source in FORMATS and PARQUET not in (source, target):
+        from pipeline.encoders import supported
+
+        if not supported(source, target):
+            raise click.UsageError(
+                f"converting {source} to {target} is not supported yet; convert to parquet, or to {source}"
+            )
+    names = [str(p) for p in inputs]
     if run_dir is not None:
         from pipeline.jobs import convert_job
 
         try:
+            _check_report(report, names, run_dir)
             job = convert_job(
-                [str(p) for p in inputs], source, target, str(run_dir), on_loss=policy.on_loss,
+                names, source, target, str(run_dir), on_loss=policy.on_loss,
                 allow=sorted(policy.allowed), workers=workers or 2,
             )  # fmt: skip
         except ConfigError as e:
@@ -170,16 +193,64 @@ def convert(
         _run_job(job, catalog=None, quiet=quiet, as_json=False, fresh=False, report=report)
         return
     assert output is not None
-    cfg = ConvertConfig(list(inputs), source, target, output, report, policy=policy)
-    if workers is not None:
-        cfg.workers = workers
+    summary = _single_file(names, source, target, output, report, policy=policy, workers=workers, quiet=quiet)
+    summary.update({"from": source, "to": target})
+    _write_report(report, summary)
+    if not quiet:
+        from rich.console import Console
+
+        from pipeline.engine.report import print_summary
+
+        print_summary(summary, Console())
+
+
+def _check_report(report: Path | None, inputs: list[str], run_dir: Path) -> None:
+    """--report may not overwrite an input or a file of the run directory (ConfigError)."""
+    if report is None:
+        return
+    r = report.resolve()
+    if r in {Path(i).resolve() for i in inputs}:
+        raise ConfigError(f"--report {str(report)!r} would overwrite an input; choose another path")
+    if run_dir.resolve() in r.parents or r == run_dir.resolve():
+        raise ConfigError(f"--report {str(report)!r} is inside the run directory; choose another path")
+
+
+def _write_report(report: Path | None, summary: dict[str, object]) -> None:
+    if report is not None:
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def _single_file(
+    inputs: list[str], source: str, target: str, output: Path, report: Path | None, *,
+    policy: LossPolicy | None = None, workers: int | None = None, steps: list[str] | None = None,
+    quiet: bool = False,
+) -> dict[str, object]:  # fmt: skip
+    """Run convert/transform -o FILE on the engine (single-file layout, docs/run-layout.md)."""
+    from pipeline.engine import JobFailed
+    from pipeline.engine.single_file import check_paths, prepare, run_single_file, staging_dir
+    from pipeline.engine.writers import SINGLE_FILE
+    from pipeline.jobs import convert_job
+
+    policy = policy or LossPolicy()
     try:
-        cfg.validate()
+        check_paths(output, target, inputs, report)
+        job = convert_job(
+            inputs, source, target, str(staging_dir(output)), on_loss=policy.on_loss,
+            allow=sorted(policy.allowed), workers=workers or 2, steps=steps, layout=SINGLE_FILE,
+            shard_records=SINGLE_FILE_SHARD_RECORDS,
+        )  # fmt: skip
+        if workers is None and sum(f.size for f in job.files) < job.chunk_bytes:
+            job.workers = 1  # one small batch: starting a worker pool would cost more than it saves
+        prepare(job)
     except ConfigError as e:
         raise click.UsageError(str(e)) from None
-    summary = run_convert(cfg)
-    if not quiet:
-        _print_summary(summary)
+    try:
+        return run_single_file(job, output, progress=not quiet)
+    except ConfigError as e:
+        raise _BadConfig(str(e)) from None
+    except JobFailed as e:
+        raise click.ClickException(f"the job failed: {e}; run the command again to resume") from None
 
 
 @cli.command()
@@ -213,37 +284,49 @@ def synth(fmt: str, n: int, seed: int, output: Path | None, workers: int) -> Non
 @click.option("--step", "specs", multiple=True, required=True, help="NAME[:k=v,...], repeatable, in order.")
 @click.option("--output", "-o", required=True, type=click.Path(path_type=Path), help="Output Parquet file.")
 @click.option("--from", "source", default="parquet", show_default=True, help="parquet or a wire format.")
-@click.option("--strict", is_flag=True, help="Exit 1 naming the first record a step rejects.")
+@click.option(
+    "--strict", is_flag=True, help="Exit 1 naming the first rejected record (checked after the run)."
+)
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 def transform(
     inputs: tuple[Path, ...], specs: tuple[str, ...], output: Path, source: str, strict: bool, quiet: bool
 ) -> None:
-    """Run transform steps over canonical Parquet; rejected records go to OUTPUT.rejected.parquet.
+    """Run transform steps over canonical Parquet (or wire JSONL) into one canonical Parquet file.
 
-    Steps and their parameters: docs/transforms.md.
+    Rejected records go to OUTPUT.rejected.parquet (OUTPUT + ".rejected.parquet"). The work is staged
+    in OUTPUT.partial/ and resumes there when interrupted (docs/run-layout.md). Steps and their
+    parameters: docs/transforms.md.
 
     \b
     chatlake transform lake.parquet --step role_swap --step turns --step compaction -o swapped.parquet
     chatlake transform logs.jsonl --from chat --step window:last_turns=3 -o windowed.parquet
     """
+    from pipeline.engine.single_file import first_rejected
     from pipeline.transforms import parse_step
-    from pipeline.transforms.job import StrictFailure, run_transform, validate
 
+    if source not in (PARQUET, *WIRE_FORMATS):
+        raise click.UsageError(
+            f"--from {source!r} is not a format; use parquet or one of {', '.join(WIRE_FORMATS)}"
+        )
     try:
-        steps = [parse_step(s) for s in specs]
-        validate(list(inputs), output, source)
+        for s in specs:
+            parse_step(s)
     except ConfigError as e:
         raise click.UsageError(str(e)) from None
-    try:
-        summary = run_transform(list(inputs), steps, output, source=source, strict=strict)
-    except StrictFailure as e:
-        raise click.ClickException(str(e)) from None
+    names = [str(p) for p in inputs]
+    summary = _single_file(names, source, PARQUET, output, None, steps=list(specs), quiet=quiet)
+    if strict and summary["rejected"]:
+        first = first_rejected(summary) or {}
+        raise click.ClickException(
+            f"record {first.get('conversation_id')} ({first.get('source_file')}:{first.get('source_line')}) "
+            f"rejected: {first.get('reason')} (all {summary['rejected']} in {summary['rejected_file']})"
+        )
     if not quiet:
         click.echo(
             f"read {summary['read']} written {summary['written']} rejected {summary['rejected']} "
-            f"({summary['seconds']} s) -> {summary['output']}"
+            f"({dict(summary['timings_s'])['total']} s) -> {summary['output']}"  # type: ignore[call-overload]
         )
-        for reason, n in list(summary["rejected_reasons"].items())[:5]:
+        for reason, n in list(dict(summary["rejected_by_reason"]).items())[:5]:  # type: ignore[call-overload]
             click.echo(f"  {n} x {reason}")
 
 
@@ -264,9 +347,7 @@ def _run_job(job: object, *, catalog: str | None, quiet: bool, as_json: bool, fr
         raise _BadConfig(str(e)) from None
     except JobFailed as e:
         raise click.ClickException(f"the job failed: {e}") from None
-    if report is not None:
-        report.parent.mkdir(parents=True, exist_ok=True)
-        report.write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
+    _write_report(report, summary)
     if as_json:
         click.echo(orjson.dumps(summary).decode())
     elif not quiet:
@@ -514,27 +595,6 @@ def verify(run: Path) -> None:
             click.echo(f"  {p}")
         sys.exit(1)
     click.echo(ok_line(run))
-
-
-def _print_summary(summary: dict[str, object]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"chatlake convert {summary['from']} -> {summary['to']}", show_header=True)
-    for col in ("read", "written", "rejected", "seconds"):
-        table.add_column(col, justify="right")
-    table.add_row(*(str(summary[c]) for c in ("read", "written", "rejected", "seconds")))
-    console = Console(stderr=False)
-    console.print(table)
-    console.print(f"output: {summary['output']}")
-    losses = dict(summary.get("losses") or {})  # type: ignore[call-overload]
-    if losses.get("records_with_losses"):
-        kinds = ", ".join(f"{k} {n}" for k, n in list(losses["by_kind"].items())[:6])
-        console.print(f"{losses['records_with_losses']} records lost something ({kinds}): {losses['file']}")
-    if summary["rejected"]:
-        console.print(f"rejected records: {summary['rejected_file']}")
-        for reason, n in list(dict(summary["rejected_reasons"]).items())[:5]:  # type: ignore[call-overload]
-            console.print(f"  {n} x {reason}")
 
 
 def main() -> None:

@@ -41,7 +41,7 @@ def test_bad_config_exits_2_with_a_message(tmp_path: Path) -> None:
         cli, ["convert", str(tmp_path / "missing.jsonl"), "--from", "chat", "--to", "chat", "-o", "x.jsonl"]
     )
     assert result.exit_code == 2
-    assert "does not exist" in result.output
+    assert "matches no file" in result.output
 
 
 def test_python_dash_m_works() -> None:

@@ -22,13 +22,14 @@ import pyarrow.compute as pc
 
 from pipeline.encoders.vectorized.encode_rows import encode_rows
 from pipeline.errors import reason_of
-from pipeline.io.run_tables import LOSSES_SCHEMA
-from pipeline.jobs.resolve import PARQUET, build_steps
+from pipeline.formats import encode_jsonl
+from pipeline.io.run_tables import LOSSES_SCHEMA, loss_refused, rejected_row
+from pipeline.jobs.resolve import CANONICAL, PARQUET, build_steps
 from pipeline.losses import LossPolicy
 from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
 from pipeline.transforms import apply_steps
 
-from .read import Batch, read_shard, rejected_row
+from .read import Batch, read_shard
 from .shards import Shard
 from .writers import ShardWriter
 
@@ -44,6 +45,7 @@ class Work:
     allowed: tuple[str, ...]
     chunk_bytes: int
     batch_rows: int
+    layout: str = "run"  # writers.RUN (every table and audit fact) or writers.SINGLE_FILE
 
     @classmethod
     def of(cls, job: Any) -> Work:
@@ -55,6 +57,7 @@ class Work:
             tuple(sorted(job.policy.allowed)),
             job.chunk_bytes,
             job.batch_rows,
+            job.layout,
         )
 
 
@@ -96,26 +99,59 @@ def to_disk(table: pa.Table) -> pa.Table:
     return canonical
 
 
-def _apply_steps(table: pa.Table, steps: list[Any], raw: dict[int, bytes]) -> tuple[pa.Table, list[dict]]:
+def frame_to_disk(df: pl.DataFrame) -> pa.Table:
+    """Rows out of the transform steps (Polars) as :func:`to_disk` writes them."""
+    # string views out of Polars without a copy, then one cast to plain strings (the default export
+    # copies to large strings first, and the cast copies again)
+    return to_disk(df.to_arrow(compat_level=pl.CompatLevel.newest()))
+
+
+class _Originals:
+    """The original input of a batch's records, for the rejected rows (docs/run-layout.md).
+
+    JSONL lines (and dataset rows) are kept verbatim by the reader (``raw``, by line); a record
+    read from canonical Parquet or through a source adapter is encoded back in its
+    ``source_format`` from the batch as read, before any step changed it.
+    """
+
+    def __init__(self, source: pa.Table, raw: dict[int, bytes], raw_format: str | None) -> None:
+        self.source, self.raw, self.raw_format = source, raw, raw_format
+
+    def of(self, conversation_id: str | None, source_file: str | None, line: int | None) -> dict[str, Any]:
+        """``raw`` and ``input_format`` arguments of :func:`rejected_row` for one rejected record."""
+        if self.raw_format is not None:
+            return {"raw": self.raw.get(line) if line is not None else None, "input_format": self.raw_format}
+        # Rejections are few: one vector comparison per rejected record finds it in the batch.
+        cols = self.source.select(["conversation_id", "source_file", "source_line"])
+        mask = None
+        for col, value in zip(cols.columns, (conversation_id, source_file, line), strict=True):
+            eq = pc.is_null(col) if value is None else pc.fill_null(pc.equal(col, value), False)
+            mask = eq if mask is None else pc.and_(mask, eq)
+        idx = pc.index(mask, True).as_py() if mask is not None else -1
+        if idx < 0:
+            return {}
+        row = self.source.slice(idx, 1)
+        fmt = row.column("source_format")[0].as_py()
+        try:
+            return {"raw": encode_jsonl(row, fmt)[0], "input_format": fmt}
+        except Exception:  # a record its own codec cannot write back: keep the rejection, without input
+            return {}
+
+
+def _apply_steps(table: pa.Table, steps: list[Any], originals: _Originals) -> tuple[pa.Table, list[dict]]:
     kept, rej = apply_steps(pl.from_arrow(table), steps)
     rows = []
     if rej.height:
         # Rejections are few: build their rows in Python (the kept rows never are).
         for d in rej.select("conversation_id", "source_file", "source_line", "step", "reason").to_dicts():
-            line = d["source_line"]
-            text = raw.get(line) if line is not None else None
+            cid, file, line = d["conversation_id"], d["source_file"], d["source_line"]
             rows.append(
                 rejected_row(
-                    d["source_file"],
-                    line,
-                    "transform",
-                    d["reason"],
-                    conversation_id=d["conversation_id"],
-                    step=d["step"],
-                    text=text.decode("utf-8", "replace") if text is not None else None,
+                    file, line, "transform", d["reason"], conversation_id=cid, step=d["step"],
+                    **originals.of(cid, file, line),
                 )
-            )
-    return to_disk(kept.to_arrow()), rows
+            )  # fmt: skip
+    return frame_to_disk(kept), rows
 
 
 @dataclass
@@ -129,10 +165,11 @@ class _Counts:
         self.by_stage: Counter[str] = Counter()
         self.by_reason: Counter[str] = Counter()
         self.loss_kinds: Counter[str] = Counter()
+        self.source_counts: Counter[str] = Counter()
 
 
 def _encode(
-    table: pa.Table, target: str, policy: LossPolicy, raw: dict[int, bytes]
+    table: pa.Table, target: str, policy: LossPolicy, originals: _Originals
 ) -> tuple[pa.Table, bytes, pa.Table, list[dict[str, Any]]]:
     """Encode every row to ``target``; keep the ones that encode and pass the loss policy.
 
@@ -155,18 +192,13 @@ def _encode(
         errors = enc.errors.take(pa.array(bad)).to_pylist()
         kinds = refused.take(pa.array(bad)).to_pylist()
         for row, error, kind in zip(picked.to_pylist(), errors, kinds, strict=True):
-            line = row["source_line"]
-            text = raw.get(line) if line is not None else None
+            cid, file, line = row["conversation_id"], row["source_file"], row["source_line"]
             stage, reason = (
-                ("convert", f"encode: {error}") if error is not None
-                else ("loss_policy", f"loss: {kind} (on_loss = reject)")
-            )  # fmt: skip
+                ("convert", f"encode: {error}") if error is not None else ("loss_policy", loss_refused(kind))
+            )
             rejected.append(
-                rejected_row(
-                    row["source_file"], line, stage, reason, conversation_id=row["conversation_id"],
-                    text=text.decode("utf-8", "replace") if text is not None else None,
-                )
-            )  # fmt: skip
+                rejected_row(file, line, stage, reason, conversation_id=cid, **originals.of(cid, file, line))
+            )
     lf = pl.from_arrow(enc.losses)
     assert isinstance(lf, pl.DataFrame)
     lf = lf.filter(pl.Series(keep).gather(lf["row"]))
@@ -198,7 +230,10 @@ def run_shard(
     steps = _steps(work)
     policy = LossPolicy(work.on_loss, frozenset(work.allowed))
     encoded = work.target != PARQUET
-    writer = ShardWriter(Path(work.run_dir), shard.id, encoded, target=work.target)
+    # JSONL lines and dataset rows are kept verbatim for the rejected file; other inputs are encoded back
+    verbatim = shard.container == "jsonl" or (shard.container != "source" and shard.format != CANONICAL)
+    raw_format = shard.format if verbatim else None
+    writer = ShardWriter(Path(work.run_dir), shard.id, encoded, target=work.target, layout=work.layout)
     counts = _Counts()
     started = time.perf_counter()
     try:
@@ -206,11 +241,12 @@ def run_shard(
         for batch in read_shard(shard, work.chunk_bytes, work.batch_rows):
             rejected = batch.rejected
             table = to_disk(batch.table)
+            originals = _Originals(table, batch.raw, raw_format)
             if steps:
-                table, step_rejected = _apply_steps(table, steps, batch.raw)
+                table, step_rejected = _apply_steps(table, steps, originals)
                 rejected = rejected + step_rejected
             if encoded:
-                table, data, losses, enc_rejected = _encode(table, work.target, policy, batch.raw)
+                table, data, losses, enc_rejected = _encode(table, work.target, policy, originals)
                 writer.output(data, table.num_rows)
                 writer.losses(losses)
                 rejected = rejected + enc_rejected
@@ -223,6 +259,7 @@ def run_shard(
             writer.rejected(rejected)
             counts.read += batch.read
             counts.blank += batch.blank
+            counts.source_counts.update(batch.source_counts)
             counts.written += table.num_rows
             counts.by_stage.update(r["stage"] for r in rejected)
             counts.by_reason.update(reason_of(r["reason"]) for r in rejected)
@@ -248,6 +285,7 @@ def run_shard(
         "rejected_by_reason": dict(sorted(counts.by_reason.items())),
         "losses_by_kind": dict(sorted(counts.loss_kinds.items())),
         "records_with_losses": counts.lossy,
+        **({"source_counts": dict(sorted(counts.source_counts.items()))} if counts.source_counts else {}),
         "files": files,
         "weight": shard.weight,
         "seconds": round(time.perf_counter() - started, 3),

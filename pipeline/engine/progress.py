@@ -10,14 +10,16 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 
 
 class JobProgress:
-    """Progress of one run; silent when ``enabled`` is false (``--quiet``, ``--json``)."""
+    """Progress of one run; silent when ``enabled`` is false (``--quiet``, ``--json``) or stderr is not a
+    terminal (a log file or a pipe gets the summary, not a bar redrawn into it)."""
 
     def __init__(self, title: str, total_bytes: int, enabled: bool) -> None:
         self.records = 0
         self._start = time.perf_counter()
         self._progress: Progress | None = None
         self._task = None
-        if enabled:
+        console = Console(stderr=True)
+        if enabled and console.is_terminal:
             self._progress = Progress(
                 TextColumn("[bold]{task.description}"),
                 BarColumn(),
@@ -25,7 +27,7 @@ class JobProgress:
                 TextColumn("{task.fields[records]:,} records, {task.fields[rate]:,.0f}/s"),
                 TextColumn("ETA"),
                 TimeRemainingColumn(),
-                console=Console(stderr=True),
+                console=console,
                 transient=False,
             )
             self._task = self._progress.add_task(title, total=max(total_bytes, 1), records=0, rate=0.0)

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.formats import Rejected, decode_lines
+from pipeline.io.run_tables import rejected_row
 from pipeline.jobs.files import open_arrow, open_input
 from pipeline.jobs.resolve import CANONICAL
 from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
@@ -36,33 +37,17 @@ class Batch:
     blank: int = 0
     raw: dict[int, bytes] = field(default_factory=dict)  # source_line -> input text (JSONL inputs)
     nbytes: int = 0  # input bytes this batch covers, for progress
+    source_counts: dict[str, int] = field(default_factory=dict)  # a source adapter's counts (by name)
 
 
-def rejected_row(
-    source_file: str | None,
-    source_line: int | None,
-    stage: str,
-    reason: str,
-    *,
-    conversation_id: str | None = None,
-    step: str | None = None,
-    text: str | None = None,
-) -> dict[str, Any]:
-    """One row of ``rejected/`` (docs/run-layout.md)."""
-    return {
-        "source_file": source_file,
-        "source_line": source_line,
-        "conversation_id": conversation_id,
-        "stage": stage,
-        "step": step,
-        "reason": reason,
-        "input": text,
-    }
-
-
-def _from_rejected(r: Rejected, default_file: str) -> dict[str, Any]:
+def _from_rejected(r: Rejected, shard: Shard, raw: dict[int, bytes] | None = None) -> dict[str, Any]:
+    """A record the decoder (or a source adapter) rejected, with its original bytes when we hold them."""
     stage = "read" if r.error.startswith(_READ_ERRORS) else "decode"
-    return rejected_row(r.file or default_file, r.line, stage, r.error, text=r.input)
+    original = raw.get(r.line) if raw is not None else None
+    return rejected_row(
+        r.file or shard.url, r.line, stage, r.error,
+        raw=original if original is not None else r.input, input_format=shard.format,
+    )  # fmt: skip
 
 
 def _jsonl(shard: Shard, chunk_bytes: int) -> Iterator[Batch]:
@@ -89,7 +74,7 @@ def _jsonl(shard: Shard, chunk_bytes: int) -> Iterator[Batch]:
             raw = dict(enumerate(lines, line))
             yield Batch(
                 res.table,
-                [_from_rejected(r, shard.url) for r in res.rejected],
+                [_from_rejected(r, shard, raw) for r in res.rejected],
                 res.table.num_rows + len(res.rejected),
                 res.blank_lines,
                 raw,
@@ -156,7 +141,7 @@ def _tabular(shard: Shard, batch_rows: int) -> Iterator[Batch]:
             raw = dict(enumerate(lines, row + 1))
             yield Batch(
                 res.table,
-                [_from_rejected(r, shard.url) for r in res.rejected],
+                [_from_rejected(r, shard, raw) for r in res.rejected],
                 res.table.num_rows + len(res.rejected),
                 res.blank_lines,
                 raw,
@@ -168,8 +153,9 @@ def _tabular(shard: Shard, batch_rows: int) -> Iterator[Batch]:
 def _source(shard: Shard) -> Iterator[Batch]:
     for res in read_source(shard.url, shard.format, **shard.options):
         table = res.table if res.table is not None else CONVERSATION_SCHEMA.empty_table()
-        rejected = [_from_rejected(r, shard.url) for r in res.rejected]
-        yield Batch(cast_to_canonical(table), rejected, table.num_rows + len(rejected))
+        rejected = [_from_rejected(r, shard) for r in res.rejected]
+        counts = {f"{shard.format}:{k}": v for k, v in res.counts.items()}
+        yield Batch(cast_to_canonical(table), rejected, table.num_rows + len(rejected), source_counts=counts)
     yield Batch(CONVERSATION_SCHEMA.empty_table(), [], 0, nbytes=shard.weight)
 
 

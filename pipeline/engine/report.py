@@ -36,7 +36,14 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         console.print(f"{len(redone)} finished shards were redone: their files did not match manifest.json")
         for shard, why in list(redone.items())[:5]:
             console.print(f"  {shard}: {why}", markup=False, highlight=False)
-    console.print(f"run directory: {summary['run_dir']}")
+    if "run_dir" in summary:
+        console.print(f"run directory: {summary['run_dir']}")
+        return
+    console.print(f"output: {summary['output']}")  # the single-file layout (convert/transform -o)
+    if summary["rejected"]:
+        console.print(f"rejected records: {summary['rejected_file']}")
+    if summary.get("losses_file") and summary["records_with_losses"]:
+        console.print(f"losses: {summary['losses_file']}")
 
 
 def print_runs(rows: list[dict[str, Any]], console: Console) -> None:

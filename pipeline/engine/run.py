@@ -31,7 +31,7 @@ from .progress import JobProgress
 from .rundir import SUMMARY
 from .shards import Shard, plan
 from .summary import summarize
-from .writers import FOLDERS
+from .writers import folders
 
 
 class JobFailed(RuntimeError):
@@ -59,9 +59,8 @@ def prepare_run_dir(job: Job, fresh: bool) -> Manifest:
     if fresh:
         rundir.clear(run_dir)
     manifest = Manifest.open(run_dir, job.name, job.fingerprint())
-    for name in FOLDERS:
-        if name == "output" and job.target == PARQUET:  # run-layout.md: absent when the target is parquet
-            continue
+    # run-layout.md: no output/ when the target is parquet; the single-file layout writes fewer folders
+    for name in folders(job.layout, job.target != PARQUET):
         (run_dir / name).mkdir(parents=True, exist_ok=True)
     rundir.clean_temp_files(run_dir)
     return manifest

@@ -16,8 +16,8 @@ from .writers import FOLDERS, TMP_SUFFIX
 SUMMARY = "summary.json"
 # the temp files of write_atomic (manifest, summary) and the lock
 TOP_CHATLAKE = re.compile(r"(manifest\.json|summary\.json|\.manifest\.json\.tmp|\.summary\.json\.tmp)$")
-SHARD_FILE = re.compile(r"part-\d{5,}\.(parquet|jsonl)$")
-TEMP_FILE = re.compile(r"\.part-\d{5,}\.(parquet|jsonl)\.\d+" + re.escape(TMP_SUFFIX) + "$")
+SHARD_FILE = re.compile(r"part-\d{5,}\.(parquet|jsonl|arrow)$")
+TEMP_FILE = re.compile(r"\.part-\d{5,}\.(parquet|jsonl|arrow)\.\d+" + re.escape(TMP_SUFFIX) + "$")
 
 
 def is_chatlake_name(relative: str) -> bool:

@@ -25,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.jobs.files import open_arrow, open_input
+from pipeline.jobs.files import is_url, open_arrow, open_input
 from pipeline.jobs.resolve import InputFile, Job
 
 SCAN_BYTES = 8 << 20
@@ -105,9 +105,11 @@ def parquet_rows(url: str) -> int:
 def _file_ranges(f: InputFile, records: int) -> Iterator[tuple[int, int, int, int]]:
     """``(start, end, first, weight)`` for each shard of one input file."""
     if f.container == "jsonl":
-        # One file is scanned whole before its shards are handed out: no handle stays open while
+        # A URL is scanned whole before its shards are handed out: no handle stays open while
         # workers read the same file (some filesystems, e.g. fsspec's memory://, share one handle).
-        for a, b, first in list(jsonl_ranges(f.url, records)):
+        # A local file is scanned as shards are handed out, so the first worker starts at once.
+        ranges = jsonl_ranges(f.url, records)
+        for a, b, first in list(ranges) if is_url(f.url) else ranges:
             yield a, b, first, b - a
     elif f.container in ("parquet", "arrow"):
         total = parquet_rows(f.url) if f.container == "parquet" else arrow_rows(f.url)

@@ -33,6 +33,7 @@ def summarize(job: Job, shards: list[dict[str, Any]], **run: Any) -> dict[str, A
     by_stage: Counter[str] = Counter()
     by_reason: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
+    source_counts: Counter[str] = Counter()
     inputs: dict[tuple[str, str], int] = {(f.url, f.format): 0 for f in job.files}
     read = written = rejected = lossy = blank = 0
     for s in sorted(shards, key=lambda s: s["id"]):
@@ -44,6 +45,7 @@ def summarize(job: Job, shards: list[dict[str, Any]], **run: Any) -> dict[str, A
         by_stage.update(s["rejected_by_stage"])
         by_reason.update(s["rejected_by_reason"])
         kinds.update(s["losses_by_kind"])
+        source_counts.update(s.get("source_counts", {}))
         key = (s["input"]["url"], s["input"]["format"])
         inputs[key] = inputs.get(key, 0) + s["read"]
     return {
@@ -63,6 +65,7 @@ def summarize(job: Job, shards: list[dict[str, Any]], **run: Any) -> dict[str, A
         "rejected_by_reason": dict(by_reason.most_common()),
         "losses_by_kind": dict(kinds.most_common()),
         "records_with_losses": lossy,
+        **({"source_counts": dict(sorted(source_counts.items()))} if source_counts else {}),
         "steps": job.step_names,
         "target": job.target,
         "shards": len(shards),

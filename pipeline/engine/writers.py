@@ -35,6 +35,58 @@ from pipeline.schema import CONVERSATION_SCHEMA
 FACTS = ("records", "top_losses", *shard_counts.FOLDERS)
 FOLDERS = ("conversations", "items", *FACTS, "output", "losses", "rejected")
 TMP_SUFFIX = ".tmp"
+RUN = "run"  # a run directory: every table and audit fact (docs/run-layout.md)
+# convert/transform -o FILE: only what the single file and its rejected/losses files are joined from
+SINGLE_FILE = "single-file"
+
+
+class ArrowTable:
+    """Writes tables to an uncompressed Arrow IPC file (``schema`` like a ParquetWriter's).
+
+    The single-file layout's conversations beside a Parquet output: the join writes the one
+    compressed Parquet file from them, so the shards are not compressed twice.
+    """
+
+    def __init__(self, path: Path, schema: pa.Schema) -> None:
+        self.schema = schema
+        self._sink = pa.OSFile(str(path), "wb")
+        self._w = pa.ipc.new_file(self._sink, schema)
+
+    def write_table(self, table: pa.Table) -> None:
+        self._w.write_table(table)
+
+    def close(self) -> None:
+        self._w.close()
+        self._sink.close()
+
+
+class JsonlTable:
+    """Writes tables as JSON Lines (one object per row, every column, nulls included).
+
+    The single-file layout's losses and rejections beside a JSONL output: written in the worker,
+    so joining the shards is a plain concatenation.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._f = open(path, "wb")  # noqa: SIM115
+
+    def write_table(self, table: pa.Table) -> None:
+        if table.num_rows:
+            import polars as pl
+
+            frame = pl.from_arrow(table)
+            assert isinstance(frame, pl.DataFrame)
+            frame.write_ndjson(self._f)
+
+    def close(self) -> None:
+        self._f.close()
+
+
+def folders(layout: str, encoded: bool) -> tuple[str, ...]:
+    """The folders a run of this layout writes (``output`` only for a wire target)."""
+    if layout == SINGLE_FILE:
+        return ("output", "losses", "rejected") if encoded else ("conversations", "rejected")
+    return FOLDERS if encoded else tuple(f for f in FOLDERS if f != "output")
 
 
 def sha256_file(path: Path) -> str:
@@ -53,36 +105,59 @@ class ShardWriter:
     :meth:`conversations` call (the engine reports a batch's losses before its conversations).
     """
 
-    def __init__(self, run_dir: Path, shard: str, encoded: bool, target: str | None = None) -> None:
+    def __init__(
+        self, run_dir: Path, shard: str, encoded: bool, target: str | None = None, layout: str = RUN
+    ) -> None:
         self.shard, self.target = shard, target
-        self.final = {
-            name: run_dir / name / f"{shard}.parquet"
-            for name in ("conversations", "items", *FACTS, "losses", "rejected")
-        }
-        if encoded:
-            self.final["output"] = run_dir / "output" / f"{shard}.jsonl"
+        names = folders(layout, encoded)
+        # beside a single JSONL file, losses and rejections are JSONL too (joined by concatenation);
+        # beside a single Parquet file, conversations are Arrow (compressed once, by the join)
+        ext = dict.fromkeys(names, "parquet") | {"output": "jsonl"}
+        if layout == SINGLE_FILE:
+            ext |= {"losses": "jsonl", "rejected": "jsonl"} if encoded else {"conversations": "arrow"}
+        self.final = {name: run_dir / name / f"{shard}.{ext[name]}" for name in names}
+        # The single-file layout pays for no audit facts, and for no conversations/ with a wire target.
+        self.facts = "items" in names
+        self.keep_conversations = "conversations" in names
         # The pid keeps a stray worker of a killed run from writing into this run's temp files.
         self.tmp = {k: p.with_name(f".{p.name}.{os.getpid()}{TMP_SUFFIX}") for k, p in self.final.items()}
         self.rows = dict.fromkeys(self.final, 0)
-        self._conv: pq.ParquetWriter | None = None
-        self._items = pq.ParquetWriter(self.tmp["items"], ITEM_INDEX_SCHEMA, compression="zstd")
-        self._records = pq.ParquetWriter(self.tmp["records"], RECORD_INDEX_SCHEMA, compression="zstd")
+        self._conv: pq.ParquetWriter | ArrowTable | None = None
+        self._items: pq.ParquetWriter | None = None
+        self._records: pq.ParquetWriter | None = None
+        if self.facts:
+            self._items = pq.ParquetWriter(self.tmp["items"], ITEM_INDEX_SCHEMA, compression="zstd")
+            self._records = pq.ParquetWriter(self.tmp["records"], RECORD_INDEX_SCHEMA, compression="zstd")
         self._counts: dict[str, list[pa.Table]] = {name: [] for name in shard_counts.FOLDERS}
         self._top: list[pa.Table] = []  # each batch's top_losses, reduced to the shard's at commit
         self._pending_losses: list[pa.Table] = []
-        self._losses = pq.ParquetWriter(self.tmp["losses"], LOSSES_SCHEMA, compression="zstd")
-        self._rejected = pq.ParquetWriter(self.tmp["rejected"], REJECTED_SCHEMA, compression="zstd")
+        self._losses: pq.ParquetWriter | JsonlTable | None = None
+        if "losses" in names:
+            self._losses = self._table_writer("losses", LOSSES_SCHEMA)
+        self._rejected = self._table_writer("rejected", REJECTED_SCHEMA)
         self._out = open(self.tmp["output"], "wb") if encoded else None  # noqa: SIM115
 
+    def _table_writer(self, name: str, schema: pa.Schema) -> pq.ParquetWriter | JsonlTable:
+        if self.final[name].suffix == ".jsonl":
+            return JsonlTable(self.tmp[name])
+        return pq.ParquetWriter(self.tmp[name], schema, compression="zstd")
+
     def conversations(self, table: pa.Table) -> None:
+        if not self.keep_conversations:
+            return
         if self._conv is None:
             schema = table.schema.with_metadata(CONVERSATION_SCHEMA.metadata)
-            self._conv = canonical_writer(str(self.tmp["conversations"]), schema)
+            if self.final["conversations"].suffix == ".arrow":
+                self._conv = ArrowTable(self.tmp["conversations"], schema)
+            else:
+                self._conv = canonical_writer(str(self.tmp["conversations"]), schema)
         losses = pa.concat_tables(self._pending_losses) if self._pending_losses else None
         self._pending_losses = []
         if table.num_rows:
             self._conv.write_table(table.cast(self._conv.schema))
             self.rows["conversations"] += table.num_rows
+            if self._items is None or self._records is None:
+                return
             index = item_index(table)
             self._items.write_table(index)
             self.rows["items"] += index.num_rows
@@ -93,6 +168,7 @@ class ShardWriter:
             self._counts["phase_counts"].append(shard_counts.phase_counts(index))
 
     def _write_records(self, records: pa.Table) -> None:
+        assert self._records is not None
         self._records.write_table(records)
         self.rows["records"] += records.num_rows
         self._counts["record_counts"].append(shard_counts.record_counts(records))
@@ -106,37 +182,34 @@ class ShardWriter:
     def losses(self, table: pa.Table) -> None:
         """Write a batch's losses (a ``LOSSES_SCHEMA`` table) as one row group."""
         n = table.num_rows
-        if n:
+        if n and self._losses is not None:
             table = table.cast(LOSSES_SCHEMA)
             self._losses.write_table(table)
             self.rows["losses"] += n
-            self._pending_losses.append(table)
-            self._counts["loss_counts"].append(shard_counts.loss_counts(table))
+            if self.facts:
+                self._pending_losses.append(table)
+                self._counts["loss_counts"].append(shard_counts.loss_counts(table))
 
     def rejected(self, rows: list[dict[str, Any]]) -> None:
         if rows:
             self._rejected.write_table(pa.Table.from_pylist(rows, schema=REJECTED_SCHEMA))
             self.rows["rejected"] += len(rows)
-            self._write_records(rejected_records(rows, self.shard))
+            if self.facts:
+                self._write_records(rejected_records(rows, self.shard))
 
     def commit(self) -> dict[str, dict[str, Any]]:
         """Close, hash and rename every file into place; returns ``{folder: {path, rows, bytes, sha256}}``."""
-        if self._conv is None:  # a shard with no batch at all still has its (empty) file
-            self.conversations(CONVERSATION_SCHEMA.empty_table())
-        assert self._conv is not None
-        self._conv.close()
-        self._items.close()
-        self._records.close()
-        for name, parts in self._counts.items():
-            counts = shard_counts.merge(name, parts)
-            pq.write_table(counts, self.tmp[name], compression="zstd")
-            self.rows[name] = counts.num_rows
-        top = top_losses(pa.concat_tables(self._top)) if self._top else None
-        if top is None:
-            top = RECORD_INDEX_SCHEMA.empty_table().select(list(TOP_LOSSES_COLUMNS))
-        pq.write_table(top, self.tmp["top_losses"], compression="zstd")
-        self.rows["top_losses"] = top.num_rows
-        self._losses.close()
+        if self.keep_conversations:
+            if self._conv is None:  # a shard with no batch at all still has its (empty) file
+                self.conversations(CONVERSATION_SCHEMA.empty_table())
+            assert self._conv is not None
+            self._conv.close()
+        if self._items is not None and self._records is not None:
+            self._items.close()
+            self._records.close()
+            self._commit_facts()
+        if self._losses is not None:
+            self._losses.close()
         self._rejected.close()
         if self._out is not None:
             self._out.close()
@@ -151,6 +224,17 @@ class ShardWriter:
         for k, tmp in self.tmp.items():
             os.replace(tmp, self.final[k])
         return files
+
+    def _commit_facts(self) -> None:
+        for name, parts in self._counts.items():
+            counts = shard_counts.merge(name, parts)
+            pq.write_table(counts, self.tmp[name], compression="zstd")
+            self.rows[name] = counts.num_rows
+        top = top_losses(pa.concat_tables(self._top)) if self._top else None
+        if top is None:
+            top = RECORD_INDEX_SCHEMA.empty_table().select(list(TOP_LOSSES_COLUMNS))
+        pq.write_table(top, self.tmp["top_losses"], compression="zstd")
+        self.rows["top_losses"] = top.num_rows
 
     def abort(self) -> None:
         for w in (self._conv, self._items, self._records, self._losses, self._rejected, self._out):

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pipeline.io.jsonl import DEFAULT_CHUNK_BYTES
+DEFAULT_CHUNK_BYTES = 8 << 20  # JSONL bytes per batch
 
 
 class _Strict(BaseModel):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -74,6 +74,7 @@ class Job:
     workers: int = 2
     engine: str = "local"
     ray_address: str | None = None
+    layout: str = "run"  # engine.writers.RUN, or SINGLE_FILE for convert/transform -o FILE
     source_text: str = ""  # the job file as given (kept in the catalog)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -90,6 +91,7 @@ class Job:
             "shard_records": self.shard_records,
             "chunk_bytes": self.chunk_bytes,
             "batch_rows": self.batch_rows,
+            **({"layout": self.layout} if self.layout != "run" else {}),  # run dirs keep their fingerprint
             "chatlake": chatlake_version(),
             "schema_version": SCHEMA_VERSION,
         }
@@ -145,7 +147,10 @@ def _resolve_format(fmt: str, url: str, container: Container) -> tuple[str, Cont
         except Exception as e:  # a detector that cannot read the file: say which file
             raise ConfigError(f"input {url!r}: cannot detect its format ({e}); give format = ...") from None
         if not detected:
-            raise ConfigError(f"input {url!r}: format 'auto' could not tell what it is; give format = ...")
+            raise ConfigError(
+                f"input {url!r}: format 'auto' could not tell what it is; give its format "
+                "(format = ... in a job file, --from on the command line)"
+            )
         return _resolve_format(str(detected), url, container)
     if fmt in SOURCES:
         if is_url(url):
@@ -311,17 +316,31 @@ def convert_job(
     allow: list[str] | None = None,
     workers: int = 2,
     base: Path | None = None,
+    steps: list[str] | None = None,
+    layout: str = "run",
+    shard_records: int | None = None,
 ) -> Job:
-    """``chatlake convert --run-dir``: a one-step job (no transforms) from command-line flags."""
+    """``chatlake convert`` / ``transform``: a job (steps optional) from command-line flags.
+
+    With the single-file layout (``-o FILE``) inputs keep the spelling the user gave them, as
+    ``source_file`` in what is written (a run directory's job records absolute paths).
+    """
     doc = {
-        "name": "convert",
+        "name": "transform" if steps else "convert",
         "inputs": [{"path": list(inputs), "format": source}],
-        "output": {"path": run_dir, "target": target},
+        "steps": list(steps or []),
+        "output": {"path": run_dir, "target": target,
+                   **({"shard_records": shard_records} if shard_records else {})},
         "loss": {"on_loss": on_loss, "allow": list(allow or [])},
         "engine": {"workers": workers},
-    }
+    }  # fmt: skip
     try:
         spec = JobSpec.model_validate(doc)
     except ValidationError as e:
         raise ConfigError(_pydantic_message(e)) from None
-    return resolve(spec, base or Path.cwd())
+    job = resolve(spec, base or Path.cwd())
+    job.layout = layout
+    if layout != "run":
+        given = {str(Path(p).resolve()): p for p in inputs if not is_url(p)}
+        job.files = [replace(f, url=given.get(f.url, f.url)) for f in job.files]
+    return job

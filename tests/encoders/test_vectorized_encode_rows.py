@@ -1,6 +1,6 @@
-"""``chatlake convert`` and the job engine encode through :func:`encode_rows` (column at a time for
-Responses -> Chat): their output bytes, loss records and rejections equal the per-record loop over
-``convert_table`` they replaced, kept here as the reference.
+"""The job engine (behind ``run``, ``convert`` and ``transform``) encodes through :func:`encode_rows`
+(column at a time for Responses -> Chat): its output bytes, loss records and rejections equal the
+per-record loop over ``convert_table`` it replaced, kept here as the reference.
 
 Sources: every case of ``tests/cases.py`` (all formats mixed in one batch, so the router splits it),
 synthetic Responses records, hypothesis records, the corpus' Responses records and edited tables;
@@ -19,12 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline import synth
-from pipeline.convert import _encode_rows
 from pipeline.encoders import convert_table
 from pipeline.encoders.vectorized.encode_rows import encode_rows
-from pipeline.engine.process import _encode
-from pipeline.engine.read import rejected_row
-from pipeline.formats import Rejected, decode_records
+from pipeline.engine.process import _encode, _Originals
+from pipeline.formats import decode_records
+from pipeline.io.run_tables import rejected_row
 from pipeline.losses import LossPolicy
 from pipeline.schema import CONVERSATION_SCHEMA
 from tests.cases import CASES, RESPONSES
@@ -39,41 +38,6 @@ POLICIES = [
 
 
 # ---- the reference: the per-record loops these functions used to be ----------------------------
-
-
-def reference_convert(table: pa.Table, target: str, lines: list[int], policy: LossPolicy) -> dict[str, Any]:
-    formats = table.column("source_format").to_pylist()
-    ids = table.column("conversation_id").to_pylist()
-    out, loss_lines, rejected = [], [], []
-    rejected_formats: Counter[str] = Counter()
-    kinds: Counter[str] = Counter()
-    lossy = 0
-    for r, c in enumerate(convert_table(table, target, as_bytes=True)):
-        if c.error is not None:
-            rejected.append(Rejected(lines[r], ids[r], f"encode: {c.error}", "f.jsonl").to_json())
-            rejected_formats[formats[r]] += 1
-            continue
-        refused = policy.refused(c.losses)
-        if refused:
-            kinds_refused = ", ".join(sorted({loss.kind for loss in refused}))
-            rej = Rejected(lines[r], ids[r], f"loss: {kinds_refused} (--on-loss reject)", "f.jsonl")
-            rej.losses = [loss.to_json() for loss in c.losses]
-            rejected.append(rej.to_json())
-            rejected_formats[formats[r]] += 1
-            continue
-        out.append(c.record)
-        if c.losses:
-            lossy += 1
-            kinds.update(loss.kind for loss in c.losses)
-            loss_lines.append({"line": lines[r], "losses": [loss.to_json() for loss in c.losses]})
-    return {
-        "data": (b"\n".join(out) + b"\n") if out else b"",
-        "loss_lines": loss_lines,
-        "rejected": rejected,
-        "rejected_formats": rejected_formats,
-        "kinds": list(kinds.items()),  # insertion order matters: the report ranks ties by it
-        "lossy": lossy,
-    }
 
 
 def reference_engine(table: pa.Table, target: str, policy: LossPolicy) -> tuple[Any, ...]:
@@ -110,29 +74,27 @@ def reference_engine(table: pa.Table, target: str, policy: LossPolicy) -> tuple[
 
 
 def check_same(table: pa.Table, target: str = "chat") -> Counter[str]:
-    """Assert convert's and the engine's encoding equal the reference on ``table``, every policy."""
+    """Assert the engine's encoding equals the reference on ``table``, under every policy."""
     lines = list(range(1, table.num_rows + 1))
     table = table.set_column(
         table.schema.get_field_index("source_line"), "source_line", pa.array(lines, pa.int64())
     )
     stats: Counter[str] = Counter(rows=table.num_rows)
     stats["vectorized"] = sum(encode_rows(table, target).vectorized.to_pylist())
+    originals = _Originals(table, {}, None)
+    by_line = dict(zip(lines, table.column("source_format").to_pylist(), strict=True))
     for policy in POLICIES:
-        want = reference_convert(table, target, lines, policy)
-        got = _encode_rows(table, target, lines, "f.jsonl", policy)
-        assert got.data == want["data"]
-        assert got.losses == b"".join(orjson.dumps(w) + b"\n" for w in want["loss_lines"])
-        assert [r.to_json() for r in got.rejected] == want["rejected"]
-        assert got.rejected_formats == want["rejected_formats"]
-        # insertion order too: the report ranks kinds with equal counts by first appearance
-        assert list(got.loss_kinds.items()) == want["kinds"]
-        assert got.lossy_records == want["lossy"]
-
         keep, data, losses, rejected = reference_engine(table, target, policy)
-        kept, got_data, got_losses, got_rejected = _encode(table, target, policy, {})
+        kept, got_data, got_losses, got_rejected = _encode(table, target, policy, originals)
         assert got_data == data
         assert got_losses.to_pydict() == losses
-        assert got_rejected == rejected
+        original = ("input", "input_format", "input_encoding")
+        assert [{k: v for k, v in r.items() if k not in original} for r in got_rejected] == [
+            {k: v for k, v in r.items() if k not in original} for r in rejected
+        ]
+        for r in got_rejected:  # the record as read, encoded back in its own format
+            assert r["input_format"] == by_line[r["source_line"]] and r["input_encoding"] == "utf-8"
+            assert isinstance(orjson.loads(r["input"]), dict)
         assert kept.column("conversation_id").to_pylist() == [
             c for c, k in zip(table.column("conversation_id").to_pylist(), keep, strict=True) if k
         ]
@@ -205,5 +167,5 @@ def test_empty_batch() -> None:
     table = decode_records([], "responses").table
     enc = encode_rows(table, "chat")
     assert len(enc.records) == len(enc.errors) == enc.losses.num_rows == 0
-    kept, data, losses, rejected = _encode(table, "chat", LossPolicy("reject"), {})
+    kept, data, losses, rejected = _encode(table, "chat", LossPolicy("reject"), _Originals(table, {}, None))
     assert (kept.num_rows, data, losses.num_rows, rejected) == (0, b"", 0, [])

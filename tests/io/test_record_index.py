@@ -202,8 +202,8 @@ def test_record_index_turns_are_the_transforms_turns() -> None:
     import polars as pl
 
     from pipeline import synth
+    from pipeline.engine.process import frame_to_disk as to_arrow
     from pipeline.transforms import apply_steps, make_step
-    from pipeline.transforms.job import to_arrow
 
     sided: Counter[str] = Counter()
     for fmt in ("responses", "chat", "anthropic"):

@@ -53,7 +53,8 @@ def test_convert_auto_to_chat_with_report(tmp_path: Path) -> None:
     assert (report["read"], report["written"], report["rejected"]) == (2, 1, 1)
     assert report["source_counts"]["codex-rollout:unknown_line_types:mystery"] == 1
     [rej] = [json.loads(x) for x in (tmp_path / "out.jsonl.rejected.jsonl").read_text().splitlines()]
-    assert (rej["line"], rej["file"]) == (4, str(src)) and "unknown line type" in rej["error"]
+    assert (rej["source_line"], rej["source_file"]) == (4, str(src)) and "unknown line type" in rej["reason"]
+    assert rej["input_format"] == "codex-rollout" and "mystery" in rej["input"]
 
 
 def test_convert_source_to_parquet_keeps_provenance(tmp_path: Path) -> None:
@@ -77,5 +78,5 @@ def test_auto_on_an_unknown_file_fails_before_work(tmp_path: Path) -> None:
     res = CliRunner().invoke(
         cli, ["convert", str(src), "--from", "auto", "--to", "chat", "-o", str(tmp_path / "o")]
     )
-    assert res.exit_code == 2 and "cannot tell which source" in res.output
+    assert res.exit_code == 2 and "could not tell what it is" in res.output
     assert not (tmp_path / "o").exists()

@@ -8,8 +8,8 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
+from pipeline.engine.process import frame_to_disk as to_arrow
 from pipeline.transforms import apply_steps, make_step
-from pipeline.transforms.job import to_arrow
 from tests.helpers import json_diff
 from tests.transforms.reference import run_reference
 

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline import synth
+from pipeline.engine.process import frame_to_disk as to_arrow
 from pipeline.formats import decode_records
 from pipeline.transforms import apply_steps, parse_step, pieces
-from pipeline.transforms.job import to_arrow
 from tests.cases import CASES
 
 STEP_LISTS = [

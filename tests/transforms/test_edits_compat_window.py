@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from pipeline.engine.process import frame_to_disk as to_arrow
 from pipeline.formats import decode_records, encode_table
 from pipeline.transforms import apply_steps, make_step
-from pipeline.transforms.job import to_arrow
 from tests.sdk_validate import validate_request
 
 

@@ -64,11 +64,14 @@ def test_cli_counts_rejected_file_and_strict(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "read 3 written 1 rejected 2" in res.output
     assert pq.read_table(out).column("human_turns").to_pylist() == [0]
-    rej = pq.read_table(tmp_path / "out.rejected.parquet").to_pylist()
-    assert [(r["stage"], r["step"], r["source_line"]) for r in rej] == [
-        ("decode", None, 3),
-        ("transform", "role_swap", 2),
+    rej = pq.read_table(tmp_path / "out.parquet.rejected.parquet").to_pylist()
+    assert [(r["stage"], r["step"], r["source_line"], r["input"]) for r in rej] == [
+        ("read", None, 3, "not json"),  # not JSON at all: stage read (transform said decode before)
+        ("transform", "role_swap", 2, '{"messages": [{"role": "tool", "content": "r"}]}'),
     ]
     assert rej[1]["reason"] == "role_swap: unsupported role 'tool' at item 0"
+    out.unlink()
     res = CliRunner().invoke(cli, [*args, "--strict"])
-    assert res.exit_code == 1 and "rejected" in res.output
+    # --strict is checked after the run: the files are written, the first rejected record is named
+    assert res.exit_code == 1 and f"({src}:3) rejected: $: invalid JSON" in res.output, res.output
+    assert out.exists()

@@ -6,9 +6,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from pipeline.engine.process import frame_to_disk as to_arrow
 from pipeline.formats import decode_records, encode_table
 from pipeline.transforms import apply_steps, make_step
-from pipeline.transforms.job import to_arrow
 
 
 def run(messages: list[dict], step: str = "role_swap", **params: object) -> tuple[list | None, str | None]:

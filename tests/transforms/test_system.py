@@ -8,9 +8,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from pipeline.engine.process import frame_to_disk as to_arrow
 from pipeline.formats import decode_records, encode_table
 from pipeline.transforms import apply_steps, make_step
-from pipeline.transforms.job import to_arrow
 
 U, A = {"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}
 S1, S2 = {"role": "system", "content": "policy one"}, {"role": "developer", "content": "rules two"}

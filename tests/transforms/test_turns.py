@@ -9,9 +9,9 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from pipeline import synth
+from pipeline.engine.process import frame_to_disk as to_arrow
 from pipeline.formats import decode_records
 from pipeline.transforms import apply_steps, make_step
-from pipeline.transforms.job import to_arrow
 from tests.cases import CASES
 
 SQL = Path(__file__).with_name("turn_counts.sql")

@@ -1,4 +1,5 @@
-"""The convert job: exact same-format output, bad lines quarantined with reasons, counts that add up."""
+"""``convert``/``transform -o FILE`` on the engine (single-file layout): exact same-format output, bad
+lines quarantined with reasons and their original input, counts that add up, collisions refused."""
 
 from __future__ import annotations
 
@@ -7,11 +8,21 @@ from pathlib import Path
 import orjson
 import pyarrow.parquet as pq
 import pytest
+from click.testing import CliRunner
 
-from pipeline.convert import ConfigError, ConvertConfig, run_convert
+from pipeline.cli import cli
 from pipeline.losses import LossPolicy
 from tests.cases import BAD_LINES, CASES
 from tests.helpers import assert_identical
+
+
+def run_convert(inputs: list[Path], source: str, target: str, output: Path, *args: str, code: int = 0) -> dict:  # noqa: E501
+    """``chatlake convert`` through the CLI; returns its --report (beside the output)."""
+    report = output.with_name(output.name + ".report.json")
+    argv = ["convert", *map(str, inputs), "--from", source, "--to", target, "-o", str(output), "-q"]
+    res = CliRunner().invoke(cli, [*argv, "--report", str(report), *args])
+    assert res.exit_code == code, res.output
+    return orjson.loads(report.read_bytes()) if code == 0 else {"output": res.output}
 
 
 def _write_jsonl(path: Path, lines: list[bytes]) -> Path:
@@ -28,30 +39,23 @@ def _read_jsonl(path: Path) -> list[dict]:
 def test_same_format_reproduces_every_record(fmt: str, workers: int, tmp_path: Path) -> None:
     records = [rec for _, rec in CASES[fmt]] * 3
     src = _write_jsonl(tmp_path / "in.jsonl", [orjson.dumps(r) for r in records])
-    # tiny chunks so that two workers really split the file
-    cfg = ConvertConfig(
-        [src], fmt, fmt, tmp_path / "out.jsonl", tmp_path / "r.json", workers=workers, chunk_bytes=600
-    )
-    report = run_convert(cfg)
+    report = run_convert([src], fmt, fmt, tmp_path / "out.jsonl", "--workers", str(workers))
     assert (report["read"], report["written"], report["rejected"]) == (len(records), len(records), 0)
     for a, b in zip(records, _read_jsonl(tmp_path / "out.jsonl"), strict=True):
         assert_identical(a, b)
-    assert orjson.loads((tmp_path / "r.json").read_bytes()) == report
+    assert report["output"] == str(tmp_path / "out.jsonl")
+    assert not (tmp_path / "out.jsonl.partial").exists()
 
 
 def test_jsonl_to_parquet_and_back(tmp_path: Path) -> None:
     records = [rec for _, rec in CASES["anthropic"]]
     src = _write_jsonl(tmp_path / "in.jsonl", [orjson.dumps(r) for r in records])
-    run_convert(ConvertConfig([src], "anthropic", "parquet", tmp_path / "c.parquet", workers=1))
+    run_convert([src], "anthropic", "parquet", tmp_path / "c.parquet")
     table = pq.read_table(tmp_path / "c.parquet")
     assert table.column("source_line").to_pylist() == list(range(1, len(records) + 1))
     assert table.column("source_file").to_pylist() == [str(src)] * len(records)
-    report = run_convert(
-        ConvertConfig([tmp_path / "c.parquet"], "parquet", "anthropic", tmp_path / "o.jsonl")
-    )
-    requests = sum("messages" in rec for rec in records)  # cases.py grows: count, don't hard-code
-    assert report["by_record_kind"] == {"request": requests, "response": len(records) - requests}
-    assert requests >= 3 and len(records) - requests == 2
+    report = run_convert([tmp_path / "c.parquet"], "parquet", "anthropic", tmp_path / "o.jsonl")
+    assert (report["read"], report["written"]) == (len(records), len(records))
     for a, b in zip(records, _read_jsonl(tmp_path / "o.jsonl"), strict=True):
         assert_identical(a, b)
 
@@ -70,18 +74,18 @@ def test_bad_lines_are_rejected_with_reason_and_the_job_goes_on(fmt: str, tmp_pa
             expected[len(lines)] = bad[i]
     lines.append(b"   ")  # blank lines are not records
     src = _write_jsonl(tmp_path / "in.jsonl", lines)
-    report = run_convert(ConvertConfig([src], fmt, fmt, tmp_path / "out.jsonl", workers=1))
+    report = run_convert([src], fmt, fmt, tmp_path / "out.jsonl")
     assert report["read"] == report["written"] + report["rejected"] == len(lines) - 1
     assert (report["written"], report["rejected"], report["blank_lines"]) == (len(good), len(bad), 1)
     rejected = _read_jsonl(tmp_path / "out.jsonl.rejected.jsonl")
-    assert [r["line"] for r in rejected] == sorted(expected)
+    assert [r["source_line"] for r in rejected] == sorted(expected)
     for r in rejected:
-        line, err = expected[r["line"]]
-        assert r["input"] == line.decode()
-        assert r["error"].startswith(err), (r["error"], err)
-        assert r["file"] == str(src)
-    assert sum(report["rejected_reasons"].values()) == len(bad)
-    assert report["by_format"] == {fmt: {"read": len(lines) - 1, "written": len(good), "rejected": len(bad)}}
+        line, err = expected[r["source_line"]]
+        assert (r["input"], r["input_format"], r["input_encoding"]) == (line.decode(), fmt, "utf-8")
+        assert r["reason"].startswith(err), (r["reason"], err)
+        assert r["source_file"] == str(src)
+    assert sum(report["rejected_by_reason"].values()) == len(bad)
+    assert report["inputs"] == [{"path": str(src), "format": fmt, "read": len(lines) - 1}]
     for a, b in zip([orjson.loads(g) for g in good], _read_jsonl(tmp_path / "out.jsonl"), strict=True):
         assert_identical(a, b)
 
@@ -94,7 +98,7 @@ def test_rejected_record_leaves_no_partial_rows(tmp_path: Path) -> None:
         b'{"input": [{"role": "user", "content": [{"type": "input_text", "text": "ok"}]}]}',
     ]
     src = _write_jsonl(tmp_path / "in.jsonl", lines)
-    run_convert(ConvertConfig([src], "responses", "parquet", tmp_path / "c.parquet", workers=1))
+    run_convert([src], "responses", "parquet", tmp_path / "c.parquet")
     table = pq.read_table(tmp_path / "c.parquet")
     [row] = table.to_pylist()
     assert row["source_line"] == 2 and row["n_items"] == 1
@@ -104,7 +108,7 @@ def test_rejected_record_leaves_no_partial_rows(tmp_path: Path) -> None:
 def test_multiple_inputs_keep_input_order(tmp_path: Path) -> None:
     a = _write_jsonl(tmp_path / "a.jsonl", [b'{"messages": [{"role": "user", "content": "a1"}]}'] * 2)
     b = _write_jsonl(tmp_path / "b.jsonl", [b'{"messages": [{"role": "user", "content": "b1"}]}'])
-    run_convert(ConvertConfig([a, b], "chat", "parquet", tmp_path / "c.parquet"))
+    run_convert([a, b], "chat", "parquet", tmp_path / "c.parquet")
     t = pq.read_table(tmp_path / "c.parquet")
     assert t.column("source_file").to_pylist() == [str(a), str(a), str(b)]
     assert len(set(t.column("conversation_id").to_pylist())) == 3
@@ -113,23 +117,55 @@ def test_multiple_inputs_keep_input_order(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"source": "xml"}, "--from 'xml' is not a format"),
-        ({"target": "yaml"}, "--to 'yaml' is not a format"),
-        ({"inputs": [Path("/nonexistent.jsonl")]}, "does not exist"),
-        ({"inputs": []}, "no input files"),
-        ({"output": "SAME"}, "would overwrite an input"),
-        ({"workers": 0}, "--workers must be at least 1"),
+        (["--from", "xml"], "'xml' is not one of"),
+        (["--to", "yaml"], "'yaml' is not one of"),
+        (["MISSING"], "matches no file"),
+        (["-o", "SAME"], "would overwrite the input"),
+        (["--report", "SAME"], "would overwrite the input"),
+        (["--report", "OUT"], "is the same path as --output"),
+        (["--report", "OUT.rejected.jsonl"], "is the same path as the rejected file"),
+        (["--report", "OUT.losses.jsonl"], "is the same path as the losses file"),
+        (["--report", "OUT.partial/r.json"], "is inside the staging directory"),
+        (["--workers", "0"], "--workers must be at least 1"),
     ],
 )
-def test_bad_config_fails_before_any_work(change: dict, message: str, tmp_path: Path) -> None:
+def test_bad_config_fails_before_any_work(change: list[str], message: str, tmp_path: Path) -> None:
+    """Exit 2 with a message, and nothing written (no output dir, no staging dir)."""
     src = _write_jsonl(tmp_path / "in.jsonl", [b'{"messages": []}'])
-    kwargs = {"inputs": [src], "source": "chat", "target": "chat", "output": tmp_path / "out" / "o.jsonl"}
-    kwargs.update(change)
-    if kwargs["output"] == "SAME":
-        kwargs["output"] = src
-    with pytest.raises(ConfigError, match=message):
-        run_convert(ConvertConfig(**kwargs))
+    out = tmp_path / "out" / "o.jsonl"
+    opts = {"--from": "chat", "--to": "chat", "-o": str(out)}
+    extra: list[str] = []
+    inputs = [str(src)]
+    if change == ["MISSING"]:
+        inputs = [str(tmp_path / "missing.jsonl")]
+    else:
+        value = change[1].replace("SAME", str(src)).replace("OUT", str(out))
+        if change[0] in opts:
+            opts[change[0]] = value
+        else:
+            extra = [change[0], value]
+    argv = ["convert", *inputs, *(x for kv in opts.items() for x in kv), *extra]
+    res = CliRunner().invoke(cli, argv)
+    assert res.exit_code == 2, res.output
+    assert message in res.output
     assert not (tmp_path / "out").exists()
+
+
+def test_another_commands_staging_dir_is_refused(tmp_path: Path) -> None:
+    """An unfinished run of a different command over the same output name is not silently reused."""
+    src = _write_jsonl(tmp_path / "in.jsonl", [b'{"messages": []}'])
+    out = tmp_path / "o.jsonl"
+    run_convert([src], "chat", "chat", out)
+    staging = tmp_path / "o.jsonl.partial"
+    staging.mkdir()
+    (staging / "manifest.json").write_bytes(b'{"fingerprint": "another job"}')
+    res = run_convert([src], "chat", "responses", out, code=2)
+    assert "unfinished run of a different command" in res["output"] and "delete" in res["output"]
+    (staging / "manifest.json").unlink()
+    (staging / "mine.txt").write_text("not chatlake's")
+    res = run_convert([src], "chat", "responses", out, code=2)
+    assert "not chatlake's staging directory" in res["output"]
+    assert (staging / "mine.txt").read_text() == "not chatlake's"
 
 
 def _policy_job(tmp_path: Path, policy: LossPolicy) -> dict:
@@ -139,30 +175,30 @@ def _policy_job(tmp_path: Path, policy: LossPolicy) -> dict:
         orjson.dumps({"messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "x"}]}),
     ]
     src = _write_jsonl(tmp_path / "in.jsonl", lines)
-    return run_convert(
-        ConvertConfig([src], "chat", "responses", tmp_path / "out.jsonl", policy=policy, workers=1)
-    )
+    args = ["--on-loss", policy.on_loss, "--allow-loss", ",".join(sorted(policy.allowed))]
+    return run_convert([src], "chat", "responses", tmp_path / "out.jsonl", *args)
 
 
 def test_allow_policy_writes_all_and_records_losses(tmp_path: Path) -> None:
     report = _policy_job(tmp_path, LossPolicy())
     assert (report["read"], report["written"], report["rejected"]) == (3, 3, 0)
-    assert report["losses"]["records_with_losses"] == 2
-    assert report["losses"]["by_kind"] == {"name": 1, "instruction_position": 1}
+    assert report["records_with_losses"] == 2
+    assert report["losses_by_kind"] == {"name": 1, "instruction_position": 1}
     lines = _read_jsonl(tmp_path / "out.jsonl.losses.jsonl")
-    assert [x["line"] for x in lines] == [2, 3]
-    assert lines[0]["losses"] == [
-        {"path": "/messages/0/name", "kind": "name", "detail": "'name' has no slot"}
-    ]
+    assert [x["source_line"] for x in lines] == [2, 3]
+    assert {k: lines[0][k] for k in ("path", "kind", "detail", "source_format", "target_format")} == {
+        "path": "/messages/0/name", "kind": "name", "detail": "'name' has no slot",
+        "source_format": "chat", "target_format": "responses",
+    }  # fmt: skip
 
 
 def test_reject_policy_quarantines_exactly_the_lossy_records(tmp_path: Path) -> None:
     report = _policy_job(tmp_path, LossPolicy("reject"))
     assert (report["read"], report["written"], report["rejected"]) == (3, 1, 2)
     rejected = _read_jsonl(tmp_path / "out.jsonl.rejected.jsonl")
-    assert [r["line"] for r in rejected] == [2, 3]
-    assert rejected[0]["error"] == "loss: name (--on-loss reject)"
-    assert rejected[0]["losses"][0]["path"] == "/messages/0/name"
+    assert [r["source_line"] for r in rejected] == [2, 3]
+    assert rejected[0]["reason"] == "loss: name (on_loss = reject)"
+    assert rejected[0]["stage"] == "loss_policy"
     assert orjson.loads(rejected[0]["input"])["messages"][0]["name"] == "alice"
     assert _read_jsonl(tmp_path / "out.jsonl") == [{"input": [{"role": "user", "content": "plain"}]}]
 
@@ -170,7 +206,7 @@ def test_reject_policy_quarantines_exactly_the_lossy_records(tmp_path: Path) -> 
 def test_allow_loss_accepts_only_the_listed_kinds(tmp_path: Path) -> None:
     report = _policy_job(tmp_path, LossPolicy("reject", frozenset({"instruction_position"})))
     assert (report["written"], report["rejected"]) == (2, 1)
-    assert report["rejected_reasons"] == {"loss: name (--on-loss reject)": 1}
+    assert report["rejected_by_reason"] == {"loss: name (on_loss = reject)": 1}
 
 
 def test_unknown_loss_kind_is_a_config_error() -> None:

@@ -1,0 +1,297 @@
+"""The single-file layout of ``chatlake convert -o FILE`` and ``chatlake transform -o FILE``.
+
+The engine runs the job into a staging run directory that chatlake owns beside the output,
+``FILE.partial/`` (its ``manifest.json`` marks it as chatlake's and names the job). When every shard
+is finished, their files are joined in shard order into temp files inside the staging directory and
+renamed into place: the side files first, ``FILE`` last, so ``FILE`` appearing is the commit point.
+Then the staging directory is removed. An interrupted command leaves its finished shards in the
+staging directory and no new file under a final name; the same command run again resumes there.
+
+Final names (docs/run-layout.md, one rule): ``FILE`` (the encoded JSONL for a wire target, canonical
+Parquet for ``--to parquet`` and ``transform``), ``FILE.rejected.jsonl`` beside JSONL output or
+``FILE.rejected.parquet`` beside Parquet output, and ``FILE.losses.jsonl`` for a wire target.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.errors import ConfigError
+from pipeline.io.parquet import writer as canonical_writer
+from pipeline.io.run_tables import REJECTED_SCHEMA
+from pipeline.jobs.resolve import PARQUET, Job
+
+from .manifest import MANIFEST, Manifest
+from .shards import shard_id
+
+STAGING_SUFFIX = ".partial"
+
+
+def staging_dir(output: Path) -> Path:
+    """The run directory a single-file command stages its shards in."""
+    return output.with_name(output.name + STAGING_SUFFIX)
+
+
+def final_paths(output: Path, target: str) -> dict[str, Path]:
+    """Every file a single-file command puts in place, by role, in the order they are renamed."""
+    if target == PARQUET:
+        return {"rejected": output.with_name(output.name + ".rejected.parquet"), "output": output}
+    return {
+        "rejected": output.with_name(output.name + ".rejected.jsonl"),
+        "losses": output.with_name(output.name + ".losses.jsonl"),
+        "output": output,
+    }
+
+
+def check_paths(output: Path, target: str, inputs: Iterable[str], report: Path | None) -> None:
+    """Refuse (ConfigError, before any work) a path that collides with another or with an input."""
+    finals = final_paths(output, target)
+    named = {("--output" if role == "output" else f"the {role} file"): p for role, p in finals.items()}
+    if report is not None:
+        named["--report"] = report
+    named["staging directory"] = staging_dir(output)
+    seen: dict[Path, str] = {}
+    for what, p in named.items():
+        r = p.resolve()
+        if r in seen and seen[r] != what:
+            raise ConfigError(f"{what} {str(p)!r} is the same path as {seen[r]}; choose another path")
+        seen[r] = what
+    for inp in inputs:
+        ip = Path(inp).resolve()
+        for what, p in named.items():
+            r = p.resolve()
+            if ip == r or r in ip.parents:
+                raise ConfigError(f"{what} {str(p)!r} would overwrite the input {inp!r}; choose another path")
+    staging = staging_dir(output).resolve()
+    for what, p in named.items():  # the staging directory is deleted at the end: nothing may live in it
+        if staging in p.resolve().parents:
+            raise ConfigError(f"{what} {str(p)!r} is inside the staging directory {staging}; choose another")
+    if output.resolve().is_dir():
+        raise ConfigError(f"--output {str(output)!r} is a directory; give a file path")
+    for what, p in named.items():
+        if p != staging_dir(output) and p.resolve().is_dir():
+            raise ConfigError(f"{what} {str(p)!r} is a directory; choose another --output")
+
+
+def _check_staging(job: Job) -> None:
+    """The staging directory must be absent, empty, or this job's (chatlake's manifest, same fingerprint)."""
+    staging = job.run_dir
+    if not staging.exists():
+        return
+    if not staging.is_dir():
+        raise ConfigError(f"{staging} exists and is not a directory; move it away")
+    manifest = staging / MANIFEST
+    if not manifest.is_file():
+        if any(staging.iterdir()):
+            raise ConfigError(
+                f"{staging} exists and is not chatlake's staging directory (no {MANIFEST}); "
+                "move it away or choose another --output"
+            )
+        return
+    try:
+        fingerprint = orjson.loads(manifest.read_bytes()).get("fingerprint")
+    except orjson.JSONDecodeError:
+        fingerprint = None
+    if fingerprint != job.fingerprint():
+        raise ConfigError(
+            f"{staging} holds the unfinished run of a different command (other inputs, steps, target "
+            f"or settings); run that command again to finish it, or delete {staging} to start this one"
+        )
+
+
+def prepare(job: Job) -> None:
+    """Check the staging directory and claim it (a manifest before any shard), all before any work."""
+    _check_staging(job)
+    job.run_dir.mkdir(parents=True, exist_ok=True)
+    if not (job.run_dir / MANIFEST).is_file():
+        Manifest(job.run_dir, job.name, job.fingerprint()).save()
+
+
+def _shard_files(staging: Path, folder: str) -> list[Path]:
+    """The finished shards' files of one folder, in shard order (as the manifest lists them)."""
+    doc = orjson.loads((staging / MANIFEST).read_bytes())
+    return [staging / s["files"][folder]["path"] for s in sorted(doc["shards"], key=lambda s: s["id"])]
+
+
+def _concat(parts: Iterable[Path], dst: Path) -> None:
+    """Append the parts' bytes to ``dst`` (copied by the kernel where it can: no pass through Python)."""
+    with open(dst, "wb") as out:
+        for p in parts:
+            with open(p, "rb") as f:
+                n = os.fstat(f.fileno()).st_size
+                try:
+                    while n > 0:
+                        copied = os.copy_file_range(f.fileno(), out.fileno(), n)
+                        if copied == 0:
+                            break
+                        n -= copied
+                except OSError:  # e.g. a filesystem without it: copy the rest the plain way
+                    shutil.copyfileobj(f, out, 1 << 20)
+                if n:
+                    shutil.copyfileobj(f, out, 1 << 20)
+
+
+def _parquet(parts: Iterable[Path], dst: Path, schema: pa.Schema | None = None) -> None:
+    """Stream the parts' tables (Arrow IPC or Parquet) into one Parquet file, batch by batch.
+
+    The schema is ``schema`` or that of the first part that has rows (a shard that read nothing
+    has only the canonical columns, not the ones the steps add); parts without rows add nothing.
+    """
+    w: pq.ParquetWriter | None = None
+    first: pa.Schema | None = None
+    try:
+        for part in parts:
+            part_schema, rows, tables = _open_part(part)
+            first = first or part_schema
+            if not rows:
+                continue
+            if w is None:
+                w = canonical_writer(str(dst), schema or part_schema)
+            for t in tables():
+                w.write_table(t.cast(w.schema))
+        if w is None:  # no rows at all: still one (empty) file with the right columns
+            schema = schema or first
+            w = canonical_writer(str(dst), schema) if schema is not None else canonical_writer(str(dst))
+    finally:
+        if w is not None:
+            w.close()
+
+
+def _open_part(path: Path) -> tuple[pa.Schema, int, Callable[[], Iterator[pa.Table]]]:
+    """``(schema, rows, tables)`` of one shard file: tables() yields its batches or row groups."""
+    if path.suffix == ".arrow":
+        reader = pa.ipc.open_file(pa.memory_map(str(path)))
+        rows = sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+        return reader.schema, rows, lambda: (
+            pa.Table.from_batches([reader.get_batch(i)]) for i in range(reader.num_record_batches)
+        )
+    f = pq.ParquetFile(path)
+    return f.schema_arrow, f.metadata.num_rows, lambda: (f.read_row_group(i) for i in range(f.num_row_groups))
+
+
+class _Joiner(threading.Thread):
+    """Appends the output shards to the temp output file while the engine is still running.
+
+    A shard's file appears under its final name only once it is complete, and shards are numbered
+    from ``part-00000`` up, so the joiner takes part 0, 1, ... as each appears (the rest once the
+    run is over). Writing the one output file then overlaps the workers' work instead of following
+    it (the old convert loop overlapped them the same way).
+    """
+
+    def __init__(self, job: Job, dst: Path) -> None:
+        super().__init__(name="chatlake-join", daemon=True)
+        self.parquet = job.target == PARQUET
+        folder, ext = ("conversations", "arrow") if self.parquet else ("output", "jsonl")
+        self.folder, self.ext, self.dst = job.run_dir / folder, ext, dst
+        self.finished = threading.Event()  # the run is over: every shard is on disk
+        self.stopped = threading.Event()  # the run failed: stop
+        self.error: BaseException | None = None
+
+    def _parts(self) -> Iterator[Path]:
+        k = 0
+        while not self.stopped.is_set():
+            done = self.finished.is_set()  # read before looking: a shard listed before the end is there
+            part = self.folder / f"{shard_id(k)}.{self.ext}"
+            if part.is_file():
+                k += 1
+                yield part
+            elif done:
+                return
+            else:
+                time.sleep(0.05)
+
+    def run(self) -> None:
+        try:
+            if self.parquet:
+                _parquet(self._parts(), self.dst)
+            else:
+                _concat(self._parts(), self.dst)
+        except BaseException as e:  # handed to the main thread, which raises it
+            self.error = e
+
+    def wait(self) -> None:
+        """After the run: join the remaining shards; raise what went wrong in the thread."""
+        self.finished.set()
+        self.join()
+        if self.error is not None:
+            raise self.error
+        if self.stopped.is_set():
+            raise RuntimeError("the join was stopped")
+
+
+def finish(job: Job, output: Path) -> dict[str, Path]:
+    """Join the side files, rename everything into place (FILE last), remove the staging directory.
+
+    The output itself was joined by :class:`_Joiner` into its temp file while the run went on.
+    """
+    staging = job.run_dir
+    finals = final_paths(output, job.target)
+    tmp = _temp_paths(job, finals)
+    if job.target == PARQUET:
+        _parquet(_shard_files(staging, "rejected"), tmp["rejected"], REJECTED_SCHEMA)
+    else:
+        for role in ("rejected", "losses"):  # JSONL already, written by the workers
+            _concat(_shard_files(staging, role), tmp[role])
+    for role, path in finals.items():  # FILE last: it appears only when everything else is in place
+        os.replace(tmp[role], path)
+    remove_staging(job)
+    return finals
+
+
+def _temp_paths(job: Job, finals: dict[str, Path]) -> dict[str, Path]:
+    return {role: job.run_dir / f".final-{role}.tmp" for role in finals}
+
+
+def remove_staging(job: Job) -> None:
+    """Delete the staging directory, only after checking it is the one chatlake made for this job."""
+    manifest = job.run_dir / MANIFEST
+    if not manifest.is_file() or orjson.loads(manifest.read_bytes()).get("fingerprint") != job.fingerprint():
+        raise RuntimeError(f"{job.run_dir} is not this job's staging directory any more; left in place")
+    shutil.rmtree(job.run_dir)
+
+
+def run_single_file(job: Job, output: Path, *, progress: bool = False) -> dict[str, Any]:
+    """Run ``job`` (layout SINGLE_FILE, run_dir = :func:`staging_dir`) into ``output``; its summary.
+
+    The summary is the engine's (docs/run-layout.md) without ``run_dir``, plus ``output``,
+    ``rejected_file`` and ``losses_file`` (null for Parquet output).
+    """
+    from .run import run_job
+
+    prepare(job)
+    joiner = _Joiner(job, _temp_paths(job, final_paths(output, job.target))["output"])
+    joiner.start()
+    try:
+        summary = run_job(job, progress=progress)
+    except BaseException:
+        joiner.stopped.set()
+        joiner.join()
+        raise
+    joiner.wait()
+    finals = finish(job, output)
+    summary.pop("run_dir", None)
+    summary["output"] = str(finals["output"])
+    summary["rejected_file"] = str(finals["rejected"])
+    summary["losses_file"] = str(finals["losses"]) if "losses" in finals else None
+    return summary
+
+
+def first_rejected(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The first rejected record of a finished single-file command (for ``transform --strict``)."""
+    path = Path(summary["rejected_file"])
+    if path.suffix == ".parquet":
+        t = pq.read_table(path)
+        return t.slice(0, 1).to_pylist()[0] if t.num_rows else None
+    with open(path, "rb") as f:
+        line = f.readline()
+    return orjson.loads(line) if line.strip() else None

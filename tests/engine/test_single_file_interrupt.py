@@ -1,0 +1,106 @@
+"""``convert``/``transform -o FILE`` interrupted (SIGINT, SIGKILL) at seeded random moments.
+
+Each interruption must leave no file under a final name (and a previous run's finals untouched),
+and running the same command again must resume and write files byte-identical to an uninterrupted
+run's. The commands run as subprocesses with small shards (several per input), so an interruption
+can fall before, between or after finished shards and during the final join.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.engine.single_file import final_paths, staging_dir
+from pipeline.synth import write_jsonl
+
+# The CLI with small shards: several shards per input, so a resume really skips finished ones.
+RUNNER = (
+    "import sys, pipeline.cli as c; c.SINGLE_FILE_SHARD_RECORDS = 400; "
+    "sys.argv = ['chatlake', *sys.argv[1:]]; c.main()"
+)
+TRIALS = 5  # SIGINT, SIGKILL alternately; the last two over the finals of a completed run
+STEPS = ["--step", "role_swap", "--step", "turns", "--step", "compaction"]
+
+
+def _cmd(kind: str, src: Path, out: Path) -> list[str]:
+    if kind == "convert":
+        args = ["convert", str(src), "--from", "responses", "--to", "chat", "-o", str(out), "--workers", "2"]
+    else:
+        args = ["transform", str(src), *STEPS, "-o", str(out)]
+    return [sys.executable, "-c", RUNNER, *args, "-q"]
+
+
+def _run(cmd: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def _finals(out: Path, kind: str) -> dict[str, Path]:
+    return final_paths(out, "parquet" if kind == "transform" else "chat")
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("interrupt")
+    src = d / "in.jsonl"
+    write_jsonl(src, "responses", 1600, seed=7)
+    lines = src.read_bytes().splitlines(keepends=True)
+    lines.insert(100, b'{"input": 7}\n')  # rejected records too, so every side file has content
+    lines.insert(1000, b"not json \xff\n")
+    src.write_bytes(b"".join(lines))
+    parquet = d / "in.parquet"
+    subprocess.run(
+        [sys.executable, "-m", "pipeline", "convert", str(src), "--from", "responses", "--to", "parquet",
+         "-o", str(parquet), "-q"], check=True, capture_output=True,
+    )  # fmt: skip
+    return {"convert": src, "transform": parquet}
+
+
+@pytest.mark.parametrize("kind", ["convert", "transform"])
+def test_interrupted_runs_leave_no_final_file_and_resume_to_the_same_bytes(
+    kind: str, inputs: dict[str, Path], tmp_path: Path
+) -> None:
+    ref = tmp_path / "ref" / ("out.jsonl" if kind == "convert" else "out.parquet")
+    ref.parent.mkdir()
+    duration = _run(_cmd(kind, inputs[kind], ref))
+    want = {role: p.read_bytes() for role, p in _finals(ref, kind).items()}
+    assert not staging_dir(ref).exists()
+    rng = random.Random(f"{kind}-6")
+    interrupted = 0
+    for trial in range(TRIALS):
+        sig = (signal.SIGINT, signal.SIGKILL)[trial % 2]
+        out = tmp_path / f"t{trial}" / ref.name
+        out.parent.mkdir()
+        previous = trial >= TRIALS - 2  # finals of a completed earlier run are there: they must stay whole
+        if previous:
+            _run(_cmd(kind, inputs[kind], out))
+        proc = subprocess.Popen(_cmd(kind, inputs[kind], out), stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.1, 0.9) * duration)
+        if proc.poll() is None:
+            interrupted += 1
+            proc.send_signal(sig)
+        proc.wait()
+        time.sleep(0.3)  # orphaned workers of a killed parent notice and exit
+        finals = _finals(out, kind)
+        if proc.returncode == 0:  # it finished before the signal: then everything is complete
+            assert not staging_dir(out).exists()
+        elif previous:
+            assert {r: p.read_bytes() for r, p in finals.items()} == want, f"trial {trial}: finals changed"
+        else:
+            present = [str(p) for p in finals.values() if p.exists()]
+            assert not present, f"trial {trial} ({sig.name}): {present} exist after the interruption"
+        _run(_cmd(kind, inputs[kind], out))  # the same command again: resumes, then finishes
+        got = {role: p.read_bytes() for role, p in finals.items()}
+        assert got == want, f"trial {trial} ({sig.name}): the resumed run's files differ"
+        assert not staging_dir(out).exists()
+        assert sorted(os.listdir(out.parent)) == sorted(p.name for p in finals.values())
+    assert interrupted >= TRIALS - 1, f"only {interrupted} of {TRIALS} trials were interrupted"
