@@ -39,7 +39,10 @@ class OptionalBuildExt(build_ext):
     def _give_up(self, error: Exception) -> None:
         if os.environ.get("CHATLAKE_REQUIRE_NATIVE") == "1":
             raise error
-        print(WARNING.format(error=f"{type(error).__name__}: {error}"), file=sys.stderr)
+        # once: after a failed compile, an in-place build also fails to copy the missing module
+        if not getattr(self, "_warned", False):
+            self._warned = True
+            print(WARNING.format(error=f"{type(error).__name__}: {error}"), file=sys.stderr)
 
 
 setup(
