@@ -44,7 +44,7 @@ typedef struct {
 } Status;
 
 static void buf_put(Status *st, Buf *b, const void *src, size_t n) {
-    if (st->oom) return;
+    if (n == 0 || st->oom) return; /* memcpy into a still-NULL buffer is undefined even for 0 bytes */
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->len + n) cap *= 2;

@@ -20,6 +20,7 @@ from pipeline.formats import conversation_id, decode_lines
 from tests.cases import BAD_LINES, RESPONSES
 from tests.corpus import corpus_available, corpus_records
 from tests.native.differential import compare, python_codec
+from tests.native.fuzz_native import PINNED
 from tests.strategies import responses_request, responses_response
 
 native = codec.native_module("responses")
@@ -148,6 +149,12 @@ def test_escapes_and_unicode_survive_byte_for_byte() -> None:
     escaped = b'{"input": "\\u0041\\u00e9\\ud834\\udd1e\\/\\b\\f\\n\\r\\t\\u0000", "k\\u0000": "\\u001F"}'
     res = compare([orjson.dumps(rec), escaped])
     assert res.native_fallback == {}
+
+
+@pytest.mark.parametrize("line", PINNED)
+def test_lines_the_fuzzer_found(line: bytes) -> None:
+    """Alone in their batch, as found (the sanitizer build replays them in test_fuzz.py)."""
+    assert compare([line]).native_fallback == {}
 
 
 def test_not_bytes_lines_and_empty_input() -> None:
