@@ -804,11 +804,15 @@ static inline uint64_t rotr64(uint64_t x, int n) { return (x >> n) | (x << (64 -
 
 static void b2_compress(Blake2b *s, const uint8_t *block, int last) {
     uint64_t m[16], v[16];
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(m, block, 128); /* BLAKE2b words are little-endian */
+#else
     for (int i = 0; i < 16; i++) {
         uint64_t w = 0;
         for (int j = 7; j >= 0; j--) w = (w << 8) | block[i * 8 + j];
         m[i] = w;
     }
+#endif
     for (int i = 0; i < 8; i++) {
         v[i] = s->h[i];
         v[i + 8] = B2_IV[i];
