@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 # Wire formats the compiled decoder handles; the others always decode in Python.
-NATIVE_FORMATS = frozenset({"responses"})
+NATIVE_FORMATS = frozenset({"responses", "chat"})
 ENV = "CHATLAKE_NATIVE"
 
 
@@ -42,7 +42,7 @@ def _extension() -> tuple[ModuleType | None, str]:
         return None, f"the compiled extension pipeline._native cannot be loaded ({e})"
     # pipeline/_native/ holds the C sources; without the built module it imports as an empty
     # namespace package, so check for the function itself
-    if not hasattr(_native, "decode_responses"):
+    if not hasattr(_native, "decode_lines"):
         return None, "the compiled extension pipeline._native is not built (no C compiler at install?)"
     return _native, f"pipeline._native {_native.__file__} (yyjson {_native.YYJSON_VERSION})"
 

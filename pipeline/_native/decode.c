@@ -1,12 +1,13 @@
 /*
  * pipeline._native: the compiled core of chatlake's exact decoder.
  *
- * decode_responses(lines, source_file, first_line) parses JSONL lines of OpenAI Responses request
- * bodies / Response objects with the vendored yyjson and walks them into flat Arrow buffers (one
- * set per column of the canonical table, see pipeline/schema.py). Python assembles the table from
- * those buffers column at a time (pipeline/formats/_native_decode.py).
+ * decode_lines(fmt, lines, source_file, first_line) parses JSONL lines of OpenAI Responses (request
+ * bodies / Response objects) or Chat Completions (request bodies / completion objects) with the
+ * vendored yyjson and walks them into flat Arrow buffers (one set per column of the canonical
+ * table, see pipeline/schema.py). Python assembles the table from those buffers column at a time
+ * (pipeline/formats/_native_decode.py).
  *
- * The walk mirrors pipeline/formats/responses.py, _common.py and _record.py rule for rule. A line
+ * The walks mirror pipeline/formats/responses.py, chat.py, _common.py and _record.py rule for rule. A line
  * it cannot prove it stores byte-identically to the Python decoder is not decoded here: it is
  * returned as a fallback (index + reason) and the Python decoder handles that line alone. That
  * includes every line the Python decoder would reject, so rejection reasons have one source.
@@ -493,7 +494,7 @@ static int check_value(yyjson_val *v, int depth) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* The Responses walk (pipeline/formats/responses.py, _common.py, _record.py)                   */
+/* The walks (pipeline/formats/responses.py, chat.py, _common.py, _record.py)                   */
 
 static inline int key_is(yyjson_val *k, const char *lit, size_t n) {
     return yyjson_get_len(k) == n && memcmp(yyjson_get_str(k), lit, n) == 0;
@@ -650,6 +651,59 @@ static void push_opt(Ctx *c, int col, yyjson_val *v) {
     }
 }
 
+enum { SLOT_NATIVE, SLOT_ID, SLOT_CALL_ID, SLOT_ROLE, SLOT_NAME, SLOT_NAMESPACE, SLOT_ARGUMENTS,
+       SLOT_INPUT, SLOT_STATUS, SLOT_PHASE, SLOT_ENC };
+
+/* Close one item row (_build.close_item): its content / summary blocks were appended already, its
+ * extra_json written into the column's data (`extra_open`); `role_literal` overrides slot role;
+ * `wrapper_from` is a Chat choice whose keys other than "message" form wrapper_json. */
+static void push_item(Ctx *c, const char *section, int32_t group, int32_t part, const char *kind,
+                      size_t kind_len, yyjson_val *slots[11], const char *role_literal, const char *form,
+                      int extra_open, yyjson_val *wrapper_from, const Nulls *nl, int has_content,
+                      int has_summary) {
+    Status *st = &c->st;
+    push_str(c, S_SECTION, section);
+    ic_push(st, &c->i[I_GROUP], group, 1);
+    ic_push(st, &c->i[I_PART], part < 0 ? 0 : part, part >= 0);
+    sc_push(st, &c->s[S_TYPE], kind, kind_len);
+    for (int j = 0; j < 11; j++) {
+        if (j == SLOT_ROLE && role_literal) {
+            push_str(c, S_ROLE, role_literal);
+        } else {
+            push_opt(c, SLOT_COLS[j], slots[j]);
+        }
+    }
+    if (form) {
+        push_str(c, S_FORM, form);
+    } else {
+        sc_null(st, &c->s[S_FORM]);
+    }
+    sc_null(st, &c->s[S_SIG]);
+    close_extra(st, &c->s[S_IEXTRA], extra_open);
+    StrCol *w = &c->s[S_WRAPPER];
+    if (wrapper_from) {
+        buf_byte(st, &w->data, '{');
+        int first = 1;
+        size_t idx, max;
+        yyjson_val *k, *v;
+        yyjson_obj_foreach(wrapper_from, idx, max, k, v) {
+            if (KEY_IS(k, "message")) continue;
+            if (!first) buf_byte(st, &w->data, ',');
+            first = 0;
+            write_str(st, &w->data, yyjson_get_str(k), yyjson_get_len(k));
+            buf_byte(st, &w->data, ':');
+            write_val(st, &w->data, v);
+        }
+        buf_byte(st, &w->data, '}');
+        sc_commit(st, w);
+    } else {
+        sc_null(st, w);
+    }
+    nulls_close(c, L_INULLS, S_INULLS, nl);
+    list_close(c, L_CONTENT, c->s[S_BLOCKS + 8 * LEVEL_CONTENT].n, has_content);
+    list_close(c, L_SUMMARY, c->s[S_BLOCKS + 8 * LEVEL_SUMMARY].n, has_summary);
+}
+
 /* responses.decode_item. Returns 0, or -1 to hand the record to Python. */
 static int decode_item(Ctx *c, yyjson_val *item, const char *section, int32_t index) {
     Status *st = &c->st;
@@ -730,47 +784,167 @@ static int decode_item(Ctx *c, yyjson_val *item, const char *section, int32_t in
         }
     }
     if (payload_key && !form) form = "absent";
-    push_str(c, S_SECTION, section);
-    ic_push(st, &c->i[I_GROUP], index, 1);
-    ic_push(st, &c->i[I_PART], 0, 0);
-    sc_push(st, &c->s[S_TYPE], kind, kind_len);
-    for (int j = 0; j < 11; j++) push_opt(c, SLOT_COLS[j], slots[j]);
-    if (form) {
-        push_str(c, S_FORM, form);
-    } else {
-        sc_null(st, &c->s[S_FORM]);
-    }
-    sc_null(st, &c->s[S_SIG]);
-    close_extra(st, extra, open);
-    sc_null(st, &c->s[S_WRAPPER]);
-    nulls_close(c, L_INULLS, S_INULLS, &nl);
-    list_close(c, L_CONTENT, c->s[S_BLOCKS + 8 * LEVEL_CONTENT].n, has_content);
-    list_close(c, L_SUMMARY, c->s[S_BLOCKS + 8 * LEVEL_SUMMARY].n, has_summary);
+    push_item(c, section, index, -1, kind, kind_len, slots, NULL, form, open, NULL, &nl, has_content,
+              has_summary);
     return 0;
 }
 
 /* The item a string input stands for: one user message whose content is that string. */
 static void string_input_item(Ctx *c, const char *section, yyjson_val *text) {
+    yyjson_val *slots[11] = {NULL};
+    Nulls nl = {.n = 0};
+    text_block(c, LEVEL_CONTENT, text);
+    push_item(c, section, 0, -1, "message", 7, slots, "user", "string", 0, NULL, &nl, 1, 0);
+}
+
+/* ---- Chat (pipeline/formats/chat.py, _common.add_chat_message) ----------------------------- */
+
+/* _common.add_chat_message (strict content): the head item of a message. Returns its role, or
+ * NULL to hand the record to Python; *tool_calls is set when there are calls to split. */
+static yyjson_val *chat_head(Ctx *c, yyjson_val *msg, const char *section, int32_t group,
+                             yyjson_val *wrapper_from, yyjson_val **tool_calls) {
     Status *st = &c->st;
-    push_str(c, S_SECTION, section);
-    ic_push(st, &c->i[I_GROUP], 0, 1);
-    ic_push(st, &c->i[I_PART], 0, 0);
-    push_str(c, S_TYPE, "message");
-    for (int j = 0; j < 11; j++) {
-        if (SLOT_COLS[j] == S_ROLE) {
-            push_str(c, S_ROLE, "user");
+    *tool_calls = NULL;
+    if (!msg || !yyjson_is_obj(msg)) return NULL;
+    yyjson_val *role = yyjson_obj_get(msg, "role");
+    if (!role || !yyjson_is_str(role)) return NULL;
+    const char *r = yyjson_get_str(role);
+    size_t rl = yyjson_get_len(role);
+    int output = str_is(r, rl, "tool") || str_is(r, rl, "function");
+    yyjson_val *slots[11] = {NULL};
+    slots[SLOT_ROLE] = role;
+    Nulls nl = {.n = 0};
+    const char *form = NULL;
+    int has_content = 0, open = 0;
+    StrCol *extra = &c->s[S_IEXTRA];
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(msg, idx, max, k, v) {
+        if (KEY_IS(k, "role")) continue;
+        if (KEY_IS(k, "content")) {
+            if (yyjson_is_str(v)) {
+                form = "string";
+                text_block(c, LEVEL_CONTENT, v);
+                has_content = 1;
+            } else if (yyjson_is_arr(v)) {
+                form = "parts";
+                if (add_blocks(c, LEVEL_CONTENT, v)) return NULL;
+                has_content = 1;
+            } else if (yyjson_is_null(v)) {
+                form = "null";
+            } else {
+                return NULL; /* expected string or array */
+            }
+        } else if (KEY_IS(k, "name") || KEY_IS(k, "tool_call_id")) {
+            int slot = KEY_IS(k, "name") ? SLOT_NAME : SLOT_CALL_ID;
+            if (yyjson_is_str(v)) {
+                slots[slot] = v;
+            } else if (yyjson_is_null(v)) {
+                nl.name[nl.n++] = SLOT_NULL_NAMES[slot];
+            } else {
+                keep(st, extra, &open, k, v);
+            }
+        } else if (KEY_IS(k, "tool_calls") && yyjson_is_arr(v) && yyjson_arr_size(v) > 0) {
+            *tool_calls = v;
         } else {
-            sc_null(st, &c->s[SLOT_COLS[j]]);
+            keep(st, extra, &open, k, v);
         }
     }
-    push_str(c, S_FORM, "string");
-    sc_null(st, &c->s[S_SIG]);
-    sc_null(st, &c->s[S_IEXTRA]);
-    sc_null(st, &c->s[S_WRAPPER]);
-    list_close(c, L_INULLS, c->s[S_INULLS].n, 0);
-    text_block(c, LEVEL_CONTENT, text);
-    list_close(c, L_CONTENT, c->s[S_BLOCKS + 8 * LEVEL_CONTENT].n, 1);
-    list_close(c, L_SUMMARY, c->s[S_BLOCKS + 8 * LEVEL_SUMMARY].n, 0);
+    if (!form) form = "absent";
+    const char *kind = output ? "function_call_output" : "message";
+    push_item(c, section, group, -1, kind, strlen(kind), slots, NULL, form, open, wrapper_from, &nl,
+              has_content, 0);
+    return role;
+}
+
+/* chat._decode_tool_call. Returns 0, or -1 to hand the record to Python. */
+static int chat_tool_call(Ctx *c, yyjson_val *tc, yyjson_val *role, const char *section, int32_t group,
+                          int32_t j) {
+    Status *st = &c->st;
+    if (!yyjson_is_obj(tc)) return -1;
+    yyjson_val *native = yyjson_obj_get(tc, "type");
+    int custom = (native && yyjson_is_str(native) && str_is(yyjson_get_str(native), yyjson_get_len(native),
+                                                             "custom")) ||
+                 ((!native || yyjson_is_null(native)) && yyjson_obj_get(tc, "custom") &&
+                  !yyjson_obj_get(tc, "function"));
+    const char *sub_key = custom ? "custom" : "function";
+    const char *value_key = custom ? "input" : "arguments";
+    int value_slot = custom ? SLOT_INPUT : SLOT_ARGUMENTS;
+    const char *kind = custom ? "custom_tool_call" : "function_call";
+    if (!yyjson_obj_get(tc, sub_key)) return -1; /* tool call without its function / custom */
+    yyjson_val *slots[11] = {NULL};
+    slots[SLOT_ROLE] = role;
+    Nulls nl = {.n = 0};
+    int open = 0;
+    StrCol *extra = &c->s[S_IEXTRA];
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(tc, idx, max, k, v) {
+        int slot = KEY_IS(k, "id") ? SLOT_CALL_ID : KEY_IS(k, "type") ? SLOT_NATIVE : -1;
+        if (slot >= 0) {
+            if (yyjson_is_str(v)) {
+                slots[slot] = v;
+            } else if (yyjson_is_null(v)) {
+                nl.name[nl.n++] = SLOT_NULL_NAMES[slot];
+            } else {
+                keep(st, extra, &open, k, v);
+            }
+        } else if (key_is(k, sub_key, strlen(sub_key))) {
+            if (!yyjson_is_obj(v)) return -1;
+            /* name and the value key (string or null) to columns; every other sub-key kept, as one
+             * object under the sub-key, where the sub-key stood */
+            int sub_open = 0;
+            size_t sidx, smax;
+            yyjson_val *sk, *sv;
+            yyjson_obj_foreach(v, sidx, smax, sk, sv) {
+                int sslot = KEY_IS(sk, "name") ? SLOT_NAME
+                            : key_is(sk, value_key, strlen(value_key)) ? value_slot
+                                                                       : -1;
+                if (sslot >= 0 && (yyjson_is_str(sv) || yyjson_is_null(sv))) {
+                    if (yyjson_is_str(sv)) {
+                        slots[sslot] = sv;
+                    } else {
+                        nl.name[nl.n++] = SLOT_NULL_NAMES[sslot];
+                    }
+                    continue;
+                }
+                if (!sub_open) {
+                    buf_byte(st, &extra->data, open ? ',' : '{');
+                    open = 1;
+                    write_str(st, &extra->data, sub_key, strlen(sub_key));
+                    buf_byte(st, &extra->data, ':');
+                    buf_byte(st, &extra->data, '{');
+                    sub_open = 1;
+                } else {
+                    buf_byte(st, &extra->data, ',');
+                }
+                write_str(st, &extra->data, yyjson_get_str(sk), yyjson_get_len(sk));
+                buf_byte(st, &extra->data, ':');
+                write_val(st, &extra->data, sv);
+            }
+            if (sub_open) buf_byte(st, &extra->data, '}');
+        } else {
+            keep(st, extra, &open, k, v);
+        }
+    }
+    push_item(c, section, group, j, kind, strlen(kind), slots, NULL, NULL, open, NULL, &nl, 0, 0);
+    return 0;
+}
+
+/* chat.decode_message: the head item, then one item per tool call. */
+static int chat_message(Ctx *c, yyjson_val *msg, const char *section, int32_t group,
+                        yyjson_val *wrapper_from) {
+    yyjson_val *tool_calls;
+    yyjson_val *role = chat_head(c, msg, section, group, wrapper_from, &tool_calls);
+    if (!role) return -1;
+    if (tool_calls) {
+        size_t idx, max;
+        yyjson_val *tc;
+        yyjson_arr_foreach(tool_calls, idx, max, tc) {
+            if (chat_tool_call(c, tc, role, section, group, (int32_t)idx)) return -1;
+        }
+    }
+    return 0;
 }
 
 /* ---- BLAKE2b (RFC 7693), for conversation_id: blake2b(raw, digest_size=16) + file + line ---- */
@@ -895,17 +1069,23 @@ static void conversation_id(Ctx *c, const char *raw, size_t n, int64_t line, cha
 
 /* ---- one record ---------------------------------------------------------------------------- */
 
-/* The Responses walk of one parsed record (responses._walk + _record.add_top_level). Returns FB_OK
- * with one row appended, or FB_SHAPE with nothing appended. */
-static int decode_record(Ctx *c, yyjson_val *rec, const char *raw, size_t raw_len, int64_t line,
-                         int64_t index) {
-    Status *st = &c->st;
-    if (!yyjson_is_obj(rec)) return FB_SHAPE;
+enum { FMT_RESPONSES, FMT_CHAT, N_FMT };
+static const char *FMT_NAMES[N_FMT] = {"responses", "chat"};
+
+/* What a walk says about the row it decoded (_record.RowEnd): the key it handled besides the
+ * ones named here, record_kind and items_form. */
+typedef struct {
+    const char *key;
+    int response;
+    const char *items_form;
+} RowEnd;
+
+/* responses._walk. Returns FB_OK or FB_SHAPE. */
+static int walk_responses(Ctx *c, yyjson_val *rec, RowEnd *end) {
     yyjson_val *input = yyjson_obj_get(rec, "input");
     int response = !input && yyjson_obj_get(rec, "output") != NULL;
     const char *key = response ? "output" : "input";
     yyjson_val *value = response ? yyjson_obj_get(rec, "output") : input;
-    int64_t items_before = c->s[S_SECTION].n;
 
     /* instructions: absent, null, string, or items (which go to the items column) */
     yyjson_val *instr = yyjson_obj_get(rec, "instructions");
@@ -951,6 +1131,51 @@ static int decode_record(Ctx *c, yyjson_val *rec, const char *raw, size_t raw_le
     } else {
         return FB_SHAPE;
     }
+    end->key = key;
+    end->response = response;
+    end->items_form = items_form;
+    return FB_OK;
+}
+
+/* chat._walk. Returns FB_OK or FB_SHAPE. */
+static int walk_chat(Ctx *c, yyjson_val *rec, RowEnd *end) {
+    int response = yyjson_obj_get(rec, "choices") && !yyjson_obj_get(rec, "messages");
+    const char *key = response ? "choices" : "messages";
+    push_str(c, S_IFORM, "absent");
+    list_close(c, L_INSTR_CONTENT, c->s[S_BLOCKS + 8 * LEVEL_INSTR].n, 0);
+    yyjson_val *value = yyjson_obj_get(rec, key);
+    if (!value || !yyjson_is_arr(value)) return FB_SHAPE;
+    size_t idx, max;
+    yyjson_val *entry;
+    yyjson_arr_foreach(value, idx, max, entry) {
+        if (response) {
+            if (!yyjson_is_obj(entry)) return FB_SHAPE;
+            if (chat_message(c, yyjson_obj_get(entry, "message"), key, (int32_t)idx, entry)) return FB_SHAPE;
+        } else if (chat_message(c, entry, key, (int32_t)idx, NULL)) {
+            return FB_SHAPE;
+        }
+    }
+    end->key = key;
+    end->response = response;
+    end->items_form = "parts";
+    return FB_OK;
+}
+
+/* One parsed record: the format's walk, then the top-level keys (_record.add_top_level). Returns
+ * FB_OK with one row appended, or FB_SHAPE (the caller rolls back what was appended). */
+static int decode_record(Ctx *c, int fmt, yyjson_val *rec, const char *raw, size_t raw_len, int64_t line,
+                         int64_t index) {
+    Status *st = &c->st;
+    if (!yyjson_is_obj(rec)) return FB_SHAPE;
+    int64_t items_before = c->s[S_SECTION].n;
+    RowEnd end;
+    int r = fmt == FMT_CHAT ? walk_chat(c, rec, &end) : walk_responses(c, rec, &end);
+    if (r != FB_OK) return r;
+    const char *key = end.key;
+    int response = end.response;
+    const char *items_form = end.items_form;
+    /* Responses also decoded "instructions"; Chat keeps such a key in extra_json */
+    const char *also = fmt == FMT_RESPONSES ? "instructions" : NULL;
 
     /* top-level keys: model, tools, tool_choice, every other key to extra_json */
     yyjson_val *model = NULL, *tools = NULL, *tool_choice = NULL;
@@ -959,7 +1184,7 @@ static int decode_record(Ctx *c, yyjson_val *rec, const char *raw, size_t raw_le
     size_t idx, max;
     yyjson_val *k, *v;
     yyjson_obj_foreach(rec, idx, max, k, v) {
-        if (KEY_IS(k, "instructions") || key_is(k, key, strlen(key))) continue;
+        if ((also && key_is(k, also, strlen(also))) || key_is(k, key, strlen(key))) continue;
         int is_model = KEY_IS(k, "model"), is_tools = KEY_IS(k, "tools");
         int is_tc = KEY_IS(k, "tool_choice");
         if (is_model && yyjson_is_str(v)) {
@@ -977,7 +1202,7 @@ static int decode_record(Ctx *c, yyjson_val *rec, const char *raw, size_t raw_le
     char hex[32];
     conversation_id(c, raw, raw_len, line, hex);
     sc_push(st, &c->s[S_CID], hex, 32);
-    push_str(c, S_FMT, "responses");
+    push_str(c, S_FMT, FMT_NAMES[fmt]);
     push_str(c, S_KIND, response ? "response" : "request");
     if (c->has_source_file) {
         sc_push(st, &c->s[S_FILE], c->source_file, (size_t)c->source_file_len);
@@ -1009,7 +1234,7 @@ static int is_blank(const char *p, size_t n) {
 }
 
 /* One line: blank, native row, or a fallback reason. */
-static int decode_line(Ctx *c, const char *p, size_t n, int64_t line, int64_t index) {
+static int decode_line(Ctx *c, int fmt, const char *p, size_t n, int64_t line, int64_t index) {
     yyjson_read_err err;
     yyjson_doc *doc = yyjson_read_opts((char *)p, n, YYJSON_READ_NUMBER_AS_RAW, NULL, &err);
     if (!doc) return FB_PARSE;
@@ -1018,7 +1243,7 @@ static int decode_line(Ctx *c, const char *p, size_t n, int64_t line, int64_t in
     if (r == FB_OK) {
         Mark m;
         mark(c, &m);
-        r = decode_record(c, root, p, n, line, index);
+        r = decode_record(c, fmt, root, p, n, line, index);
         if (r != FB_OK || c->st.oom) rollback(c, &m);
     }
     yyjson_doc_free(doc);
@@ -1103,18 +1328,28 @@ typedef struct {
     int is_bytes;
 } Line;
 
-PyDoc_STRVAR(decode_responses_doc,
-             "decode_responses(lines, source_file, first_line) -> (columns, blank_lines, fallbacks)\n\n"
-             "Decode a list of JSONL lines (bytes) of OpenAI Responses records. columns maps column\n"
+PyDoc_STRVAR(decode_lines_doc,
+             "decode_lines(fmt, lines, source_file, first_line) -> (columns, blank_lines, fallbacks)\n\n"
+             "Decode a list of JSONL lines (bytes) of format fmt (FORMATS). columns maps column\n"
              "paths to (length, null_count, validity bitmap or None, buffers...) of the native rows;\n"
              "fallbacks lists (index, reason) of the lines the Python decoder must handle.");
 
-static PyObject *decode_responses(PyObject *self, PyObject *args) {
+static PyObject *decode_lines(PyObject *self, PyObject *args) {
     (void)self;
+    const char *fmt_name;
     PyObject *lines;
     PyObject *source_file;
     long long first_line;
-    if (!PyArg_ParseTuple(args, "O!OL", &PyList_Type, &lines, &source_file, &first_line)) return NULL;
+    if (!PyArg_ParseTuple(args, "sO!OL", &fmt_name, &PyList_Type, &lines, &source_file, &first_line))
+        return NULL;
+    int fmt = -1;
+    for (int f = 0; f < N_FMT; f++) {
+        if (strcmp(fmt_name, FMT_NAMES[f]) == 0) fmt = f;
+    }
+    if (fmt < 0) {
+        PyErr_Format(PyExc_ValueError, "pipeline._native does not decode format %s", fmt_name);
+        return NULL;
+    }
     Ctx *c = (Ctx *)malloc(sizeof(Ctx));
     if (!c) return PyErr_NoMemory();
     ctx_init(c);
@@ -1161,7 +1396,7 @@ static PyObject *decode_responses(PyObject *self, PyObject *args) {
             blank++;
             continue;
         }
-        reason[k] = (uint8_t)decode_line(c, ls[k].p, (size_t)ls[k].n, first_line + k, k);
+        reason[k] = (uint8_t)decode_line(c, fmt, ls[k].p, (size_t)ls[k].n, first_line + k, k);
         if (c->st.oom || c->st.overflow) break;
     }
     Py_END_ALLOW_THREADS
@@ -1226,7 +1461,7 @@ static PyObject *conversation_id_hex(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef METHODS[] = {
-    {"decode_responses", decode_responses, METH_VARARGS, decode_responses_doc},
+    {"decode_lines", decode_lines, METH_VARARGS, decode_lines_doc},
     {"conversation_id_hex", conversation_id_hex, METH_VARARGS, blake2b_doc},
     {NULL, NULL, 0, NULL},
 };
@@ -1239,10 +1474,13 @@ static struct PyModuleDef MODULE = {
 PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&MODULE);
     if (!m) return NULL;
-    if (PyModule_AddStringConstant(m, "YYJSON_VERSION", YYJSON_VERSION_STRING) ||
-        PyModule_AddIntConstant(m, "MAX_DEPTH", MAX_DEPTH)) {
+    PyObject *formats = Py_BuildValue("(ss)", FMT_NAMES[0], FMT_NAMES[1]);
+    if (!formats || PyModule_AddStringConstant(m, "YYJSON_VERSION", YYJSON_VERSION_STRING) ||
+        PyModule_AddIntConstant(m, "MAX_DEPTH", MAX_DEPTH) || PyModule_AddObjectRef(m, "FORMATS", formats)) {
+        Py_XDECREF(formats);
         Py_DECREF(m);
         return NULL;
     }
+    Py_DECREF(formats);
     return m;
 }

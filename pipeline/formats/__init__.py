@@ -142,6 +142,7 @@ def decode_lines(
         if native is not None:  # the compiled decoder; lines it cannot prove exact come back here
             out = _native_decode.decode(
                 native,
+                fmt,
                 lines,
                 source_file,
                 first_line,

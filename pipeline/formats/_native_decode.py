@@ -105,14 +105,16 @@ def _table(cols: dict[str, Any]) -> pa.Table:
 
 def decode(
     native: ModuleType,
+    fmt: str,
     lines: Iterable[bytes],
     source_file: str | None,
     first_line: int,
     python_lines: PythonLines,
 ) -> NativeDecode:
-    """Decode Responses lines natively; the lines it cannot prove exact go to ``python_lines``."""
+    """Decode ``fmt`` lines natively; the lines it cannot prove exact go to ``python_lines``."""
     lines = lines if type(lines) is list else list(lines)
-    out = native.decode_responses(lines, None if source_file is None else source_file.encode(), first_line)
+    file = None if source_file is None else source_file.encode()
+    out = native.decode_lines(fmt, lines, file, first_line)
     if out is None:  # a column passed 2 GiB (int32 offsets): the whole batch in Python
         res = python_lines(lines, source_file, list(range(first_line, first_line + len(lines))))
         return NativeDecode(res.table, res.rejected, res.blank_lines, {"batch_too_large": len(lines)})

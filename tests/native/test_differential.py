@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 
 from pipeline import codec, synth
 from pipeline.formats import conversation_id, decode_lines
-from tests.cases import BAD_LINES, RESPONSES
+from tests.cases import BAD_LINES, CASES
 from tests.corpus import corpus_available, corpus_records
 from tests.native.differential import compare, python_codec
 from tests.native.fuzz_native import PINNED
-from tests.strategies import responses_request, responses_response
+from tests.strategies import wire_record
 
 native = codec.native_module("responses")
 pytestmark = pytest.mark.skipif(
@@ -35,41 +35,52 @@ def _lines(records: list[dict]) -> list[bytes]:
     return [orjson.dumps(r) for r in records]
 
 
-def test_hand_written_cases_decode_natively_and_identically() -> None:
-    res = compare(_lines([r for _, r in RESPONSES]), source_file="cases.jsonl")
+FORMATS = sorted(codec.NATIVE_FORMATS)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_hand_written_cases_decode_natively_and_identically(fmt: str) -> None:
+    res = compare(_lines([r for _, r in CASES[fmt]]), fmt, source_file="cases.jsonl")
     assert res.native_fallback == {}, "a hand-written case went to the Python decoder"
 
 
-def test_bad_lines_are_rejected_by_the_python_decoder_with_its_reasons() -> None:
-    lines = [line for fmt, line, _ in BAD_LINES if fmt == "responses"]
-    res = compare(lines)
-    assert [r.error.split(":")[0] for r in res.rejected] == [
-        e.split(":")[0] for fmt, _, e in BAD_LINES if fmt == "responses"
-    ]
-    assert sum(res.native_fallback.values()) == len(lines)
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_bad_lines_are_rejected_by_the_python_decoder_with_its_reasons(fmt: str) -> None:
+    bad = [(line, error) for f, line, error in BAD_LINES if f == fmt]
+    res = compare([line for line, _ in bad], fmt)
+    assert [r.error.split(":")[0] for r in res.rejected] == [e.split(":")[0] for _, e in bad]
+    assert sum(res.native_fallback.values()) == len(bad)
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("seed", [0, 1])
-def test_synthetic_records(seed: int) -> None:
-    lines = _lines(list(synth.generate("responses", 600, seed=seed)))
+def test_synthetic_records(fmt: str, seed: int) -> None:
+    lines = _lines(list(synth.generate(fmt, 600, seed=seed)))
     lines[100:100] = [b"", b"  \t", b"\n"]  # blank lines count and shift line numbers
-    res = compare(lines, source_file="synth.jsonl", first_line=7)
+    res = compare(lines, fmt, source_file="synth.jsonl", first_line=7)
     assert sum(res.native_fallback.values()) <= len(lines) // 100, res.native_fallback
 
 
 @pytest.mark.corpus
 @pytest.mark.skipif(not corpus_available(), reason="../shared/corpus not found (CI has it)")
-def test_shared_corpus_records() -> None:
-    records = [r.record for r in corpus_records() if r.format == "responses"]
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_shared_corpus_records(fmt: str) -> None:
+    records = [r.record for r in corpus_records() if r.format == fmt]
     assert records
-    res = compare(_lines(records), source_file="corpus.jsonl")
+    res = compare(_lines(records), fmt, source_file="corpus.jsonl")
     assert sum(res.native_fallback.values()) <= len(records) // 20, res.native_fallback
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.one_of(responses_request(), responses_response()), min_size=1, max_size=6))
-def test_hypothesis_records(records: list[dict]) -> None:
-    compare(_lines(records))
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_hypothesis_records(fmt: str) -> None:
+    records = st.one_of(wire_record(fmt, "request"), wire_record(fmt, "response"))
+
+    @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.lists(records, min_size=1, max_size=6))
+    def check(records: list[dict]) -> None:
+        compare(_lines(records), fmt)
+
+    check()
 
 
 def _doubles(n: int, seed: int) -> tuple[list[float], list[float]]:
@@ -188,4 +199,4 @@ def test_chatlake_native_0_forces_the_python_codec() -> None:
         res = decode_lines([b'{"input": "x", "a": 1, "a": 2}'], "responses")
     assert res.native_fallback == {}
     assert codec.status().native
-    assert codec.native_module("chat") is None  # not implemented natively yet
+    assert codec.native_module("anthropic") is None  # not implemented natively yet
