@@ -1,6 +1,6 @@
-"""Mutation fuzzer of the compiled decoder: malformed Responses lines, native vs Python.
+"""Mutation fuzzer of the compiled decoder: malformed Responses (or Chat) lines, native vs Python.
 
-Seeds are synthetic and hand-written Responses records; each fuzzed line gets one to three
+Seeds are synthetic and hand-written records of the format (``--fmt``); each fuzzed line gets one to three
 mutations: type swaps, deleted keys, duplicate keys, deep nesting, odd and huge numbers, lone
 surrogate escapes, invalid UTF-8, NUL bytes, odd whitespace, truncation and byte flips. Every batch
 goes through :func:`tests.native.differential.compare` (same table, Parquet and IPC bytes, same
@@ -41,6 +41,9 @@ POOL: list[Any] = [
     None, True, False, 0, -1, 1.5, "", "x", "message", "reasoning", "function_call_output", "user",
     [], [None], [1, "a"], {}, {"type": "input_text"}, {"type": "output_text", "text": None},
     [{"type": "refusal", "refusal": "no"}], [{"type": "thinking", "thinking": "t"}], [[]],
+    "tool", "function", "custom", {"name": "f", "arguments": "{}"}, {"name": None, "input": 1},
+    [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}", "x": 1}}],
+    [{"type": "custom", "custom": {"name": "g", "input": "i"}}], {"role": "assistant", "content": None},
 ]  # fmt: skip
 NUMBERS = [
     b"-0", b"0.0", b"-0.0", b"1e400", b"-1e400", b"1E5", b"1e-7", b"0.000001", b"0.1e-7", b"5e-324",
@@ -173,36 +176,39 @@ def mutate(raw: bytes, rnd: Rnd) -> bytes:
     return raw
 
 
-def seeds(n: int, seed: int) -> list[bytes]:
+def seeds(fmt: str, n: int, seed: int) -> list[bytes]:
     from pipeline import synth
-    from tests.cases import RESPONSES
+    from tests.cases import CASES
 
-    out = [orjson.dumps(r) for _, r in RESPONSES]
-    out += [orjson.dumps(r) for r in synth.generate("responses", n, seed=seed)]
+    out = [orjson.dumps(r) for _, r in CASES[fmt]]
+    out += [orjson.dumps(r) for r in synth.generate(fmt, n, seed=seed)]
     return out
 
 
 # Every line a fuzz run found failing, each run first, alone in its batch (where a bug in the
 # empty-column case shows): the bounded run in test_fuzz.py replays them under the sanitizers.
-PINNED: list[bytes] = [
-    # UBSan: memcpy of 0 bytes into a column buffer not yet allocated (an empty first string)
-    b'{"instructions": "", "input": "x"}',
-    b'{"input": ""}',
-    b'{"input": [{"role": "user", "content": ""}], "": ""}',
-]
+PINNED: dict[str, list[bytes]] = {
+    "responses": [
+        # UBSan: memcpy of 0 bytes into a column buffer not yet allocated (an empty first string)
+        b'{"instructions": "", "input": "x"}',
+        b'{"input": ""}',
+        b'{"input": [{"role": "user", "content": ""}], "": ""}',
+    ],
+    "chat": [b'{"messages": [{"role": "", "content": ""}]}'],
+}
 
 
-def _fails(lines: list[bytes]) -> str | None:
+def _fails(lines: list[bytes], fmt: str) -> str | None:
     from tests.native.differential import compare
 
     try:
-        compare(lines, source_file="fuzz.jsonl")
+        compare(lines, fmt, source_file="fuzz.jsonl")
     except AssertionError as e:
         return str(e) or "AssertionError"
     return None
 
 
-def _drop_python_crashes(lines: list[bytes], crashes: list[str]) -> list[bytes]:
+def _drop_python_crashes(lines: list[bytes], fmt: str, crashes: list[str]) -> list[bytes]:
     """The lines the pure-Python decoder handles without raising; the others are noted in
     ``crashes``. A line that kills the Python decoder kills a job the same way with the native one
     (it decodes that line in Python), so it says nothing about the native decoder: it is reported
@@ -214,23 +220,23 @@ def _drop_python_crashes(lines: list[bytes], crashes: list[str]) -> list[bytes]:
     for line in lines:
         try:
             with python_codec():
-                decode_lines([line], "responses")
+                decode_lines([line], fmt)
             keep.append(line)
         except Exception as e:
             crashes.append(f"{type(e).__name__} on {line[:120]!r}... ({len(line)} bytes)")
     return keep
 
 
-def run(n_lines: int, seed: int, batch: int, failures: Path | None) -> int:
+def run(fmt: str, n_lines: int, seed: int, batch: int, failures: Path | None) -> int:
     from pipeline import codec
 
-    assert codec.native_module("responses") is not None, codec.status()
+    assert codec.native_module(fmt) is not None, codec.status()
     rnd = random.Random(seed)
-    pool = seeds(200, seed)
+    pool = seeds(fmt, 200, seed)
     counts: Counter[str] = Counter()
     python_crashes: list[str] = []
-    for line in PINNED:
-        error = _fails([line])
+    for line in PINNED[fmt]:
+        error = _fails([line], fmt)
         if error is not None:
             print(f"FAILURE of pinned line {line!r}: {error[:3000]}")
             return 1
@@ -240,12 +246,12 @@ def run(n_lines: int, seed: int, batch: int, failures: Path | None) -> int:
         lines = [mutate(rnd.choice(pool), rnd) for _ in range(min(batch, n_lines - done))]
         lines += [rnd.choice(pool)]  # one clean line per batch keeps native rows in every table
         try:
-            error = _fails(lines)
+            error = _fails(lines, fmt)
         except Exception:  # the Python decoder itself raised: not the native decoder's to judge
-            lines = _drop_python_crashes(lines, python_crashes)
-            error = _fails(lines)
+            lines = _drop_python_crashes(lines, fmt, python_crashes)
+            error = _fails(lines, fmt)
         if error is not None:
-            bad = next((line for line in lines if _fails([line]) is not None), None)
+            bad = next((line for line in lines if _fails([line], fmt) is not None), None)
             print(f"FAILURE at lines {done}..{done + len(lines)} (seed {seed}): {error[:3000]}")
             print(f"failing line alone: {bad!r}"[:6000])
             if failures is not None:
@@ -254,10 +260,10 @@ def run(n_lines: int, seed: int, batch: int, failures: Path | None) -> int:
             return 1
         from pipeline.formats import decode_lines
 
-        counts.update(decode_lines(lines, "responses").native_fallback)
+        counts.update(decode_lines(lines, fmt).native_fallback)
         done += len(lines)
     took = time.monotonic() - start
-    print(f"fuzzed {done} lines (seed {seed}) in {took:.1f} s: no difference; fallbacks {dict(counts)}")
+    print(f"fuzzed {done} {fmt} lines (seed {seed}) in {took:.1f} s: no difference; fallbacks {dict(counts)}")
     if python_crashes:
         print(f"{len(python_crashes)} lines made the Python decoder itself raise (skipped):")
         for crash in python_crashes[:5]:
@@ -267,6 +273,7 @@ def run(n_lines: int, seed: int, batch: int, failures: Path | None) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--fmt", default="responses", choices=["responses", "chat"])
     ap.add_argument("--lines", type=int, default=5000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--batch", type=int, default=250)
@@ -280,7 +287,7 @@ def main() -> int:
         import pipeline._native as native
 
         assert native.__file__.startswith(str(args.ext_dir)), native.__file__
-    return run(args.lines, args.seed, args.batch, args.failures)
+    return run(args.fmt, args.lines, args.seed, args.batch, args.failures)
 
 
 if __name__ == "__main__":

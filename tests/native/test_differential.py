@@ -162,10 +162,10 @@ def test_escapes_and_unicode_survive_byte_for_byte() -> None:
     assert res.native_fallback == {}
 
 
-@pytest.mark.parametrize("line", PINNED)
-def test_lines_the_fuzzer_found(line: bytes) -> None:
+@pytest.mark.parametrize(("fmt", "line"), [(fmt, line) for fmt, lines in PINNED.items() for line in lines])
+def test_lines_the_fuzzer_found(fmt: str, line: bytes) -> None:
     """Alone in their batch, as found (the sanitizer build replays them in test_fuzz.py)."""
-    assert compare([line]).native_fallback == {}
+    assert compare([line], fmt).native_fallback == {}
 
 
 def test_not_bytes_lines_and_empty_input() -> None:

@@ -28,9 +28,10 @@ def test_fuzzer_finds_no_crash_no_sanitizer_report_no_difference(tmp_path: Path)
         "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=1",
         "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
     }
-    cmd = [sys.executable, str(FUZZ), "--ext-dir", str(tmp_path), "--lines", "2500", "--seed", "7"]
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=480)
-    report = res.stdout[-4000:] + res.stderr[-4000:]
-    assert res.returncode == 0, report
-    assert "AddressSanitizer" not in res.stderr and "runtime error" not in res.stderr, report
-    assert "no difference" in res.stdout, report
+    for fmt, lines in (("responses", 2000), ("chat", 1500)):
+        cmd = [sys.executable, str(FUZZ), "--ext-dir", str(tmp_path), "--fmt", fmt, "--lines", str(lines)]
+        res = subprocess.run([*cmd, "--seed", "7"], env=env, capture_output=True, text=True, timeout=480)
+        report = res.stdout[-4000:] + res.stderr[-4000:]
+        assert res.returncode == 0, report
+        assert "AddressSanitizer" not in res.stderr and "runtime error" not in res.stderr, report
+        assert "no difference" in res.stdout, report
