@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 # Wire formats the compiled decoder handles; the others always decode in Python.
-NATIVE_FORMATS = frozenset({"responses", "chat"})
+NATIVE_FORMATS = frozenset({"responses", "chat", "anthropic"})
 ENV = "CHATLAKE_NATIVE"
 
 

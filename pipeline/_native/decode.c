@@ -533,14 +533,20 @@ static void push_json(Status *st, StrCol *col, yyjson_val *v) {
 }
 
 /* A block holding only text (a plain-string content or instructions): BlockCols.add_text. */
-static void text_block(Ctx *c, int level, yyjson_val *text) {
+static void text_block_typed(Ctx *c, int level, yyjson_val *text, const char *btype) {
     int base = S_BLOCKS + 8 * level;
     Status *st = &c->st;
-    sc_null(st, &c->s[base + B_TYPE]);
+    if (btype) {
+        sc_push(st, &c->s[base + B_TYPE], btype, strlen(btype));
+    } else {
+        sc_null(st, &c->s[base + B_TYPE]);
+    }
     sc_push(st, &c->s[base + B_TEXT], yyjson_get_str(text), yyjson_get_len(text));
     for (int f = B_ANNOTATIONS; f <= B_EXTRA; f++) sc_null(st, &c->s[base + f]);
     list_close(c, L_BNULLS + level, c->s[base + B_NULLS].n, 0);
 }
+
+static void text_block(Ctx *c, int level, yyjson_val *text) { text_block_typed(c, level, text, NULL); }
 
 static const char *BLOCK_JSON_KEYS[4] = {"annotations", "logprobs", "cache_control", "citations"};
 
@@ -654,13 +660,23 @@ static void push_opt(Ctx *c, int col, yyjson_val *v) {
 enum { SLOT_NATIVE, SLOT_ID, SLOT_CALL_ID, SLOT_ROLE, SLOT_NAME, SLOT_NAMESPACE, SLOT_ARGUMENTS,
        SLOT_INPUT, SLOT_STATUS, SLOT_PHASE, SLOT_ENC };
 
+/* Which keys of `wrapper_from` form an item's wrapper_json: a Chat choice's keys but "message"
+ * (always an object, "{}" too), an Anthropic message's keys but "role" and "content" (null when
+ * there are none). */
+enum { WRAP_CHOICE, WRAP_MESSAGE };
+
+/* The parts of an item row only some formats set (Anthropic thinking / tool_use blocks). */
+typedef struct {
+    yyjson_val *signature;      /* string value of the signature column */
+    yyjson_val *arguments_json; /* a value whose JSON text is the arguments column */
+} ItemMore;
+
 /* Close one item row (_build.close_item): its content / summary blocks were appended already, its
- * extra_json written into the column's data (`extra_open`); `role_literal` overrides slot role;
- * `wrapper_from` is a Chat choice whose keys other than "message" form wrapper_json. */
+ * extra_json written into the column's data (`extra_open`); `role_literal` overrides slot role. */
 static void push_item(Ctx *c, const char *section, int32_t group, int32_t part, const char *kind,
                       size_t kind_len, yyjson_val *slots[11], const char *role_literal, const char *form,
-                      int extra_open, yyjson_val *wrapper_from, const Nulls *nl, int has_content,
-                      int has_summary) {
+                      int extra_open, yyjson_val *wrapper_from, int wrapper_kind, const ItemMore *more,
+                      const Nulls *nl, int has_content, int has_summary) {
     Status *st = &c->st;
     push_str(c, S_SECTION, section);
     ic_push(st, &c->i[I_GROUP], group, 1);
@@ -669,6 +685,8 @@ static void push_item(Ctx *c, const char *section, int32_t group, int32_t part, 
     for (int j = 0; j < 11; j++) {
         if (j == SLOT_ROLE && role_literal) {
             push_str(c, S_ROLE, role_literal);
+        } else if (j == SLOT_ARGUMENTS && more && more->arguments_json) {
+            push_json(st, &c->s[S_ARGUMENTS], more->arguments_json);
         } else {
             push_opt(c, SLOT_COLS[j], slots[j]);
         }
@@ -678,22 +696,25 @@ static void push_item(Ctx *c, const char *section, int32_t group, int32_t part, 
     } else {
         sc_null(st, &c->s[S_FORM]);
     }
-    sc_null(st, &c->s[S_SIG]);
+    push_opt(c, S_SIG, more ? more->signature : NULL);
     close_extra(st, &c->s[S_IEXTRA], extra_open);
     StrCol *w = &c->s[S_WRAPPER];
+    int first = 1;
     if (wrapper_from) {
-        buf_byte(st, &w->data, '{');
-        int first = 1;
         size_t idx, max;
         yyjson_val *k, *v;
         yyjson_obj_foreach(wrapper_from, idx, max, k, v) {
-            if (KEY_IS(k, "message")) continue;
-            if (!first) buf_byte(st, &w->data, ',');
+            if (wrapper_kind == WRAP_CHOICE ? KEY_IS(k, "message") : KEY_IS(k, "role") || KEY_IS(k, "content"))
+                continue;
+            buf_byte(st, &w->data, first ? '{' : ',');
             first = 0;
             write_str(st, &w->data, yyjson_get_str(k), yyjson_get_len(k));
             buf_byte(st, &w->data, ':');
             write_val(st, &w->data, v);
         }
+        if (first && wrapper_kind == WRAP_CHOICE) buf_byte(st, &w->data, '{');
+    }
+    if (wrapper_from && (!first || wrapper_kind == WRAP_CHOICE)) {
         buf_byte(st, &w->data, '}');
         sc_commit(st, w);
     } else {
@@ -784,7 +805,7 @@ static int decode_item(Ctx *c, yyjson_val *item, const char *section, int32_t in
         }
     }
     if (payload_key && !form) form = "absent";
-    push_item(c, section, index, -1, kind, kind_len, slots, NULL, form, open, NULL, &nl, has_content,
+    push_item(c, section, index, -1, kind, kind_len, slots, NULL, form, open, NULL, 0, NULL, &nl, has_content,
               has_summary);
     return 0;
 }
@@ -794,7 +815,7 @@ static void string_input_item(Ctx *c, const char *section, yyjson_val *text) {
     yyjson_val *slots[11] = {NULL};
     Nulls nl = {.n = 0};
     text_block(c, LEVEL_CONTENT, text);
-    push_item(c, section, 0, -1, "message", 7, slots, "user", "string", 0, NULL, &nl, 1, 0);
+    push_item(c, section, 0, -1, "message", 7, slots, "user", "string", 0, NULL, 0, NULL, &nl, 1, 0);
 }
 
 /* ---- Chat (pipeline/formats/chat.py, _common.add_chat_message) ----------------------------- */
@@ -852,7 +873,8 @@ static yyjson_val *chat_head(Ctx *c, yyjson_val *msg, const char *section, int32
     }
     if (!form) form = "absent";
     const char *kind = output ? "function_call_output" : "message";
-    push_item(c, section, group, -1, kind, strlen(kind), slots, NULL, form, open, wrapper_from, &nl,
+    push_item(c, section, group, -1, kind, strlen(kind), slots, NULL, form, open, wrapper_from, WRAP_CHOICE,
+              NULL, &nl,
               has_content, 0);
     return role;
 }
@@ -927,7 +949,7 @@ static int chat_tool_call(Ctx *c, yyjson_val *tc, yyjson_val *role, const char *
             keep(st, extra, &open, k, v);
         }
     }
-    push_item(c, section, group, j, kind, strlen(kind), slots, NULL, NULL, open, NULL, &nl, 0, 0);
+    push_item(c, section, group, j, kind, strlen(kind), slots, NULL, NULL, open, NULL, 0, NULL, &nl, 0, 0);
     return 0;
 }
 
@@ -943,6 +965,219 @@ static int chat_message(Ctx *c, yyjson_val *msg, const char *section, int32_t gr
         yyjson_arr_foreach(tool_calls, idx, max, tc) {
             if (chat_tool_call(c, tc, role, section, group, (int32_t)idx)) return -1;
         }
+    }
+    return 0;
+}
+
+
+/* ---- Anthropic (pipeline/formats/anthropic.py) --------------------------------------------- */
+
+static int ends_with(const char *s, size_t n, const char *suffix) {
+    size_t m = strlen(suffix);
+    return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+/* A block that becomes an item of its own (anthropic._ITEM_BLOCKS or a *_tool_result). */
+static int item_block(const char *t, size_t n) {
+    return str_is(t, n, "tool_use") || str_is(t, n, "server_tool_use") || str_is(t, n, "mcp_tool_use") ||
+           str_is(t, n, "tool_result") || str_is(t, n, "thinking") || str_is(t, n, "redacted_thinking") ||
+           str_is(t, n, "compaction") || ends_with(t, n, "_tool_result");
+}
+
+/* Set a string slot from a value (set_str): string to the slot, null to null_fields, else kept. */
+static void set_str(Ctx *c, yyjson_val **slot, const char *null_name, Nulls *nl, int *open, yyjson_val *k,
+                    yyjson_val *v) {
+    if (yyjson_is_str(v)) {
+        *slot = v;
+    } else if (yyjson_is_null(v)) {
+        nl->name[nl->n++] = null_name;
+    } else {
+        keep(&c->st, &c->s[S_IEXTRA], open, k, v);
+    }
+}
+
+/* anthropic._decode_item_block. Returns 0, or -1 to hand the record to Python. */
+static int anthropic_item_block(Ctx *c, yyjson_val *block, yyjson_val *btype, const char *section,
+                                int32_t group, int32_t j, yyjson_val *role, yyjson_val *wrapper_from) {
+    const char *t = yyjson_get_str(btype);
+    size_t tn = yyjson_get_len(btype);
+    yyjson_val *slots[11] = {NULL};
+    slots[SLOT_NATIVE] = btype;
+    slots[SLOT_ROLE] = role;
+    ItemMore more = {NULL, NULL};
+    Nulls nl = {.n = 0};
+    const char *kind = t;
+    size_t kind_len = tn;
+    const char *form = NULL;
+    int has_content = 0, open = 0;
+    size_t idx, max;
+    yyjson_val *k, *v;
+    if (str_is(t, tn, "tool_use") || str_is(t, tn, "server_tool_use") || str_is(t, tn, "mcp_tool_use")) {
+        if (str_is(t, tn, "tool_use")) {
+            kind = "function_call";
+            kind_len = 13;
+        }
+        yyjson_obj_foreach(block, idx, max, k, v) {
+            if (KEY_IS(k, "id")) {
+                set_str(c, &slots[SLOT_CALL_ID], "call_id", &nl, &open, k, v);
+            } else if (KEY_IS(k, "name")) {
+                set_str(c, &slots[SLOT_NAME], "name", &nl, &open, k, v);
+            } else if (KEY_IS(k, "input")) {
+                if (yyjson_is_null(v)) {
+                    nl.name[nl.n++] = "arguments";
+                } else {
+                    more.arguments_json = v;
+                }
+            } else if (!KEY_IS(k, "type")) {
+                keep(&c->st, &c->s[S_IEXTRA], &open, k, v);
+            }
+        }
+    } else if (str_is(t, tn, "tool_result") || ends_with(t, tn, "_tool_result")) {
+        int tool_result = str_is(t, tn, "tool_result");
+        if (tool_result) {
+            kind = "function_call_output";
+            kind_len = 20;
+        }
+        yyjson_obj_foreach(block, idx, max, k, v) {
+            if (KEY_IS(k, "tool_use_id")) {
+                set_str(c, &slots[SLOT_CALL_ID], "call_id", &nl, &open, k, v);
+            } else if (KEY_IS(k, "content") && tool_result &&
+                       (yyjson_is_str(v) || yyjson_is_arr(v) || yyjson_is_null(v))) {
+                if (yyjson_is_str(v)) {
+                    form = "string";
+                    text_block(c, LEVEL_CONTENT, v);
+                    has_content = 1;
+                } else if (yyjson_is_arr(v)) {
+                    form = "parts";
+                    if (add_blocks(c, LEVEL_CONTENT, v)) return -1;
+                    has_content = 1;
+                } else {
+                    form = "null";
+                }
+            } else if (!KEY_IS(k, "type")) {
+                keep(&c->st, &c->s[S_IEXTRA], &open, k, v);
+            }
+        }
+        if (!form) form = "absent";
+    } else if (str_is(t, tn, "thinking")) {
+        kind = "reasoning";
+        kind_len = 9;
+        form = "absent";
+        yyjson_obj_foreach(block, idx, max, k, v) {
+            if (KEY_IS(k, "thinking") && yyjson_is_str(v)) {
+                text_block_typed(c, LEVEL_CONTENT, v, "thinking");
+                form = "parts";
+                has_content = 1;
+            } else if (KEY_IS(k, "thinking") && yyjson_is_null(v)) {
+                form = "null";
+            } else if (KEY_IS(k, "signature")) {
+                set_str(c, &more.signature, "signature", &nl, &open, k, v);
+            } else if (!KEY_IS(k, "type")) {
+                keep(&c->st, &c->s[S_IEXTRA], &open, k, v);
+            }
+        }
+    } else if (str_is(t, tn, "redacted_thinking")) {
+        kind = "reasoning";
+        kind_len = 9;
+        yyjson_obj_foreach(block, idx, max, k, v) {
+            if (KEY_IS(k, "data")) {
+                set_str(c, &slots[SLOT_ENC], "encrypted_content", &nl, &open, k, v);
+            } else if (!KEY_IS(k, "type")) {
+                keep(&c->st, &c->s[S_IEXTRA], &open, k, v);
+            }
+        }
+    } else { /* compaction */
+        kind = "compaction";
+        kind_len = 10;
+        yyjson_obj_foreach(block, idx, max, k, v) {
+            if (KEY_IS(k, "content") && (yyjson_is_str(v) || yyjson_is_null(v))) {
+                if (yyjson_is_str(v)) {
+                    form = "string";
+                    text_block(c, LEVEL_CONTENT, v);
+                    has_content = 1;
+                } else {
+                    form = "null";
+                }
+            } else if (KEY_IS(k, "encrypted_content")) {
+                set_str(c, &slots[SLOT_ENC], "encrypted_content", &nl, &open, k, v);
+            } else if (KEY_IS(k, "signature")) {
+                set_str(c, &more.signature, "signature", &nl, &open, k, v);
+            } else if (!KEY_IS(k, "type")) {
+                keep(&c->st, &c->s[S_IEXTRA], &open, k, v);
+            }
+        }
+        if (!form) form = "absent";
+    }
+    push_item(c, section, group, j, kind, kind_len, slots, NULL, form, open, wrapper_from, WRAP_MESSAGE, &more,
+              &nl, has_content, 0);
+    return 0;
+}
+
+/* anthropic.decode_message. `msg` is a message of `messages`; for a response it is NULL and
+ * `role` / `content` come from the record. Returns 0, or -1 to hand the record to Python. */
+static int anthropic_message(Ctx *c, yyjson_val *msg, const char *section, int32_t group, yyjson_val *role,
+                             yyjson_val *content) {
+    yyjson_val *wrapper_from = NULL;
+    if (msg) {
+        if (!yyjson_is_obj(msg)) return -1;
+        role = yyjson_obj_get(msg, "role");
+        if (!role || !yyjson_is_str(role)) return -1;
+        content = yyjson_obj_get(msg, "content");
+        wrapper_from = msg; /* null wrapper_json when it has no other key */
+    }
+    yyjson_val *slots[11] = {NULL};
+    slots[SLOT_ROLE] = role;
+    Nulls none = {.n = 0};
+    if (!content || !yyjson_is_arr(content)) {
+        const char *form;
+        int has_content = 0;
+        if (!content) {
+            form = "absent";
+        } else if (yyjson_is_str(content)) {
+            form = "string";
+            text_block(c, LEVEL_CONTENT, content);
+            has_content = 1;
+        } else if (yyjson_is_null(content)) {
+            form = "null";
+        } else {
+            return -1; /* expected string or array */
+        }
+        push_item(c, section, group, -1, "message", 7, slots, NULL, form, 0, wrapper_from, WRAP_MESSAGE, NULL,
+                  &none, has_content, 0);
+        return 0;
+    }
+    int32_t pending = -1; /* part of the open run of content blocks, -1: none */
+    int pending_wrapped = 0, first = 1;
+    size_t idx, max;
+    yyjson_val *block;
+    yyjson_arr_foreach(content, idx, max, block) {
+        if (!yyjson_is_obj(block)) return -1;
+        yyjson_val *btype = yyjson_obj_get(block, "type");
+        if (btype && yyjson_is_str(btype) && item_block(yyjson_get_str(btype), yyjson_get_len(btype))) {
+            if (pending >= 0) {
+                push_item(c, section, group, pending, "message", 7, slots, NULL, "parts", 0,
+                          pending_wrapped ? wrapper_from : NULL, WRAP_MESSAGE, NULL, &none, 1, 0);
+                pending = -1;
+            }
+            if (anthropic_item_block(c, block, btype, section, group, (int32_t)idx, role,
+                                     first ? wrapper_from : NULL))
+                return -1;
+            first = 0;
+            continue;
+        }
+        if (pending < 0) {
+            pending = (int32_t)idx;
+            pending_wrapped = first;
+            first = 0;
+        }
+        block_row(c, LEVEL_CONTENT, block);
+    }
+    if (pending >= 0) {
+        push_item(c, section, group, pending, "message", 7, slots, NULL, "parts", 0,
+                  pending_wrapped ? wrapper_from : NULL, WRAP_MESSAGE, NULL, &none, 1, 0);
+    } else if (first) { /* an empty content list: the message is kept */
+        push_item(c, section, group, -1, "message", 7, slots, NULL, "parts", 0, wrapper_from, WRAP_MESSAGE, NULL,
+                  &none, 1, 0);
     }
     return 0;
 }
@@ -1069,13 +1304,14 @@ static void conversation_id(Ctx *c, const char *raw, size_t n, int64_t line, cha
 
 /* ---- one record ---------------------------------------------------------------------------- */
 
-enum { FMT_RESPONSES, FMT_CHAT, N_FMT };
-static const char *FMT_NAMES[N_FMT] = {"responses", "chat"};
+enum { FMT_RESPONSES, FMT_CHAT, FMT_ANTHROPIC, N_FMT };
+static const char *FMT_NAMES[N_FMT] = {"responses", "chat", "anthropic"};
 
 /* What a walk says about the row it decoded (_record.RowEnd): the key it handled besides the
  * ones named here, record_kind and items_form. */
 typedef struct {
     const char *key;
+    const char *also; /* a second handled key, or NULL */
     int response;
     const char *items_form;
 } RowEnd;
@@ -1132,6 +1368,7 @@ static int walk_responses(Ctx *c, yyjson_val *rec, RowEnd *end) {
         return FB_SHAPE;
     }
     end->key = key;
+    end->also = "instructions";
     end->response = response;
     end->items_form = items_form;
     return FB_OK;
@@ -1156,6 +1393,55 @@ static int walk_chat(Ctx *c, yyjson_val *rec, RowEnd *end) {
         }
     }
     end->key = key;
+    end->also = NULL;
+    end->response = response;
+    end->items_form = "parts";
+    return FB_OK;
+}
+
+/* anthropic._walk. Returns FB_OK or FB_SHAPE. */
+static int walk_anthropic(Ctx *c, yyjson_val *rec, RowEnd *end) {
+    int response = !yyjson_obj_get(rec, "messages") && yyjson_obj_get(rec, "content");
+    yyjson_val *system = yyjson_obj_get(rec, "system");
+    const char *iform;
+    int instr_valid = 0;
+    if (!system) {
+        iform = "absent";
+    } else if (yyjson_is_null(system)) {
+        iform = "null";
+    } else if (yyjson_is_str(system)) {
+        iform = "string";
+        text_block(c, LEVEL_INSTR, system);
+        instr_valid = 1;
+    } else if (yyjson_is_arr(system)) {
+        iform = "parts";
+        if (add_blocks(c, LEVEL_INSTR, system)) return FB_SHAPE;
+        instr_valid = 1;
+    } else {
+        return FB_SHAPE;
+    }
+    push_str(c, S_IFORM, iform);
+    list_close(c, L_INSTR_CONTENT, c->s[S_BLOCKS + 8 * LEVEL_INSTR].n, instr_valid);
+    if (response) {
+        yyjson_val *content = yyjson_obj_get(rec, "content");
+        if (!yyjson_is_arr(content)) return FB_SHAPE;
+        /* a role that is not a string stays verbatim in extra_json (a top-level key here) */
+        yyjson_val *role = yyjson_obj_get(rec, "role");
+        if (role && !yyjson_is_str(role)) role = NULL;
+        if (anthropic_message(c, NULL, "output", 0, role, content)) return FB_SHAPE;
+        end->key = "content";
+        end->also = NULL; /* a response's "system" is decoded and also kept in extra_json */
+    } else {
+        yyjson_val *messages = yyjson_obj_get(rec, "messages");
+        if (!messages || !yyjson_is_arr(messages)) return FB_SHAPE;
+        size_t idx, max;
+        yyjson_val *msg;
+        yyjson_arr_foreach(messages, idx, max, msg) {
+            if (anthropic_message(c, msg, "messages", (int32_t)idx, NULL, NULL)) return FB_SHAPE;
+        }
+        end->key = "messages";
+        end->also = "system";
+    }
     end->response = response;
     end->items_form = "parts";
     return FB_OK;
@@ -1169,13 +1455,14 @@ static int decode_record(Ctx *c, int fmt, yyjson_val *rec, const char *raw, size
     if (!yyjson_is_obj(rec)) return FB_SHAPE;
     int64_t items_before = c->s[S_SECTION].n;
     RowEnd end;
-    int r = fmt == FMT_CHAT ? walk_chat(c, rec, &end) : walk_responses(c, rec, &end);
+    int r = fmt == FMT_CHAT        ? walk_chat(c, rec, &end)
+            : fmt == FMT_ANTHROPIC ? walk_anthropic(c, rec, &end)
+                                   : walk_responses(c, rec, &end);
     if (r != FB_OK) return r;
     const char *key = end.key;
     int response = end.response;
     const char *items_form = end.items_form;
-    /* Responses also decoded "instructions"; Chat keeps such a key in extra_json */
-    const char *also = fmt == FMT_RESPONSES ? "instructions" : NULL;
+    const char *also = end.also;
 
     /* top-level keys: model, tools, tool_choice, every other key to extra_json */
     yyjson_val *model = NULL, *tools = NULL, *tool_choice = NULL;
@@ -1474,7 +1761,7 @@ static struct PyModuleDef MODULE = {
 PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&MODULE);
     if (!m) return NULL;
-    PyObject *formats = Py_BuildValue("(ss)", FMT_NAMES[0], FMT_NAMES[1]);
+    PyObject *formats = Py_BuildValue("(sss)", FMT_NAMES[0], FMT_NAMES[1], FMT_NAMES[2]);
     if (!formats || PyModule_AddStringConstant(m, "YYJSON_VERSION", YYJSON_VERSION_STRING) ||
         PyModule_AddIntConstant(m, "MAX_DEPTH", MAX_DEPTH) || PyModule_AddObjectRef(m, "FORMATS", formats)) {
         Py_XDECREF(formats);

@@ -1,4 +1,5 @@
-"""Mutation fuzzer of the compiled decoder: malformed Responses (or Chat) lines, native vs Python.
+"""Mutation fuzzer of the compiled decoder: malformed Responses / Chat / Anthropic lines, native vs
+Python.
 
 Seeds are synthetic and hand-written records of the format (``--fmt``); each fuzzed line gets one to three
 mutations: type swaps, deleted keys, duplicate keys, deep nesting, odd and huge numbers, lone
@@ -44,6 +45,10 @@ POOL: list[Any] = [
     "tool", "function", "custom", {"name": "f", "arguments": "{}"}, {"name": None, "input": 1},
     [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}", "x": 1}}],
     [{"type": "custom", "custom": {"name": "g", "input": "i"}}], {"role": "assistant", "content": None},
+    "tool_use", "tool_result", "thinking", "redacted_thinking", "compaction", "web_search_tool_result",
+    {"type": "tool_use", "id": "t", "name": "n", "input": {"a": [1.5, None]}},
+    {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text", "text": "r"}]},
+    {"type": "thinking", "thinking": None, "signature": 3}, [{"type": "redacted_thinking", "data": "d"}],
 ]  # fmt: skip
 NUMBERS = [
     b"-0", b"0.0", b"-0.0", b"1e400", b"-1e400", b"1E5", b"1e-7", b"0.000001", b"0.1e-7", b"5e-324",
@@ -195,6 +200,7 @@ PINNED: dict[str, list[bytes]] = {
         b'{"input": [{"role": "user", "content": ""}], "": ""}',
     ],
     "chat": [b'{"messages": [{"role": "", "content": ""}]}'],
+    "anthropic": [b'{"messages": [{"role": "", "content": []}], "system": ""}'],
 }
 
 
@@ -273,7 +279,7 @@ def run(fmt: str, n_lines: int, seed: int, batch: int, failures: Path | None) ->
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--fmt", default="responses", choices=["responses", "chat"])
+    ap.add_argument("--fmt", default="responses", choices=["responses", "chat", "anthropic"])
     ap.add_argument("--lines", type=int, default=5000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--batch", type=int, default=250)

@@ -199,4 +199,4 @@ def test_chatlake_native_0_forces_the_python_codec() -> None:
         res = decode_lines([b'{"input": "x", "a": 1, "a": 2}'], "responses")
     assert res.native_fallback == {}
     assert codec.status().native
-    assert codec.native_module("anthropic") is None  # not implemented natively yet
+    assert codec.native_module("hf") is None  # not implemented natively

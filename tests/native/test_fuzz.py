@@ -28,7 +28,7 @@ def test_fuzzer_finds_no_crash_no_sanitizer_report_no_difference(tmp_path: Path)
         "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=1",
         "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
     }
-    for fmt, lines in (("responses", 2000), ("chat", 1500)):
+    for fmt, lines in (("responses", 2000), ("chat", 1000), ("anthropic", 1000)):
         cmd = [sys.executable, str(FUZZ), "--ext-dir", str(tmp_path), "--fmt", fmt, "--lines", str(lines)]
         res = subprocess.run([*cmd, "--seed", "7"], env=env, capture_output=True, text=True, timeout=480)
         report = res.stdout[-4000:] + res.stderr[-4000:]
