@@ -267,6 +267,8 @@ def run(fmt: str, n_lines: int, seed: int, batch: int, failures: Path | None) ->
         from pipeline.formats import decode_lines
 
         counts.update(decode_lines(lines, fmt).native_fallback)
+        if (done + len(lines)) // 10_000 > done // 10_000:
+            print(f"  {done + len(lines)} lines, {time.monotonic() - start:.0f} s", flush=True)
         done += len(lines)
     took = time.monotonic() - start
     print(f"fuzzed {done} {fmt} lines (seed {seed}) in {took:.1f} s: no difference; fallbacks {dict(counts)}")
