@@ -138,6 +138,7 @@ def test_numbers_print_as_orjson_prints_them() -> None:
         (b'{"input": 1.5e3}', "number"),
         (b'{"input": [], "n": 123456789012345678901234}', "number"),
         (b'{"input": [], "n": 18446744073709551616}', "number"),  # Python rejects: beyond 64 bits
+        (b'{"input": [], "x": {%s}}' % b",".join(b'"k%d": 1' % i for i in range(1025)), "big_object"),
         (b'{"model": "m"}', "shape"),
         (b"[]", "shape"),
         (b'{"input": [{"role": "user", "content": [1]}]}', "shape"),
