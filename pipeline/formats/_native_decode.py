@@ -2,10 +2,10 @@
 assemble its buffers into the canonical table column at a time, and decode the lines it hands back
 (fallbacks) with the Python decoder, keeping line order.
 
-The C walks (``pipeline/_native/decode.c``; Responses, Chat and Anthropic) return, per column path (``items.content.text``), the
-length, null count, validity bitmap and buffers of an Arrow array; ``pa.Array.from_buffers`` wraps
-them without a copy. Item fingerprints are computed the way the Python path does
-(:func:`pipeline.formats._build.item_struct`).
+The C walks (``pipeline/_native/decode.c``; Responses, Chat and Anthropic) return, per column path
+(``items.content.text``), the length, null count, validity bitmap and buffers of an Arrow array;
+``pa.Array.from_buffers`` wraps them without a copy. Item fingerprints are computed the way the
+Python path does (:func:`pipeline.formats._build.item_struct`).
 """
 
 from __future__ import annotations
