@@ -1239,17 +1239,31 @@ static void b2_compress(Blake2b *s, const uint8_t *block, int last) {
         v[cc] = v[cc] + v[d];              \
         v[b] = rotr64(v[b] ^ v[cc], 63);   \
     } while (0)
-    for (int r = 0; r < 12; r++) {
-        const uint8_t *sg = B2_SIGMA[r];
-        B2G(0, 4, 8, 12, m[sg[0]], m[sg[1]]);
-        B2G(1, 5, 9, 13, m[sg[2]], m[sg[3]]);
-        B2G(2, 6, 10, 14, m[sg[4]], m[sg[5]]);
-        B2G(3, 7, 11, 15, m[sg[6]], m[sg[7]]);
-        B2G(0, 5, 10, 15, m[sg[8]], m[sg[9]]);
-        B2G(1, 6, 11, 12, m[sg[10]], m[sg[11]]);
-        B2G(2, 7, 8, 13, m[sg[12]], m[sg[13]]);
-        B2G(3, 4, 9, 14, m[sg[14]], m[sg[15]]);
-    }
+    /* rounds unrolled with constant message indices: the compiler keeps v and m in registers */
+#define B2ROUND(r)                                                 \
+    do {                                                           \
+        B2G(0, 4, 8, 12, m[B2_SIGMA[r][0]], m[B2_SIGMA[r][1]]);    \
+        B2G(1, 5, 9, 13, m[B2_SIGMA[r][2]], m[B2_SIGMA[r][3]]);    \
+        B2G(2, 6, 10, 14, m[B2_SIGMA[r][4]], m[B2_SIGMA[r][5]]);   \
+        B2G(3, 7, 11, 15, m[B2_SIGMA[r][6]], m[B2_SIGMA[r][7]]);   \
+        B2G(0, 5, 10, 15, m[B2_SIGMA[r][8]], m[B2_SIGMA[r][9]]);   \
+        B2G(1, 6, 11, 12, m[B2_SIGMA[r][10]], m[B2_SIGMA[r][11]]); \
+        B2G(2, 7, 8, 13, m[B2_SIGMA[r][12]], m[B2_SIGMA[r][13]]);  \
+        B2G(3, 4, 9, 14, m[B2_SIGMA[r][14]], m[B2_SIGMA[r][15]]);  \
+    } while (0)
+    B2ROUND(0);
+    B2ROUND(1);
+    B2ROUND(2);
+    B2ROUND(3);
+    B2ROUND(4);
+    B2ROUND(5);
+    B2ROUND(6);
+    B2ROUND(7);
+    B2ROUND(8);
+    B2ROUND(9);
+    B2ROUND(10);
+    B2ROUND(11);
+#undef B2ROUND
 #undef B2G
     for (int i = 0; i < 8; i++) s->h[i] ^= v[i] ^ v[i + 8];
 }
@@ -1555,12 +1569,54 @@ static PyObject *bitmap_or_none(const Buf *valid, int64_t n, int64_t *null_count
     return bm;
 }
 
-static PyObject *bytes_of(const Buf *b) {
-    return PyBytes_FromStringAndSize(b->p ? (const char *)b->p : "", (Py_ssize_t)b->len);
+/* A read-only buffer that owns a column's malloc'd memory: handing it to pa.py_buffer exports the
+ * column without copying it (the memory is freed when Arrow drops its last reference). */
+typedef struct {
+    PyObject_HEAD
+    uint8_t *p;
+    Py_ssize_t len;
+} OwnedBuffer;
+
+static int owned_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    OwnedBuffer *o = (OwnedBuffer *)self;
+    static uint8_t empty[8];
+    return PyBuffer_FillInfo(view, self, o->p ? o->p : empty, o->len, 1, flags);
+}
+
+static void owned_dealloc(PyObject *self) {
+    free(((OwnedBuffer *)self)->p);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs OWNED_AS_BUFFER = {owned_getbuffer, NULL};
+
+static PyTypeObject OwnedBufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pipeline._native.Buffer",
+    .tp_basicsize = sizeof(OwnedBuffer),
+    .tp_dealloc = owned_dealloc,
+    .tp_as_buffer = &OWNED_AS_BUFFER,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Memory of one decoded column buffer (read-only; use with pyarrow.py_buffer).",
+};
+
+/* Move a buffer's memory into an OwnedBuffer (trimmed to its length); the Buf is left empty. */
+static PyObject *bytes_of(Buf *b) {
+    OwnedBuffer *o = PyObject_New(OwnedBuffer, &OwnedBufferType);
+    if (!o) return NULL;
+    uint8_t *p = b->p;
+    if (p && b->len < b->cap) {
+        uint8_t *trimmed = (uint8_t *)realloc(p, b->len ? b->len : 1);
+        if (trimmed) p = trimmed;
+    }
+    o->p = p;
+    o->len = (Py_ssize_t)b->len;
+    b->p = NULL;
+    b->len = b->cap = 0;
+    return (PyObject *)o;
 }
 
 /* (length, null_count, validity bitmap or None, buffer...) */
-static PyObject *export_col(const Buf *valid, int64_t n, const Buf *a, const Buf *b2) {
+static PyObject *export_col(const Buf *valid, int64_t n, Buf *a, Buf *b2) {
     int64_t nulls;
     PyObject *bm = bitmap_or_none(valid, n, &nulls);
     if (!bm) return NULL;
@@ -1759,6 +1815,7 @@ static struct PyModuleDef MODULE = {
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
+    if (PyType_Ready(&OwnedBufferType) < 0) return NULL;
     PyObject *m = PyModule_Create(&MODULE);
     if (!m) return NULL;
     PyObject *formats = Py_BuildValue("(sss)", FMT_NAMES[0], FMT_NAMES[1], FMT_NAMES[2]);
