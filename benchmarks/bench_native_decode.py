@@ -1,6 +1,6 @@
-"""decode_lines of N synthetic Responses lines: the compiled decoder vs the Python one, in one run.
+"""decode_lines of N synthetic lines: the compiled decoder vs the Python one, in one run.
 
-    python benchmarks/bench_native_decode.py --n 20000
+    python benchmarks/bench_native_decode.py --n 20000 [--fmt responses|chat|anthropic]
 
 Each contender decodes the same file in a fresh process (so peak RSS is its own); the time is the
 CPU seconds of the ``decode_lines`` call alone (one core: neither decoder uses threads), after a
@@ -24,11 +24,22 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_codec import ensure_input
+from pipeline import synth
 
-HERE = Path(__file__).resolve().parent
+
+def input_file(workdir: Path, fmt: str, n: int, seed: int) -> Path:
+    """The synthetic input (bench_codec's Responses file, so both benchmarks share it)."""
+    if fmt == "responses":
+        return ensure_input(workdir, n, seed)
+    path = workdir / f"{fmt}-{n}-s{seed}.jsonl"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        synth.write_jsonl(tmp, fmt, n, seed, workers=2)
+        tmp.rename(path)
+    return path
 
 
-def child(variant: str, path: Path) -> None:
+def child(variant: str, fmt: str, path: Path) -> None:
     """Decode ``path`` one way and print the figures as JSON (runs in its own process)."""
     import orjson
 
@@ -36,7 +47,7 @@ def child(variant: str, path: Path) -> None:
 
     with open(path, "rb") as f:
         lines = f.read().splitlines()
-    decode_lines(lines[:10], "responses")  # one-time imports (pandas via pyarrow, DuckDB)
+    decode_lines(lines[:10], fmt)  # one-time imports (pandas via pyarrow, DuckDB)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     cpu, wall = time.process_time(), time.perf_counter()
     if variant == "orjson floor":
@@ -44,7 +55,7 @@ def child(variant: str, path: Path) -> None:
             orjson.dumps(orjson.loads(line))
         rows, fallback = len(lines), {}
     else:
-        res = decode_lines(lines, "responses")
+        res = decode_lines(lines, fmt)
         rows, fallback = res.table.num_rows, res.native_fallback
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -52,14 +63,14 @@ def child(variant: str, path: Path) -> None:
                       "fallback": fallback}))  # fmt: skip
 
 
-def run(variant: str, path: Path) -> dict:
+def run(variant: str, fmt: str, path: Path) -> dict:
     env = dict(os.environ)
     if variant == "python":
         env["CHATLAKE_NATIVE"] = "0"
     else:
         env.pop("CHATLAKE_NATIVE", None)
     out = subprocess.run(
-        [sys.executable, __file__, "--child", variant, "--input", str(path)],
+        [sys.executable, __file__, "--child", variant, "--fmt", fmt, "--input", str(path)],
         env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -68,13 +79,14 @@ def run(variant: str, path: Path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=20_000)
+    ap.add_argument("--fmt", default="responses", choices=["responses", "chat", "anthropic"])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", type=Path, default=Path("bench-out"))
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--input", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child, args.input)
+        child(args.child, args.fmt, args.input)
         return
     from pipeline import codec
 
@@ -82,10 +94,10 @@ def main() -> None:
     if not status.native:
         raise SystemExit(f"the native decoder is not active: {status.reason}")
     args.workdir.mkdir(parents=True, exist_ok=True)
-    path = ensure_input(args.workdir, args.n, args.seed)
+    path = input_file(args.workdir, args.fmt, args.n, args.seed)
     size_mb = path.stat().st_size / 2**20
-    results = {v: run(v, path) for v in ("python", "native", "orjson floor")}
-    print(f"decode_lines, {args.n:,} synthetic Responses lines ({size_mb:,.0f} MB), seed {args.seed}; "
+    results = {v: run(v, args.fmt, path) for v in ("python", "native", "orjson floor")}
+    print(f"decode_lines, {args.n:,} synthetic {args.fmt} lines ({size_mb:,.0f} MB), seed {args.seed}; "
           f"{platform.python_implementation()} {platform.python_version()}, {platform.machine()}; "
           f"{status.describe()}")  # fmt: skip
     print()
