@@ -201,3 +201,12 @@ def test_chatlake_native_0_forces_the_python_codec() -> None:
     assert res.native_fallback == {}
     assert codec.status().native
     assert codec.native_module("hf") is None  # not implemented natively
+
+
+@pytest.mark.parametrize("depth", [60, 100, 125, 126, 127, 128, 129])
+def test_nesting_around_the_native_limit_matches_the_python_decoder(depth: int) -> None:
+    """If the Python decoder's documented nesting limit ever drops below the native MAX_DEPTH, the
+    native decoder would keep records Python rejects: this fails first (lower MAX_DEPTH then)."""
+    nested = b"[" * depth + b"]" * depth
+    item = b'{"input": [{"role": "user", "content": "x", "y": %s}]}' % nested
+    compare([b'{"input": [], "x": %s}' % nested, item])
