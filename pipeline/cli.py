@@ -109,6 +109,14 @@ def cli() -> None:
 
 
 @cli.command()
+def doctor() -> None:
+    """Say which codec decodes wire formats (compiled or pure Python) and why."""
+    from pipeline.codec import status
+
+    click.echo(f"codec: {status().describe()}")
+
+
+@cli.command()
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--from",

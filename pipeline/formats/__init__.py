@@ -22,7 +22,8 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from pipeline.formats import anthropic, chat, hf, responses, sharegpt
+from pipeline import codec
+from pipeline.formats import _native_decode, anthropic, chat, hf, responses, sharegpt
 from pipeline.formats._build import TableBuilder
 from pipeline.formats._common import ConversationView, RecordError, json_type
 
@@ -60,6 +61,9 @@ class DecodeResult:
     table: pa.Table
     rejected: list[Rejected] = field(default_factory=list)
     blank_lines: int = 0
+    # lines the compiled decoder handed to the Python one, by reason (pipeline/codec.py); {} when
+    # the Python codec decoded everything
+    native_fallback: dict[str, int] = field(default_factory=dict)
 
 
 @contextmanager
@@ -134,15 +138,33 @@ def decode_lines(
     Every non-blank line ends up in exactly one of the two; a bad line never raises.
     """
     with gc_paused():
+        native = codec.native_module(fmt)
+        if native is not None:  # the compiled decoder; lines it cannot prove exact come back here
+            out = _native_decode.decode(
+                native,
+                fmt,
+                lines,
+                source_file,
+                first_line,
+                lambda raws, file, numbers: _decode_lines(raws, fmt, file, first_line, numbers),
+            )
+            return DecodeResult(out.table, out.rejected, out.blank_lines, out.fallback)
         return _decode_lines(lines, fmt, source_file, first_line)
 
 
-def _decode_lines(lines: Iterable[bytes], fmt: str, source_file: str | None, first_line: int) -> DecodeResult:
+def _decode_lines(
+    lines: Iterable[bytes],
+    fmt: str,
+    source_file: str | None,
+    first_line: int,
+    numbers: Iterable[int] | None = None,
+) -> DecodeResult:
+    """The Python decoder; ``numbers`` gives each line's number when they are not consecutive."""
     decode: Callable[..., None] = CODECS[fmt].decode
     tb = TableBuilder()
     rejected: list[Rejected] = []
     blank = 0
-    for n, raw in enumerate(lines, first_line):
+    for n, raw in zip(numbers, lines, strict=True) if numbers is not None else enumerate(lines, first_line):
         # strip() copies the whole line; only a line that starts with whitespace can be blank
         if not raw or (raw[0] in _WHITESPACE and not raw.strip()):
             blank += 1

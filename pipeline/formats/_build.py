@@ -162,11 +162,20 @@ class ItemCols:
         arrays["summary"] = _list_of_blocks(
             rows.field("summary_end"), rows.field("summary_valid"), self.summary.to_arrow()
         )
-        base = [f for f in ITEM if f.name != "fingerprint"]
-        arrays["fingerprint"] = fingerprints(
-            pa.StructArray.from_arrays([arrays[f.name] for f in base], fields=base)
-        )
-        return pa.StructArray.from_arrays([arrays[f.name] for f in ITEM], fields=list(ITEM))
+        return item_struct(arrays)
+
+
+def item_struct(arrays: dict[str, pa.Array]) -> pa.StructArray:
+    """The ``items`` struct from its field arrays (all but ``fingerprint``, which is computed here).
+
+    Shared by this builder and the compiled decoder's assembly (``_native_decode``).
+    """
+    base = [f for f in ITEM if f.name != "fingerprint"]
+    arrays = {
+        **arrays,
+        "fingerprint": fingerprints(pa.StructArray.from_arrays([arrays[f.name] for f in base], fields=base)),
+    }
+    return pa.StructArray.from_arrays([arrays[f.name] for f in ITEM], fields=list(ITEM))
 
 
 def close_item(cols: ItemCols, row: list[Any], has_content: bool, has_summary: bool) -> None:

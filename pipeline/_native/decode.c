@@ -1,0 +1,1830 @@
+/*
+ * pipeline._native: the compiled core of chatlake's exact decoder.
+ *
+ * decode_lines(fmt, lines, source_file, first_line) parses JSONL lines of OpenAI Responses (request
+ * bodies / Response objects) or Chat Completions (request bodies / completion objects) with the
+ * vendored yyjson and walks them into flat Arrow buffers (one set per column of the canonical
+ * table, see pipeline/schema.py). Python assembles the table from those buffers column at a time
+ * (pipeline/formats/_native_decode.py).
+ *
+ * The walks mirror pipeline/formats/responses.py, chat.py, _common.py and _record.py rule for rule. A line
+ * it cannot prove it stores byte-identically to the Python decoder is not decoded here: it is
+ * returned as a fallback (index + reason) and the Python decoder handles that line alone. That
+ * includes every line the Python decoder would reject, so rejection reasons have one source.
+ *
+ * Everything between taking the line pointers and building the result objects runs without the
+ * GIL: the caller keeps the list of lines alive and the walk touches no Python object.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vendor/yyjson/yyjson.h"
+
+/* Deepest nesting decoded natively; deeper records go to the Python decoder (whose own limit,
+ * orjson's 255 levels when serialising, decides). Also bounds the recursion of the checks. */
+#define MAX_DEPTH 128
+/* Objects with more keys than this go to Python (the duplicate-key check is quadratic). */
+#define MAX_KEYS 1024
+
+/* ------------------------------------------------------------------------------------------ */
+/* Growable buffers and Arrow-shaped columns                                                   */
+
+typedef struct {
+    uint8_t *p;
+    size_t len, cap;
+} Buf;
+
+typedef struct {
+    int oom;      /* an allocation failed: the whole batch is abandoned */
+    int overflow; /* a column passed 2 GiB of data: int32 offsets cannot hold it */
+} Status;
+
+static void buf_put(Status *st, Buf *b, const void *src, size_t n) {
+    if (n == 0 || st->oom) return; /* memcpy into a still-NULL buffer is undefined even for 0 bytes */
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n) cap *= 2;
+        uint8_t *p = (uint8_t *)realloc(b->p, cap);
+        if (!p) {
+            st->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, src, n);
+    b->len += n;
+}
+
+static inline void buf_byte(Status *st, Buf *b, uint8_t c) {
+    if (b->len < b->cap) {
+        b->p[b->len++] = c;
+    } else {
+        buf_put(st, b, &c, 1);
+    }
+}
+
+/* A string column: int32 offsets (n + 1), data, one validity byte per value (a bitmap at export). */
+typedef struct {
+    Buf off, data, valid;
+    int64_t n;
+} StrCol;
+
+/* An int32 column, or the offsets of a list column (then `vals` holds n + 1 offsets). */
+typedef struct {
+    Buf vals, valid;
+    int64_t n;
+} I32Col;
+
+static void sc_init(Status *st, StrCol *s) {
+    int32_t zero = 0;
+    buf_put(st, &s->off, &zero, 4);
+}
+
+/* Close the value written into s->data since the last offset. */
+static void sc_commit(Status *st, StrCol *s) {
+    if (s->data.len > INT32_MAX) st->overflow = 1;
+    int32_t o = (int32_t)s->data.len;
+    buf_put(st, &s->off, &o, 4);
+    buf_byte(st, &s->valid, 1);
+    s->n++;
+}
+
+static void sc_push(Status *st, StrCol *s, const char *p, size_t n) {
+    buf_put(st, &s->data, p, n);
+    sc_commit(st, s);
+}
+
+static void sc_null(Status *st, StrCol *s) {
+    if (st->oom) return;
+    int32_t o = (int32_t)s->data.len;
+    buf_put(st, &s->off, &o, 4);
+    buf_byte(st, &s->valid, 0);
+    s->n++;
+}
+
+static void sc_truncate(StrCol *s, int64_t n) {
+    s->n = n;
+    s->off.len = (size_t)(n + 1) * 4;
+    int32_t end;
+    memcpy(&end, s->off.p + (size_t)n * 4, 4);
+    s->data.len = (size_t)end;
+    s->valid.len = (size_t)n;
+}
+
+static void ic_push(Status *st, I32Col *c, int32_t v, int valid) {
+    buf_put(st, &c->vals, &v, 4);
+    buf_byte(st, &c->valid, (uint8_t)valid);
+    c->n++;
+}
+
+/* List offsets start with one 0; lc_push appends the end of the next list. */
+static void lc_init(Status *st, I32Col *c) {
+    int32_t zero = 0;
+    buf_put(st, &c->vals, &zero, 4);
+}
+
+static void ic_truncate(I32Col *c, int64_t n, int is_list) {
+    c->n = n;
+    c->vals.len = (size_t)(n + (is_list ? 1 : 0)) * 4;
+    c->valid.len = (size_t)n;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Column inventory (names are what _native_decode.py reads)                                   */
+
+enum {
+    /* conversation level */
+    S_CID, S_FMT, S_KIND, S_FILE, S_MODEL, S_IFORM, S_ITEMS_FORM, S_TOOLS, S_TOOL_CHOICE, S_EXTRA,
+    S_NULLS,
+    /* item level */
+    S_SECTION, S_TYPE, S_NATIVE, S_ROLE, S_ID, S_CALL_ID, S_NAME, S_NAMESPACE, S_ARGUMENTS, S_INPUT,
+    S_STATUS, S_PHASE, S_FORM, S_ENC, S_SIG, S_IEXTRA, S_WRAPPER, S_INULLS,
+    /* three block levels: instructions content, item content, item summary */
+    S_BLOCKS,
+    N_STR = S_BLOCKS + 3 * 8
+};
+/* offsets of a block level's columns from its base */
+enum { B_TYPE, B_TEXT, B_ANNOTATIONS, B_LOGPROBS, B_CACHE_CONTROL, B_CITATIONS, B_EXTRA, B_NULLS };
+enum { LEVEL_INSTR, LEVEL_CONTENT, LEVEL_SUMMARY };
+
+static const char *STR_NAMES[N_STR] = {
+    "conversation_id", "source_format", "record_kind", "source_file", "model", "instructions.form",
+    "items_form", "tools", "tool_choice", "extra_json", "null_fields.item",
+    "items.section", "items.type", "items.native_type", "items.role", "items.id", "items.call_id",
+    "items.name", "items.namespace", "items.arguments", "items.input", "items.status", "items.phase",
+    "items.content_form", "items.encrypted_content", "items.signature", "items.extra_json",
+    "items.wrapper_json", "items.null_fields.item",
+    "instructions.content.type", "instructions.content.text", "instructions.content.annotations",
+    "instructions.content.logprobs", "instructions.content.cache_control",
+    "instructions.content.citations", "instructions.content.extra_json",
+    "instructions.content.null_fields.item",
+    "items.content.type", "items.content.text", "items.content.annotations", "items.content.logprobs",
+    "items.content.cache_control", "items.content.citations", "items.content.extra_json",
+    "items.content.null_fields.item",
+    "items.summary.type", "items.summary.text", "items.summary.annotations", "items.summary.logprobs",
+    "items.summary.cache_control", "items.summary.citations", "items.summary.extra_json",
+    "items.summary.null_fields.item",
+};
+
+enum { I_GROUP, I_PART, I_NITEMS, N_INT };
+static const char *INT_NAMES[N_INT] = {"items.group", "items.part", "n_items"};
+
+enum {
+    L_NULLS, L_ITEMS, L_INSTR_CONTENT, L_CONTENT, L_SUMMARY, L_INULLS, L_BNULLS, /* + level */
+    N_LIST = L_BNULLS + 3
+};
+static const char *LIST_NAMES[N_LIST] = {
+    "null_fields", "items", "instructions.content", "items.content", "items.summary",
+    "items.null_fields", "instructions.content.null_fields", "items.content.null_fields",
+    "items.summary.null_fields",
+};
+
+typedef struct {
+    Status st;
+    StrCol s[N_STR];
+    I32Col i[N_INT];
+    I32Col l[N_LIST];
+    Buf line;          /* int64 source_line of each native row */
+    Buf row_index;     /* int64 index (in the input list) of each native row */
+    int64_t rows;
+    const char *source_file;
+    Py_ssize_t source_file_len;
+    int has_source_file;
+} Ctx;
+
+typedef struct {
+    int64_t s[N_STR], i[N_INT], l[N_LIST], rows;
+} Mark;
+
+static void ctx_init(Ctx *c) {
+    memset(c, 0, sizeof(*c));
+    for (int k = 0; k < N_STR; k++) sc_init(&c->st, &c->s[k]);
+    for (int k = 0; k < N_LIST; k++) lc_init(&c->st, &c->l[k]);
+}
+
+static void ctx_free(Ctx *c) {
+    for (int k = 0; k < N_STR; k++) {
+        free(c->s[k].off.p);
+        free(c->s[k].data.p);
+        free(c->s[k].valid.p);
+    }
+    for (int k = 0; k < N_INT; k++) {
+        free(c->i[k].vals.p);
+        free(c->i[k].valid.p);
+    }
+    for (int k = 0; k < N_LIST; k++) {
+        free(c->l[k].vals.p);
+        free(c->l[k].valid.p);
+    }
+    free(c->line.p);
+    free(c->row_index.p);
+}
+
+static void mark(Ctx *c, Mark *m) {
+    for (int k = 0; k < N_STR; k++) m->s[k] = c->s[k].n;
+    for (int k = 0; k < N_INT; k++) m->i[k] = c->i[k].n;
+    for (int k = 0; k < N_LIST; k++) m->l[k] = c->l[k].n;
+    m->rows = c->rows;
+}
+
+static void rollback(Ctx *c, const Mark *m) {
+    for (int k = 0; k < N_STR; k++) sc_truncate(&c->s[k], m->s[k]);
+    for (int k = 0; k < N_INT; k++) ic_truncate(&c->i[k], m->i[k], 0);
+    for (int k = 0; k < N_LIST; k++) ic_truncate(&c->l[k], m->l[k], 1);
+    c->rows = m->rows;
+    c->line.len = (size_t)m->rows * 8;
+    c->row_index.len = (size_t)m->rows * 8;
+}
+
+/* Close one list whose values are the first `end` values of its child. */
+static void list_close(Ctx *c, int l, int64_t end, int valid) {
+    if (end > INT32_MAX) c->st.overflow = 1;
+    I32Col *col = &c->l[l];
+    int32_t e = (int32_t)end;
+    buf_put(&c->st, &col->vals, &e, 4);
+    buf_byte(&c->st, &col->valid, (uint8_t)valid);
+    col->n++;
+}
+
+/* A null_fields list: names collected by a walk, pushed at the row's close (null when none). */
+typedef struct {
+    const char *name[16];
+    int n;
+} Nulls;
+
+static void nulls_close(Ctx *c, int list, int child, const Nulls *nl) {
+    StrCol *s = &c->s[child];
+    for (int k = 0; k < nl->n; k++) sc_push(&c->st, s, nl->name[k], strlen(nl->name[k]));
+    list_close(c, list, s->n, nl->n > 0);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* JSON text exactly as orjson writes it (pipeline.formats._build.dumps)                       */
+
+static const char HEX[] = "0123456789abcdef";
+
+/* orjson escapes '"', '\\' and the controls below U+0020 (\b \t \n \f \r short, others \u00xx
+ * lowercase); everything else, DEL and non-ASCII included, is written as it is. */
+static void write_str(Status *st, Buf *b, const char *s, size_t n) {
+    buf_byte(st, b, '"');
+    size_t start = 0;
+    for (size_t k = 0; k < n; k++) {
+        uint8_t ch = (uint8_t)s[k];
+        if (ch >= 0x20 && ch != '"' && ch != '\\') continue;
+        buf_put(st, b, s + start, k - start);
+        start = k + 1;
+        char esc[6] = {'\\', 0, 0, 0, 0, 0};
+        size_t len = 2;
+        switch (ch) {
+            case '"': esc[1] = '"'; break;
+            case '\\': esc[1] = '\\'; break;
+            case '\b': esc[1] = 'b'; break;
+            case '\t': esc[1] = 't'; break;
+            case '\n': esc[1] = 'n'; break;
+            case '\f': esc[1] = 'f'; break;
+            case '\r': esc[1] = 'r'; break;
+            default:
+                esc[1] = 'u';
+                esc[2] = '0';
+                esc[3] = '0';
+                esc[4] = HEX[ch >> 4];
+                esc[5] = HEX[ch & 15];
+                len = 6;
+        }
+        buf_put(st, b, esc, len);
+    }
+    buf_put(st, b, s + start, n - start);
+    buf_byte(st, b, '"');
+}
+
+/* Compact JSON of a value that check_value() accepted (numbers are raw text, copied verbatim). */
+static void write_val(Status *st, Buf *b, yyjson_val *v) {
+    switch (yyjson_get_type(v)) {
+        case YYJSON_TYPE_RAW:
+            buf_put(st, b, yyjson_get_raw(v), yyjson_get_len(v));
+            break;
+        case YYJSON_TYPE_STR:
+            write_str(st, b, yyjson_get_str(v), yyjson_get_len(v));
+            break;
+        case YYJSON_TYPE_NULL:
+            buf_put(st, b, "null", 4);
+            break;
+        case YYJSON_TYPE_BOOL:
+            if (yyjson_get_bool(v)) {
+                buf_put(st, b, "true", 4);
+            } else {
+                buf_put(st, b, "false", 5);
+            }
+            break;
+        case YYJSON_TYPE_ARR: {
+            buf_byte(st, b, '[');
+            size_t idx, max;
+            yyjson_val *x;
+            yyjson_arr_foreach(v, idx, max, x) {
+                if (idx) buf_byte(st, b, ',');
+                write_val(st, b, x);
+            }
+            buf_byte(st, b, ']');
+            break;
+        }
+        case YYJSON_TYPE_OBJ: {
+            buf_byte(st, b, '{');
+            size_t idx, max;
+            yyjson_val *k, *x;
+            yyjson_obj_foreach(v, idx, max, k, x) {
+                if (idx) buf_byte(st, b, ',');
+                write_str(st, b, yyjson_get_str(k), yyjson_get_len(k));
+                buf_byte(st, b, ':');
+                write_val(st, b, x);
+            }
+            buf_byte(st, b, '}');
+            break;
+        }
+        default:
+            break;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* What the native decoder can prove it stores exactly                                         */
+
+enum {
+    FB_OK = 0,
+    FB_NOT_BYTES,  /* a line that is not a bytes object */
+    FB_PARSE,      /* yyjson refused it (invalid JSON, invalid UTF-8, lone surrogate, ...) */
+    FB_DUP_KEY,    /* an object repeats a key (the Python dict keeps the last value) */
+    FB_NUMBER,     /* a number whose text orjson would write differently, or a 19+ digit integer */
+    FB_DEPTH,      /* nesting deeper than MAX_DEPTH */
+    FB_BIG_OBJECT, /* an object with more than MAX_KEYS keys */
+    FB_SHAPE,      /* a record the Python decoder rejects, or a shape not implemented natively */
+    FB_COUNT
+};
+static const char *REASONS[FB_COUNT] = {
+    "ok", "not_bytes", "parse", "duplicate_key", "number", "depth", "big_object", "shape",
+};
+
+/* The significant digits of a decimal or printf("%e") text, at most `max` of them. */
+static int sig_digits(const char *s, size_t n, char *out, int max) {
+    int k = 0, started = 0;
+    for (size_t j = 0; j < n && s[j] != 'e' && s[j] != 'E'; j++) {
+        char ch = s[j];
+        if (ch < '0' || ch > '9') continue;
+        if (!started && ch == '0') continue;
+        started = 1;
+        if (k == max) return -1;
+        out[k++] = ch;
+    }
+    return k;
+}
+
+/* A number text with 16 or 17 significant digits is what orjson prints for its double exactly
+ * when it is that double's shortest round-trip text: no text of sig - 1 digits reads back as the
+ * same double, and the text is the double correctly rounded to sig digits (printf's %e is
+ * correctly rounded in glibc and every libc CPython supports). A double exactly halfway between two
+ * such texts (27628950807049.3125) is rounded to even by printf, by CPython's repr and by orjson
+ * alike (tests/native/test_differential.py checks thousands of such ties). */
+static int shortest_ok(const char *s, size_t n, int sig) {
+    char tmp[64], buf[64], a[32], b[32];
+    if (n >= sizeof(tmp)) return 0;
+    memcpy(tmp, s, n);
+    tmp[n] = 0;
+    yyjson_val v;
+    yyjson_read_err err;
+    /* yyjson reads the double exactly and, unlike strtod, whatever the process locale */
+    if (!yyjson_read_number(tmp, &v, 0, NULL, &err) || !yyjson_is_real(&v)) return 0;
+    double d = yyjson_get_real(&v);
+    snprintf(buf, sizeof(buf), "%.*e", sig - 2, d);
+    if (strtod(buf, NULL) == d) return 0; /* a shorter text exists */
+    snprintf(buf, sizeof(buf), "%.*e", sig - 1, d);
+    int na = sig_digits(s, n, a, 32), nb = sig_digits(buf, strlen(buf), b, 32);
+    if (na != sig || nb != sig || memcmp(a, b, (size_t)sig) != 0) return 0;
+    return 1;
+}
+
+/* Number text orjson writes back unchanged. orjson reads an integer into a 64-bit int and a number
+ * with a fraction or exponent into a double it prints as the shortest round-trip text, in plain
+ * notation for 1e-5 <= |x| < 1e16. So accepted are: integers of at most 18 digits other than "-0";
+ * and numbers with a fraction, no exponent, no trailing zero (except a lone ".0"), at most 15
+ * significant digits (any two such decimals are distinct doubles, so the text is the shortest) and
+ * at most four zeros after "0." (below 1e-5 orjson switches to exponents). */
+static int number_ok(const char *s, size_t n) {
+    size_t k = 0;
+    int neg = 0;
+    if (k < n && s[k] == '-') {
+        neg = 1;
+        k++;
+    }
+    size_t ip = k;
+    while (k < n && s[k] >= '0' && s[k] <= '9') k++;
+    size_t intlen = k - ip;
+    if (intlen == 0) return 0;
+    if (k == n) {
+        if (intlen > 18) return 0;
+        if (neg && intlen == 1 && s[ip] == '0') return 0; /* -0 reads as the integer 0 */
+        return 1;
+    }
+    if (s[k] != '.') return 0;
+    k++;
+    size_t fp = k;
+    while (k < n && s[k] >= '0' && s[k] <= '9') k++;
+    if (k != n) return 0; /* an exponent */
+    size_t flen = n - fp;
+    if (flen == 0) return 0;
+    int frac_zero = (flen == 1 && s[fp] == '0');
+    if (s[n - 1] == '0' && !frac_zero) return 0;
+    size_t sig;
+    if (intlen == 1 && s[ip] == '0') {
+        if (frac_zero) return 1; /* 0.0 and -0.0 */
+        size_t z = 0;
+        while (z < flen && s[fp + z] == '0') z++;
+        if (z > 4) return 0;
+        sig = flen - z;
+    } else {
+        sig = frac_zero ? intlen : intlen + flen;
+    }
+    if (intlen > 15) return 0;
+    if (sig <= 15) return 1;
+    return sig <= 17 && shortest_ok(s, n, (int)sig);
+}
+
+static int check_value(yyjson_val *v, int depth) {
+    if (depth > MAX_DEPTH) return FB_DEPTH;
+    switch (yyjson_get_type(v)) {
+        case YYJSON_TYPE_RAW:
+            return number_ok(yyjson_get_raw(v), yyjson_get_len(v)) ? FB_OK : FB_NUMBER;
+        case YYJSON_TYPE_ARR: {
+            size_t idx, max;
+            yyjson_val *x;
+            yyjson_arr_foreach(v, idx, max, x) {
+                int r = check_value(x, depth + 1);
+                if (r) return r;
+            }
+            return FB_OK;
+        }
+        case YYJSON_TYPE_OBJ: {
+            size_t n = yyjson_obj_size(v);
+            if (n > MAX_KEYS) return FB_BIG_OBJECT;
+            size_t idx, max;
+            yyjson_val *k, *x;
+            yyjson_obj_foreach(v, idx, max, k, x) {
+                /* keys and values alternate in yyjson's flat layout: earlier keys are reachable
+                 * by walking from the first key again */
+                yyjson_val *prev = unsafe_yyjson_get_first(v);
+                const char *ks = yyjson_get_str(k);
+                size_t kl = yyjson_get_len(k);
+                for (size_t j = 0; j < idx; j++) {
+                    if (yyjson_get_len(prev) == kl && memcmp(yyjson_get_str(prev), ks, kl) == 0)
+                        return FB_DUP_KEY;
+                    prev = unsafe_yyjson_get_next(prev + 1);
+                }
+                int r = check_value(x, depth + 1);
+                if (r) return r;
+            }
+            return FB_OK;
+        }
+        default:
+            return FB_OK;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The walks (pipeline/formats/responses.py, chat.py, _common.py, _record.py)                   */
+
+static inline int key_is(yyjson_val *k, const char *lit, size_t n) {
+    return yyjson_get_len(k) == n && memcmp(yyjson_get_str(k), lit, n) == 0;
+}
+#define KEY_IS(k, lit) key_is((k), (lit), sizeof(lit) - 1)
+
+static inline int str_is(const char *s, size_t n, const char *lit) {
+    return strlen(lit) == n && memcmp(s, lit, n) == 0;
+}
+
+/* Keep a key verbatim in the extra_json being written into `col` (opened on the first key). */
+static void keep(Status *st, StrCol *col, int *open, yyjson_val *k, yyjson_val *v) {
+    buf_byte(st, &col->data, *open ? ',' : '{');
+    *open = 1;
+    write_str(st, &col->data, yyjson_get_str(k), yyjson_get_len(k));
+    buf_byte(st, &col->data, ':');
+    write_val(st, &col->data, v);
+}
+
+static void close_extra(Status *st, StrCol *col, int open) {
+    if (open) {
+        buf_byte(st, &col->data, '}');
+        sc_commit(st, col);
+    } else {
+        sc_null(st, col);
+    }
+}
+
+static void push_json(Status *st, StrCol *col, yyjson_val *v) {
+    if (v) {
+        write_val(st, &col->data, v);
+        sc_commit(st, col);
+    } else {
+        sc_null(st, col);
+    }
+}
+
+/* A block holding only text (a plain-string content or instructions): BlockCols.add_text. */
+static void text_block_typed(Ctx *c, int level, yyjson_val *text, const char *btype) {
+    int base = S_BLOCKS + 8 * level;
+    Status *st = &c->st;
+    if (btype) {
+        sc_push(st, &c->s[base + B_TYPE], btype, strlen(btype));
+    } else {
+        sc_null(st, &c->s[base + B_TYPE]);
+    }
+    sc_push(st, &c->s[base + B_TEXT], yyjson_get_str(text), yyjson_get_len(text));
+    for (int f = B_ANNOTATIONS; f <= B_EXTRA; f++) sc_null(st, &c->s[base + f]);
+    list_close(c, L_BNULLS + level, c->s[base + B_NULLS].n, 0);
+}
+
+static void text_block(Ctx *c, int level, yyjson_val *text) { text_block_typed(c, level, text, NULL); }
+
+static const char *BLOCK_JSON_KEYS[4] = {"annotations", "logprobs", "cache_control", "citations"};
+
+/* _common.block_row: one content block (an object). */
+static void block_row(Ctx *c, int level, yyjson_val *part) {
+    int base = S_BLOCKS + 8 * level;
+    Status *st = &c->st;
+    const char *text_key = "text";
+    yyjson_val *tv = yyjson_obj_get(part, "type");
+    if (tv && yyjson_is_str(tv)) {
+        const char *t = yyjson_get_str(tv);
+        size_t tl = yyjson_get_len(tv);
+        if (str_is(t, tl, "refusal")) {
+            text_key = "refusal";
+        } else if (str_is(t, tl, "thinking")) {
+            text_key = "thinking";
+        }
+    }
+    size_t text_key_len = strlen(text_key);
+    yyjson_val *type = NULL, *text = NULL, *json[4] = {NULL, NULL, NULL, NULL};
+    Nulls nl = {.n = 0};
+    int open = 0;
+    StrCol *extra = &c->s[base + B_EXTRA];
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(part, idx, max, k, v) {
+        int is_type = KEY_IS(k, "type");
+        if (is_type || key_is(k, text_key, text_key_len)) {
+            if (yyjson_is_str(v)) {
+                if (is_type) {
+                    type = v;
+                } else {
+                    text = v;
+                }
+                continue;
+            }
+            if (yyjson_is_null(v)) {
+                nl.name[nl.n++] = is_type ? "type" : "text";
+                continue;
+            }
+        } else {
+            int j = 0;
+            for (; j < 4; j++) {
+                if (key_is(k, BLOCK_JSON_KEYS[j], strlen(BLOCK_JSON_KEYS[j]))) break;
+            }
+            if (j < 4) {
+                if (yyjson_is_null(v)) {
+                    nl.name[nl.n++] = BLOCK_JSON_KEYS[j];
+                } else {
+                    json[j] = v;
+                }
+                continue;
+            }
+        }
+        keep(st, extra, &open, k, v);
+    }
+    if (type) {
+        sc_push(st, &c->s[base + B_TYPE], yyjson_get_str(type), yyjson_get_len(type));
+    } else {
+        sc_null(st, &c->s[base + B_TYPE]);
+    }
+    if (text) {
+        sc_push(st, &c->s[base + B_TEXT], yyjson_get_str(text), yyjson_get_len(text));
+    } else {
+        sc_null(st, &c->s[base + B_TEXT]);
+    }
+    for (int j = 0; j < 4; j++) push_json(st, &c->s[base + B_ANNOTATIONS + j], json[j]);
+    close_extra(st, extra, open);
+    nulls_close(c, L_BNULLS + level, base + B_NULLS, &nl);
+}
+
+/* add_blocks: every element must be an object. Returns 0, or -1 to hand the record to Python. */
+static int add_blocks(Ctx *c, int level, yyjson_val *arr) {
+    size_t idx, max;
+    yyjson_val *part;
+    yyjson_arr_foreach(arr, idx, max, part) {
+        if (!yyjson_is_obj(part)) return -1;
+    }
+    yyjson_arr_foreach(arr, idx, max, part) { block_row(c, level, part); }
+    return 0;
+}
+
+/* Item keys with a string column, in the order of responses._SLOTS; their null_fields names. */
+static const char *SLOT_KEYS[11] = {"type", "id", "call_id", "role", "name", "namespace",
+                                    "arguments", "input", "status", "phase", "encrypted_content"};
+static const char *SLOT_NULL_NAMES[11] = {"native_type", "id", "call_id", "role", "name", "namespace",
+                                          "arguments", "input", "status", "phase",
+                                          "encrypted_content"};
+static const int SLOT_COLS[11] = {S_NATIVE, S_ID, S_CALL_ID, S_ROLE, S_NAME, S_NAMESPACE,
+                                  S_ARGUMENTS, S_INPUT, S_STATUS, S_PHASE, S_ENC};
+
+static int slot_of(yyjson_val *k) {
+    const char *s = yyjson_get_str(k);
+    size_t n = yyjson_get_len(k);
+    for (int j = 0; j < 11; j++) {
+        if (str_is(s, n, SLOT_KEYS[j])) return j;
+    }
+    return -1;
+}
+
+static void push_str(Ctx *c, int col, const char *s) { sc_push(&c->st, &c->s[col], s, strlen(s)); }
+
+static void push_opt(Ctx *c, int col, yyjson_val *v) {
+    if (v) {
+        sc_push(&c->st, &c->s[col], yyjson_get_str(v), yyjson_get_len(v));
+    } else {
+        sc_null(&c->st, &c->s[col]);
+    }
+}
+
+enum { SLOT_NATIVE, SLOT_ID, SLOT_CALL_ID, SLOT_ROLE, SLOT_NAME, SLOT_NAMESPACE, SLOT_ARGUMENTS,
+       SLOT_INPUT, SLOT_STATUS, SLOT_PHASE, SLOT_ENC };
+
+/* Which keys of `wrapper_from` form an item's wrapper_json: a Chat choice's keys but "message"
+ * (always an object, "{}" too), an Anthropic message's keys but "role" and "content" (null when
+ * there are none). */
+enum { WRAP_CHOICE, WRAP_MESSAGE };
+
+/* The parts of an item row only some formats set (Anthropic thinking / tool_use blocks). */
+typedef struct {
+    yyjson_val *signature;      /* string value of the signature column */
+    yyjson_val *arguments_json; /* a value whose JSON text is the arguments column */
+} ItemMore;
+
+/* Close one item row (_build.close_item): its content / summary blocks were appended already, its
+ * extra_json written into the column's data (`extra_open`); `role_literal` overrides slot role. */
+static void push_item(Ctx *c, const char *section, int32_t group, int32_t part, const char *kind,
+                      size_t kind_len, yyjson_val *slots[11], const char *role_literal, const char *form,
+                      int extra_open, yyjson_val *wrapper_from, int wrapper_kind, const ItemMore *more,
+                      const Nulls *nl, int has_content, int has_summary) {
+    Status *st = &c->st;
+    push_str(c, S_SECTION, section);
+    ic_push(st, &c->i[I_GROUP], group, 1);
+    ic_push(st, &c->i[I_PART], part < 0 ? 0 : part, part >= 0);
+    sc_push(st, &c->s[S_TYPE], kind, kind_len);
+    for (int j = 0; j < 11; j++) {
+        if (j == SLOT_ROLE && role_literal) {
+            push_str(c, S_ROLE, role_literal);
+        } else if (j == SLOT_ARGUMENTS && more && more->arguments_json) {
+            push_json(st, &c->s[S_ARGUMENTS], more->arguments_json);
+        } else {
+            push_opt(c, SLOT_COLS[j], slots[j]);
+        }
+    }
+    if (form) {
+        push_str(c, S_FORM, form);
+    } else {
+        sc_null(st, &c->s[S_FORM]);
+    }
+    push_opt(c, S_SIG, more ? more->signature : NULL);
+    close_extra(st, &c->s[S_IEXTRA], extra_open);
+    StrCol *w = &c->s[S_WRAPPER];
+    int first = 1;
+    if (wrapper_from) {
+        size_t idx, max;
+        yyjson_val *k, *v;
+        yyjson_obj_foreach(wrapper_from, idx, max, k, v) {
+            if (wrapper_kind == WRAP_CHOICE ? KEY_IS(k, "message") : KEY_IS(k, "role") || KEY_IS(k, "content"))
+                continue;
+            buf_byte(st, &w->data, first ? '{' : ',');
+            first = 0;
+            write_str(st, &w->data, yyjson_get_str(k), yyjson_get_len(k));
+            buf_byte(st, &w->data, ':');
+            write_val(st, &w->data, v);
+        }
+        if (first && wrapper_kind == WRAP_CHOICE) buf_byte(st, &w->data, '{');
+    }
+    if (wrapper_from && (!first || wrapper_kind == WRAP_CHOICE)) {
+        buf_byte(st, &w->data, '}');
+        sc_commit(st, w);
+    } else {
+        sc_null(st, w);
+    }
+    nulls_close(c, L_INULLS, S_INULLS, nl);
+    list_close(c, L_CONTENT, c->s[S_BLOCKS + 8 * LEVEL_CONTENT].n, has_content);
+    list_close(c, L_SUMMARY, c->s[S_BLOCKS + 8 * LEVEL_SUMMARY].n, has_summary);
+}
+
+/* responses.decode_item. Returns 0, or -1 to hand the record to Python. */
+static int decode_item(Ctx *c, yyjson_val *item, const char *section, int32_t index) {
+    Status *st = &c->st;
+    if (!yyjson_is_obj(item)) return -1;
+    yyjson_val *native = yyjson_obj_get(item, "type");
+    const char *kind;
+    size_t kind_len;
+    if (native && yyjson_is_str(native)) {
+        kind = yyjson_get_str(native);
+        kind_len = yyjson_get_len(native);
+    } else if (yyjson_obj_get(item, "role")) {
+        kind = "message";
+        kind_len = 7;
+    } else if ((!native || yyjson_is_null(native)) && yyjson_obj_get(item, "id")) {
+        kind = "item_reference";
+        kind_len = 14;
+    } else {
+        return -1;
+    }
+    int is_message = str_is(kind, kind_len, "message");
+    if (is_message) {
+        yyjson_val *role = yyjson_obj_get(item, "role");
+        if (!role || !yyjson_is_str(role)) return -1;
+    }
+    const char *payload_key = NULL;
+    int lenient = 0;
+    if (is_message || str_is(kind, kind_len, "reasoning")) {
+        payload_key = "content";
+    } else if (str_is(kind, kind_len, "function_call_output") ||
+               str_is(kind, kind_len, "custom_tool_call_output")) {
+        payload_key = "output";
+        lenient = 1;
+    }
+    int reasoning = str_is(kind, kind_len, "reasoning");
+    yyjson_val *slots[11] = {NULL};
+    Nulls nl = {.n = 0};
+    const char *form = NULL;
+    int has_content = 0, has_summary = 0, open = 0;
+    StrCol *extra = &c->s[S_IEXTRA];
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(item, idx, max, k, v) {
+        int slot = slot_of(k);
+        if (slot >= 0) {
+            if (yyjson_is_str(v)) {
+                slots[slot] = v;
+            } else if (yyjson_is_null(v)) {
+                nl.name[nl.n++] = SLOT_NULL_NAMES[slot];
+            } else {
+                keep(st, extra, &open, k, v);
+            }
+        } else if (payload_key && key_is(k, payload_key, strlen(payload_key))) {
+            if (yyjson_is_str(v)) {
+                form = "string";
+                text_block(c, LEVEL_CONTENT, v);
+                has_content = 1;
+            } else if (lenient && !yyjson_is_arr(v) && !yyjson_is_null(v)) {
+                keep(st, extra, &open, k, v);
+                form = "absent";
+            } else if (yyjson_is_arr(v)) {
+                form = "parts";
+                if (add_blocks(c, LEVEL_CONTENT, v)) return -1;
+                has_content = 1;
+            } else if (yyjson_is_null(v)) {
+                form = "null";
+            } else {
+                return -1; /* expected string or array */
+            }
+        } else if (reasoning && KEY_IS(k, "summary") && (yyjson_is_arr(v) || yyjson_is_null(v))) {
+            if (yyjson_is_null(v)) {
+                nl.name[nl.n++] = "summary";
+            } else {
+                has_summary = 1;
+                if (add_blocks(c, LEVEL_SUMMARY, v)) return -1;
+            }
+        } else {
+            keep(st, extra, &open, k, v);
+        }
+    }
+    if (payload_key && !form) form = "absent";
+    push_item(c, section, index, -1, kind, kind_len, slots, NULL, form, open, NULL, 0, NULL, &nl, has_content,
+              has_summary);
+    return 0;
+}
+
+/* The item a string input stands for: one user message whose content is that string. */
+static void string_input_item(Ctx *c, const char *section, yyjson_val *text) {
+    yyjson_val *slots[11] = {NULL};
+    Nulls nl = {.n = 0};
+    text_block(c, LEVEL_CONTENT, text);
+    push_item(c, section, 0, -1, "message", 7, slots, "user", "string", 0, NULL, 0, NULL, &nl, 1, 0);
+}
+
+/* ---- Chat (pipeline/formats/chat.py, _common.add_chat_message) ----------------------------- */
+
+/* _common.add_chat_message (strict content): the head item of a message. Returns its role, or
+ * NULL to hand the record to Python; *tool_calls is set when there are calls to split. */
+static yyjson_val *chat_head(Ctx *c, yyjson_val *msg, const char *section, int32_t group,
+                             yyjson_val *wrapper_from, yyjson_val **tool_calls) {
+    Status *st = &c->st;
+    *tool_calls = NULL;
+    if (!msg || !yyjson_is_obj(msg)) return NULL;
+    yyjson_val *role = yyjson_obj_get(msg, "role");
+    if (!role || !yyjson_is_str(role)) return NULL;
+    const char *r = yyjson_get_str(role);
+    size_t rl = yyjson_get_len(role);
+    int output = str_is(r, rl, "tool") || str_is(r, rl, "function");
+    yyjson_val *slots[11] = {NULL};
+    slots[SLOT_ROLE] = role;
+    Nulls nl = {.n = 0};
+    const char *form = NULL;
+    int has_content = 0, open = 0;
+    StrCol *extra = &c->s[S_IEXTRA];
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(msg, idx, max, k, v) {
+        if (KEY_IS(k, "role")) continue;
+        if (KEY_IS(k, "content")) {
+            if (yyjson_is_str(v)) {
+                form = "string";
+                text_block(c, LEVEL_CONTENT, v);
+                has_content = 1;
+            } else if (yyjson_is_arr(v)) {
+                form = "parts";
+                if (add_blocks(c, LEVEL_CONTENT, v)) return NULL;
+                has_content = 1;
+            } else if (yyjson_is_null(v)) {
+                form = "null";
+            } else {
+                return NULL; /* expected string or array */
+            }
+        } else if (KEY_IS(k, "name") || KEY_IS(k, "tool_call_id")) {
+            int slot = KEY_IS(k, "name") ? SLOT_NAME : SLOT_CALL_ID;
+            if (yyjson_is_str(v)) {
+                slots[slot] = v;
+            } else if (yyjson_is_null(v)) {
+                nl.name[nl.n++] = SLOT_NULL_NAMES[slot];
+            } else {
+                keep(st, extra, &open, k, v);
+            }
+        } else if (KEY_IS(k, "tool_calls") && yyjson_is_arr(v) && yyjson_arr_size(v) > 0) {
+            *tool_calls = v;
+        } else {
+            keep(st, extra, &open, k, v);
+        }
+    }
+    if (!form) form = "absent";
+    const char *kind = output ? "function_call_output" : "message";
+    push_item(c, section, group, -1, kind, strlen(kind), slots, NULL, form, open, wrapper_from, WRAP_CHOICE,
+              NULL, &nl,
+              has_content, 0);
+    return role;
+}
+
+/* chat._decode_tool_call. Returns 0, or -1 to hand the record to Python. */
+static int chat_tool_call(Ctx *c, yyjson_val *tc, yyjson_val *role, const char *section, int32_t group,
+                          int32_t j) {
+    Status *st = &c->st;
+    if (!yyjson_is_obj(tc)) return -1;
+    yyjson_val *native = yyjson_obj_get(tc, "type");
+    int custom = (native && yyjson_is_str(native) && str_is(yyjson_get_str(native), yyjson_get_len(native),
+                                                             "custom")) ||
+                 ((!native || yyjson_is_null(native)) && yyjson_obj_get(tc, "custom") &&
+                  !yyjson_obj_get(tc, "function"));
+    const char *sub_key = custom ? "custom" : "function";
+    const char *value_key = custom ? "input" : "arguments";
+    int value_slot = custom ? SLOT_INPUT : SLOT_ARGUMENTS;
+    const char *kind = custom ? "custom_tool_call" : "function_call";
+    if (!yyjson_obj_get(tc, sub_key)) return -1; /* tool call without its function / custom */
+    yyjson_val *slots[11] = {NULL};
+    slots[SLOT_ROLE] = role;
+    Nulls nl = {.n = 0};
+    int open = 0;
+    StrCol *extra = &c->s[S_IEXTRA];
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(tc, idx, max, k, v) {
+        int slot = KEY_IS(k, "id") ? SLOT_CALL_ID : KEY_IS(k, "type") ? SLOT_NATIVE : -1;
+        if (slot >= 0) {
+            if (yyjson_is_str(v)) {
+                slots[slot] = v;
+            } else if (yyjson_is_null(v)) {
+                nl.name[nl.n++] = SLOT_NULL_NAMES[slot];
+            } else {
+                keep(st, extra, &open, k, v);
+            }
+        } else if (key_is(k, sub_key, strlen(sub_key))) {
+            if (!yyjson_is_obj(v)) return -1;
+            /* name and the value key (string or null) to columns; every other sub-key kept, as one
+             * object under the sub-key, where the sub-key stood */
+            int sub_open = 0;
+            size_t sidx, smax;
+            yyjson_val *sk, *sv;
+            yyjson_obj_foreach(v, sidx, smax, sk, sv) {
+                int sslot = KEY_IS(sk, "name") ? SLOT_NAME
+                            : key_is(sk, value_key, strlen(value_key)) ? value_slot
+                                                                       : -1;
+                if (sslot >= 0 && (yyjson_is_str(sv) || yyjson_is_null(sv))) {
+                    if (yyjson_is_str(sv)) {
+                        slots[sslot] = sv;
+                    } else {
+                        nl.name[nl.n++] = SLOT_NULL_NAMES[sslot];
+                    }
+                    continue;
+                }
+                if (!sub_open) {
+                    buf_byte(st, &extra->data, open ? ',' : '{');
+                    open = 1;
+                    write_str(st, &extra->data, sub_key, strlen(sub_key));
+                    buf_byte(st, &extra->data, ':');
+                    buf_byte(st, &extra->data, '{');
+                    sub_open = 1;
+                } else {
+                    buf_byte(st, &extra->data, ',');
+                }
+                write_str(st, &extra->data, yyjson_get_str(sk), yyjson_get_len(sk));
+                buf_byte(st, &extra->data, ':');
+                write_val(st, &extra->data, sv);
+            }
+            if (sub_open) buf_byte(st, &extra->data, '}');
+        } else {
+            keep(st, extra, &open, k, v);
+        }
+    }
+    push_item(c, section, group, j, kind, strlen(kind), slots, NULL, NULL, open, NULL, 0, NULL, &nl, 0, 0);
+    return 0;
+}
+
+/* chat.decode_message: the head item, then one item per tool call. */
+static int chat_message(Ctx *c, yyjson_val *msg, const char *section, int32_t group,
+                        yyjson_val *wrapper_from) {
+    yyjson_val *tool_calls;
+    yyjson_val *role = chat_head(c, msg, section, group, wrapper_from, &tool_calls);
+    if (!role) return -1;
+    if (tool_calls) {
+        size_t idx, max;
+        yyjson_val *tc;
+        yyjson_arr_foreach(tool_calls, idx, max, tc) {
+            if (chat_tool_call(c, tc, role, section, group, (int32_t)idx)) return -1;
+        }
+    }
+    return 0;
+}
+
+
+/* ---- Anthropic (pipeline/formats/anthropic.py) --------------------------------------------- */
+
+static int ends_with(const char *s, size_t n, const char *suffix) {
+    size_t m = strlen(suffix);
+    return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+/* A block that becomes an item of its own (anthropic._ITEM_BLOCKS or a *_tool_result). */
+static int item_block(const char *t, size_t n) {
+    return str_is(t, n, "tool_use") || str_is(t, n, "server_tool_use") || str_is(t, n, "mcp_tool_use") ||
+           str_is(t, n, "tool_result") || str_is(t, n, "thinking") || str_is(t, n, "redacted_thinking") ||
+           str_is(t, n, "compaction") || ends_with(t, n, "_tool_result");
+}
+
+/* Set a string slot from a value (set_str): string to the slot, null to null_fields, else kept. */
+static void set_str(Ctx *c, yyjson_val **slot, const char *null_name, Nulls *nl, int *open, yyjson_val *k,
+                    yyjson_val *v) {
+    if (yyjson_is_str(v)) {
+        *slot = v;
+    } else if (yyjson_is_null(v)) {
+        nl->name[nl->n++] = null_name;
+    } else {
+        keep(&c->st, &c->s[S_IEXTRA], open, k, v);
+    }
+}
+
+/* anthropic._decode_item_block. Returns 0, or -1 to hand the record to Python. */
+static int anthropic_item_block(Ctx *c, yyjson_val *block, yyjson_val *btype, const char *section,
+                                int32_t group, int32_t j, yyjson_val *role, yyjson_val *wrapper_from) {
+    const char *t = yyjson_get_str(btype);
+    size_t tn = yyjson_get_len(btype);
+    yyjson_val *slots[11] = {NULL};
+    slots[SLOT_NATIVE] = btype;
+    slots[SLOT_ROLE] = role;
+    ItemMore more = {NULL, NULL};
+    Nulls nl = {.n = 0};
+    const char *kind = t;
+    size_t kind_len = tn;
+    const char *form = NULL;
+    int has_content = 0, open = 0;
+    size_t idx, max;
+    yyjson_val *k, *v;
+    if (str_is(t, tn, "tool_use") || str_is(t, tn, "server_tool_use") || str_is(t, tn, "mcp_tool_use")) {
+        if (str_is(t, tn, "tool_use")) {
+            kind = "function_call";
+            kind_len = 13;
+        }
+        yyjson_obj_foreach(block, idx, max, k, v) {
+            if (KEY_IS(k, "id")) {
+                set_str(c, &slots[SLOT_CALL_ID], "call_id", &nl, &open, k, v);
+            } else if (KEY_IS(k, "name")) {
+                set_str(c, &slots[SLOT_NAME], "name", &nl, &open, k, v);
+            } else if (KEY_IS(k, "input")) {
+                if (yyjson_is_null(v)) {
+                    nl.name[nl.n++] = "arguments";
+                } else {
+                    more.arguments_json = v;
+                }
+            } else if (!KEY_IS(k, "type")) {
+                keep(&c->st, &c->s[S_IEXTRA], &open, k, v);
+            }
+        }
+    } else if (str_is(t, tn, "tool_result") || ends_with(t, tn, "_tool_result")) {
+        int tool_result = str_is(t, tn, "tool_result");
+        if (tool_result) {
+            kind = "function_call_output";
+            kind_len = 20;
+        }
+        yyjson_obj_foreach(block, idx, max, k, v) {
+            if (KEY_IS(k, "tool_use_id")) {
+                set_str(c, &slots[SLOT_CALL_ID], "call_id", &nl, &open, k, v);
+            } else if (KEY_IS(k, "content") && tool_result &&
+                       (yyjson_is_str(v) || yyjson_is_arr(v) || yyjson_is_null(v))) {
+                if (yyjson_is_str(v)) {
+                    form = "string";
+                    text_block(c, LEVEL_CONTENT, v);
+                    has_content = 1;
+                } else if (yyjson_is_arr(v)) {
+                    form = "parts";
+                    if (add_blocks(c, LEVEL_CONTENT, v)) return -1;
+                    has_content = 1;
+                } else {
+                    form = "null";
+                }
+            } else if (!KEY_IS(k, "type")) {
+                keep(&c->st, &c->s[S_IEXTRA], &open, k, v);
+            }
+        }
+        if (!form) form = "absent";
+    } else if (str_is(t, tn, "thinking")) {
+        kind = "reasoning";
+        kind_len = 9;
+        form = "absent";
+        yyjson_obj_foreach(block, idx, max, k, v) {
+            if (KEY_IS(k, "thinking") && yyjson_is_str(v)) {
+                text_block_typed(c, LEVEL_CONTENT, v, "thinking");
+                form = "parts";
+                has_content = 1;
+            } else if (KEY_IS(k, "thinking") && yyjson_is_null(v)) {
+                form = "null";
+            } else if (KEY_IS(k, "signature")) {
+                set_str(c, &more.signature, "signature", &nl, &open, k, v);
+            } else if (!KEY_IS(k, "type")) {
+                keep(&c->st, &c->s[S_IEXTRA], &open, k, v);
+            }
+        }
+    } else if (str_is(t, tn, "redacted_thinking")) {
+        kind = "reasoning";
+        kind_len = 9;
+        yyjson_obj_foreach(block, idx, max, k, v) {
+            if (KEY_IS(k, "data")) {
+                set_str(c, &slots[SLOT_ENC], "encrypted_content", &nl, &open, k, v);
+            } else if (!KEY_IS(k, "type")) {
+                keep(&c->st, &c->s[S_IEXTRA], &open, k, v);
+            }
+        }
+    } else { /* compaction */
+        kind = "compaction";
+        kind_len = 10;
+        yyjson_obj_foreach(block, idx, max, k, v) {
+            if (KEY_IS(k, "content") && (yyjson_is_str(v) || yyjson_is_null(v))) {
+                if (yyjson_is_str(v)) {
+                    form = "string";
+                    text_block(c, LEVEL_CONTENT, v);
+                    has_content = 1;
+                } else {
+                    form = "null";
+                }
+            } else if (KEY_IS(k, "encrypted_content")) {
+                set_str(c, &slots[SLOT_ENC], "encrypted_content", &nl, &open, k, v);
+            } else if (KEY_IS(k, "signature")) {
+                set_str(c, &more.signature, "signature", &nl, &open, k, v);
+            } else if (!KEY_IS(k, "type")) {
+                keep(&c->st, &c->s[S_IEXTRA], &open, k, v);
+            }
+        }
+        if (!form) form = "absent";
+    }
+    push_item(c, section, group, j, kind, kind_len, slots, NULL, form, open, wrapper_from, WRAP_MESSAGE, &more,
+              &nl, has_content, 0);
+    return 0;
+}
+
+/* anthropic.decode_message. `msg` is a message of `messages`; for a response it is NULL and
+ * `role` / `content` come from the record. Returns 0, or -1 to hand the record to Python. */
+static int anthropic_message(Ctx *c, yyjson_val *msg, const char *section, int32_t group, yyjson_val *role,
+                             yyjson_val *content) {
+    yyjson_val *wrapper_from = NULL;
+    if (msg) {
+        if (!yyjson_is_obj(msg)) return -1;
+        role = yyjson_obj_get(msg, "role");
+        if (!role || !yyjson_is_str(role)) return -1;
+        content = yyjson_obj_get(msg, "content");
+        wrapper_from = msg; /* null wrapper_json when it has no other key */
+    }
+    yyjson_val *slots[11] = {NULL};
+    slots[SLOT_ROLE] = role;
+    Nulls none = {.n = 0};
+    if (!content || !yyjson_is_arr(content)) {
+        const char *form;
+        int has_content = 0;
+        if (!content) {
+            form = "absent";
+        } else if (yyjson_is_str(content)) {
+            form = "string";
+            text_block(c, LEVEL_CONTENT, content);
+            has_content = 1;
+        } else if (yyjson_is_null(content)) {
+            form = "null";
+        } else {
+            return -1; /* expected string or array */
+        }
+        push_item(c, section, group, -1, "message", 7, slots, NULL, form, 0, wrapper_from, WRAP_MESSAGE, NULL,
+                  &none, has_content, 0);
+        return 0;
+    }
+    int32_t pending = -1; /* part of the open run of content blocks, -1: none */
+    int pending_wrapped = 0, first = 1;
+    size_t idx, max;
+    yyjson_val *block;
+    yyjson_arr_foreach(content, idx, max, block) {
+        if (!yyjson_is_obj(block)) return -1;
+        yyjson_val *btype = yyjson_obj_get(block, "type");
+        if (btype && yyjson_is_str(btype) && item_block(yyjson_get_str(btype), yyjson_get_len(btype))) {
+            if (pending >= 0) {
+                push_item(c, section, group, pending, "message", 7, slots, NULL, "parts", 0,
+                          pending_wrapped ? wrapper_from : NULL, WRAP_MESSAGE, NULL, &none, 1, 0);
+                pending = -1;
+            }
+            if (anthropic_item_block(c, block, btype, section, group, (int32_t)idx, role,
+                                     first ? wrapper_from : NULL))
+                return -1;
+            first = 0;
+            continue;
+        }
+        if (pending < 0) {
+            pending = (int32_t)idx;
+            pending_wrapped = first;
+            first = 0;
+        }
+        block_row(c, LEVEL_CONTENT, block);
+    }
+    if (pending >= 0) {
+        push_item(c, section, group, pending, "message", 7, slots, NULL, "parts", 0,
+                  pending_wrapped ? wrapper_from : NULL, WRAP_MESSAGE, NULL, &none, 1, 0);
+    } else if (first) { /* an empty content list: the message is kept */
+        push_item(c, section, group, -1, "message", 7, slots, NULL, "parts", 0, wrapper_from, WRAP_MESSAGE, NULL,
+                  &none, 1, 0);
+    }
+    return 0;
+}
+
+/* ---- BLAKE2b (RFC 7693), for conversation_id: blake2b(raw, digest_size=16) + file + line ---- */
+
+typedef struct {
+    uint64_t h[8], t;
+    uint8_t buf[128];
+    size_t buflen;
+} Blake2b;
+
+static const uint64_t B2_IV[8] = {
+    0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL, 0x3c6ef372fe94f82bULL, 0xa54ff53a5f1d36f1ULL,
+    0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL, 0x1f83d9abfb41bd6bULL, 0x5be0cd19137e2179ULL,
+};
+static const uint8_t B2_SIGMA[12][16] = {
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+    {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4},
+    {7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
+    {9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13},
+    {2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
+    {12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11},
+    {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
+    {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5},
+    {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+};
+
+static inline uint64_t rotr64(uint64_t x, int n) { return (x >> n) | (x << (64 - n)); }
+
+static void b2_compress(Blake2b *s, const uint8_t *block, int last) {
+    uint64_t m[16], v[16];
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(m, block, 128); /* BLAKE2b words are little-endian */
+#else
+    for (int i = 0; i < 16; i++) {
+        uint64_t w = 0;
+        for (int j = 7; j >= 0; j--) w = (w << 8) | block[i * 8 + j];
+        m[i] = w;
+    }
+#endif
+    for (int i = 0; i < 8; i++) {
+        v[i] = s->h[i];
+        v[i + 8] = B2_IV[i];
+    }
+    v[12] ^= s->t; /* messages here are far below 2^64 bytes: the high counter word stays 0 */
+    if (last) v[14] = ~v[14];
+#define B2G(a, b, cc, d, x, y)             \
+    do {                                   \
+        v[a] = v[a] + v[b] + (x);          \
+        v[d] = rotr64(v[d] ^ v[a], 32);    \
+        v[cc] = v[cc] + v[d];              \
+        v[b] = rotr64(v[b] ^ v[cc], 24);   \
+        v[a] = v[a] + v[b] + (y);          \
+        v[d] = rotr64(v[d] ^ v[a], 16);    \
+        v[cc] = v[cc] + v[d];              \
+        v[b] = rotr64(v[b] ^ v[cc], 63);   \
+    } while (0)
+    /* rounds unrolled with constant message indices: the compiler keeps v and m in registers */
+#define B2ROUND(r)                                                 \
+    do {                                                           \
+        B2G(0, 4, 8, 12, m[B2_SIGMA[r][0]], m[B2_SIGMA[r][1]]);    \
+        B2G(1, 5, 9, 13, m[B2_SIGMA[r][2]], m[B2_SIGMA[r][3]]);    \
+        B2G(2, 6, 10, 14, m[B2_SIGMA[r][4]], m[B2_SIGMA[r][5]]);   \
+        B2G(3, 7, 11, 15, m[B2_SIGMA[r][6]], m[B2_SIGMA[r][7]]);   \
+        B2G(0, 5, 10, 15, m[B2_SIGMA[r][8]], m[B2_SIGMA[r][9]]);   \
+        B2G(1, 6, 11, 12, m[B2_SIGMA[r][10]], m[B2_SIGMA[r][11]]); \
+        B2G(2, 7, 8, 13, m[B2_SIGMA[r][12]], m[B2_SIGMA[r][13]]);  \
+        B2G(3, 4, 9, 14, m[B2_SIGMA[r][14]], m[B2_SIGMA[r][15]]);  \
+    } while (0)
+    B2ROUND(0);
+    B2ROUND(1);
+    B2ROUND(2);
+    B2ROUND(3);
+    B2ROUND(4);
+    B2ROUND(5);
+    B2ROUND(6);
+    B2ROUND(7);
+    B2ROUND(8);
+    B2ROUND(9);
+    B2ROUND(10);
+    B2ROUND(11);
+#undef B2ROUND
+#undef B2G
+    for (int i = 0; i < 8; i++) s->h[i] ^= v[i] ^ v[i + 8];
+}
+
+static void b2_init(Blake2b *s, size_t outlen) {
+    for (int i = 0; i < 8; i++) s->h[i] = B2_IV[i];
+    s->h[0] ^= 0x01010000ULL ^ (uint64_t)outlen;
+    s->t = 0;
+    s->buflen = 0;
+}
+
+static void b2_update(Blake2b *s, const uint8_t *in, size_t n) {
+    while (n > 0) {
+        if (s->buflen == 128) { /* compress a full block only once more input follows it */
+            s->t += 128;
+            b2_compress(s, s->buf, 0);
+            s->buflen = 0;
+        }
+        size_t take = 128 - s->buflen;
+        if (take > n) take = n;
+        memcpy(s->buf + s->buflen, in, take);
+        s->buflen += take;
+        in += take;
+        n -= take;
+    }
+}
+
+static void b2_final_hex(Blake2b *s, char *hex32) {
+    s->t += s->buflen;
+    memset(s->buf + s->buflen, 0, 128 - s->buflen);
+    b2_compress(s, s->buf, 1);
+    for (int i = 0; i < 16; i++) {
+        uint8_t byte = (uint8_t)(s->h[i / 8] >> (8 * (i % 8)));
+        hex32[2 * i] = HEX[byte >> 4];
+        hex32[2 * i + 1] = HEX[byte & 15];
+    }
+}
+
+static void conversation_id(Ctx *c, const char *raw, size_t n, int64_t line, char *hex32) {
+    Blake2b s;
+    b2_init(&s, 16);
+    b2_update(&s, (const uint8_t *)raw, n);
+    char tail[32];
+    uint8_t zero = 0;
+    b2_update(&s, &zero, 1);
+    if (c->has_source_file) b2_update(&s, (const uint8_t *)c->source_file, (size_t)c->source_file_len);
+    b2_update(&s, &zero, 1);
+    int tl = snprintf(tail, sizeof(tail), "%lld", (long long)line);
+    b2_update(&s, (const uint8_t *)tail, (size_t)tl);
+    b2_final_hex(&s, hex32);
+}
+
+/* ---- one record ---------------------------------------------------------------------------- */
+
+enum { FMT_RESPONSES, FMT_CHAT, FMT_ANTHROPIC, N_FMT };
+static const char *FMT_NAMES[N_FMT] = {"responses", "chat", "anthropic"};
+
+/* What a walk says about the row it decoded (_record.RowEnd): the key it handled besides the
+ * ones named here, record_kind and items_form. */
+typedef struct {
+    const char *key;
+    const char *also; /* a second handled key, or NULL */
+    int response;
+    const char *items_form;
+} RowEnd;
+
+/* responses._walk. Returns FB_OK or FB_SHAPE. */
+static int walk_responses(Ctx *c, yyjson_val *rec, RowEnd *end) {
+    yyjson_val *input = yyjson_obj_get(rec, "input");
+    int response = !input && yyjson_obj_get(rec, "output") != NULL;
+    const char *key = response ? "output" : "input";
+    yyjson_val *value = response ? yyjson_obj_get(rec, "output") : input;
+
+    /* instructions: absent, null, string, or items (which go to the items column) */
+    yyjson_val *instr = yyjson_obj_get(rec, "instructions");
+    const char *iform;
+    int instr_valid = 0;
+    if (!instr) {
+        iform = "absent";
+    } else if (yyjson_is_null(instr)) {
+        iform = "null";
+    } else if (yyjson_is_str(instr)) {
+        iform = "string";
+        text_block(c, LEVEL_INSTR, instr);
+        instr_valid = 1;
+    } else if (yyjson_is_arr(instr)) {
+        iform = "items";
+        size_t idx, max;
+        yyjson_val *it;
+        yyjson_arr_foreach(instr, idx, max, it) {
+            if (decode_item(c, it, "instructions", (int32_t)idx)) return FB_SHAPE;
+        }
+    } else {
+        return FB_SHAPE;
+    }
+    push_str(c, S_IFORM, iform);
+    list_close(c, L_INSTR_CONTENT, c->s[S_BLOCKS + 8 * LEVEL_INSTR].n, instr_valid);
+
+    const char *items_form;
+    if (!value) {
+        if (!response) return FB_SHAPE; /* request body without 'input' */
+        items_form = "absent";
+    } else if (yyjson_is_str(value)) {
+        items_form = "string";
+        string_input_item(c, key, value);
+    } else if (yyjson_is_arr(value)) {
+        items_form = "parts";
+        size_t idx, max;
+        yyjson_val *it;
+        yyjson_arr_foreach(value, idx, max, it) {
+            if (decode_item(c, it, key, (int32_t)idx)) return FB_SHAPE;
+        }
+    } else if (yyjson_is_null(value)) {
+        items_form = "null";
+    } else {
+        return FB_SHAPE;
+    }
+    end->key = key;
+    end->also = "instructions";
+    end->response = response;
+    end->items_form = items_form;
+    return FB_OK;
+}
+
+/* chat._walk. Returns FB_OK or FB_SHAPE. */
+static int walk_chat(Ctx *c, yyjson_val *rec, RowEnd *end) {
+    int response = yyjson_obj_get(rec, "choices") && !yyjson_obj_get(rec, "messages");
+    const char *key = response ? "choices" : "messages";
+    push_str(c, S_IFORM, "absent");
+    list_close(c, L_INSTR_CONTENT, c->s[S_BLOCKS + 8 * LEVEL_INSTR].n, 0);
+    yyjson_val *value = yyjson_obj_get(rec, key);
+    if (!value || !yyjson_is_arr(value)) return FB_SHAPE;
+    size_t idx, max;
+    yyjson_val *entry;
+    yyjson_arr_foreach(value, idx, max, entry) {
+        if (response) {
+            if (!yyjson_is_obj(entry)) return FB_SHAPE;
+            if (chat_message(c, yyjson_obj_get(entry, "message"), key, (int32_t)idx, entry)) return FB_SHAPE;
+        } else if (chat_message(c, entry, key, (int32_t)idx, NULL)) {
+            return FB_SHAPE;
+        }
+    }
+    end->key = key;
+    end->also = NULL;
+    end->response = response;
+    end->items_form = "parts";
+    return FB_OK;
+}
+
+/* anthropic._walk. Returns FB_OK or FB_SHAPE. */
+static int walk_anthropic(Ctx *c, yyjson_val *rec, RowEnd *end) {
+    int response = !yyjson_obj_get(rec, "messages") && yyjson_obj_get(rec, "content");
+    yyjson_val *system = yyjson_obj_get(rec, "system");
+    const char *iform;
+    int instr_valid = 0;
+    if (!system) {
+        iform = "absent";
+    } else if (yyjson_is_null(system)) {
+        iform = "null";
+    } else if (yyjson_is_str(system)) {
+        iform = "string";
+        text_block(c, LEVEL_INSTR, system);
+        instr_valid = 1;
+    } else if (yyjson_is_arr(system)) {
+        iform = "parts";
+        if (add_blocks(c, LEVEL_INSTR, system)) return FB_SHAPE;
+        instr_valid = 1;
+    } else {
+        return FB_SHAPE;
+    }
+    push_str(c, S_IFORM, iform);
+    list_close(c, L_INSTR_CONTENT, c->s[S_BLOCKS + 8 * LEVEL_INSTR].n, instr_valid);
+    if (response) {
+        yyjson_val *content = yyjson_obj_get(rec, "content");
+        if (!yyjson_is_arr(content)) return FB_SHAPE;
+        /* a role that is not a string stays verbatim in extra_json (a top-level key here) */
+        yyjson_val *role = yyjson_obj_get(rec, "role");
+        if (role && !yyjson_is_str(role)) role = NULL;
+        if (anthropic_message(c, NULL, "output", 0, role, content)) return FB_SHAPE;
+        end->key = "content";
+        end->also = NULL; /* a response's "system" is decoded and also kept in extra_json */
+    } else {
+        yyjson_val *messages = yyjson_obj_get(rec, "messages");
+        if (!messages || !yyjson_is_arr(messages)) return FB_SHAPE;
+        size_t idx, max;
+        yyjson_val *msg;
+        yyjson_arr_foreach(messages, idx, max, msg) {
+            if (anthropic_message(c, msg, "messages", (int32_t)idx, NULL, NULL)) return FB_SHAPE;
+        }
+        end->key = "messages";
+        end->also = "system";
+    }
+    end->response = response;
+    end->items_form = "parts";
+    return FB_OK;
+}
+
+/* One parsed record: the format's walk, then the top-level keys (_record.add_top_level). Returns
+ * FB_OK with one row appended, or FB_SHAPE (the caller rolls back what was appended). */
+static int decode_record(Ctx *c, int fmt, yyjson_val *rec, const char *raw, size_t raw_len, int64_t line,
+                         int64_t index) {
+    Status *st = &c->st;
+    if (!yyjson_is_obj(rec)) return FB_SHAPE;
+    int64_t items_before = c->s[S_SECTION].n;
+    RowEnd end;
+    int r = fmt == FMT_CHAT        ? walk_chat(c, rec, &end)
+            : fmt == FMT_ANTHROPIC ? walk_anthropic(c, rec, &end)
+                                   : walk_responses(c, rec, &end);
+    if (r != FB_OK) return r;
+    const char *key = end.key;
+    int response = end.response;
+    const char *items_form = end.items_form;
+    const char *also = end.also;
+
+    /* top-level keys: model, tools, tool_choice, every other key to extra_json */
+    yyjson_val *model = NULL, *tools = NULL, *tool_choice = NULL;
+    Nulls nl = {.n = 0};
+    int open = 0;
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(rec, idx, max, k, v) {
+        if ((also && key_is(k, also, strlen(also))) || key_is(k, key, strlen(key))) continue;
+        int is_model = KEY_IS(k, "model"), is_tools = KEY_IS(k, "tools");
+        int is_tc = KEY_IS(k, "tool_choice");
+        if (is_model && yyjson_is_str(v)) {
+            model = v;
+        } else if ((is_model || is_tools || is_tc) && yyjson_is_null(v)) {
+            nl.name[nl.n++] = is_model ? "model" : is_tools ? "tools" : "tool_choice";
+        } else if (is_tools) {
+            tools = v;
+        } else if (is_tc) {
+            tool_choice = v;
+        } else {
+            keep(st, &c->s[S_EXTRA], &open, k, v);
+        }
+    }
+    char hex[32];
+    conversation_id(c, raw, raw_len, line, hex);
+    sc_push(st, &c->s[S_CID], hex, 32);
+    push_str(c, S_FMT, FMT_NAMES[fmt]);
+    push_str(c, S_KIND, response ? "response" : "request");
+    if (c->has_source_file) {
+        sc_push(st, &c->s[S_FILE], c->source_file, (size_t)c->source_file_len);
+    } else {
+        sc_null(st, &c->s[S_FILE]);
+    }
+    buf_put(st, &c->line, &line, 8);
+    buf_put(st, &c->row_index, &index, 8);
+    push_opt(c, S_MODEL, model);
+    push_str(c, S_ITEMS_FORM, items_form);
+    push_json(st, &c->s[S_TOOLS], tools);
+    push_json(st, &c->s[S_TOOL_CHOICE], tool_choice);
+    close_extra(st, &c->s[S_EXTRA], open);
+    nulls_close(c, L_NULLS, S_NULLS, &nl);
+    int64_t n_items = c->s[S_SECTION].n - items_before;
+    ic_push(st, &c->i[I_NITEMS], (int32_t)n_items, 1);
+    list_close(c, L_ITEMS, c->s[S_SECTION].n, 1);
+    c->rows++;
+    return FB_OK;
+}
+
+/* What bytes.strip() removes; a line of only these (or empty) is blank. */
+static int is_blank(const char *p, size_t n) {
+    for (size_t k = 0; k < n; k++) {
+        char ch = p[k];
+        if (!(ch == ' ' || ch == '\t' || ch == '\n' || ch == '\v' || ch == '\f' || ch == '\r')) return 0;
+    }
+    return 1;
+}
+
+/* One line: blank, native row, or a fallback reason. */
+static int decode_line(Ctx *c, int fmt, const char *p, size_t n, int64_t line, int64_t index) {
+    yyjson_read_err err;
+    yyjson_doc *doc = yyjson_read_opts((char *)p, n, YYJSON_READ_NUMBER_AS_RAW, NULL, &err);
+    if (!doc) return FB_PARSE;
+    yyjson_val *root = yyjson_doc_get_root(doc);
+    int r = check_value(root, 1);
+    if (r == FB_OK) {
+        Mark m;
+        mark(c, &m);
+        r = decode_record(c, fmt, root, p, n, line, index);
+        if (r != FB_OK || c->st.oom) rollback(c, &m);
+    }
+    yyjson_doc_free(doc);
+    return r;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Export: Arrow buffers as bytes                                                               */
+
+static PyObject *bitmap_or_none(const Buf *valid, int64_t n, int64_t *null_count) {
+    int64_t nulls = 0;
+    for (int64_t k = 0; k < n; k++) nulls += !valid->p[k];
+    *null_count = nulls;
+    if (nulls == 0) Py_RETURN_NONE;
+    PyObject *bm = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((n + 7) / 8));
+    if (!bm) return NULL;
+    uint8_t *out = (uint8_t *)PyBytes_AS_STRING(bm);
+    memset(out, 0, (size_t)((n + 7) / 8));
+    for (int64_t k = 0; k < n; k++) {
+        if (valid->p[k]) out[k >> 3] |= (uint8_t)(1u << (k & 7));
+    }
+    return bm;
+}
+
+/* A read-only buffer that owns a column's malloc'd memory: handing it to pa.py_buffer exports the
+ * column without copying it (the memory is freed when Arrow drops its last reference). */
+typedef struct {
+    PyObject_HEAD
+    uint8_t *p;
+    Py_ssize_t len;
+} OwnedBuffer;
+
+static int owned_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    OwnedBuffer *o = (OwnedBuffer *)self;
+    static uint8_t empty[8];
+    return PyBuffer_FillInfo(view, self, o->p ? o->p : empty, o->len, 1, flags);
+}
+
+static void owned_dealloc(PyObject *self) {
+    free(((OwnedBuffer *)self)->p);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs OWNED_AS_BUFFER = {owned_getbuffer, NULL};
+
+static PyTypeObject OwnedBufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pipeline._native.Buffer",
+    .tp_basicsize = sizeof(OwnedBuffer),
+    .tp_dealloc = owned_dealloc,
+    .tp_as_buffer = &OWNED_AS_BUFFER,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Memory of one decoded column buffer (read-only; use with pyarrow.py_buffer).",
+};
+
+/* Move a buffer's memory into an OwnedBuffer (trimmed to its length); the Buf is left empty. */
+static PyObject *bytes_of(Buf *b) {
+    OwnedBuffer *o = PyObject_New(OwnedBuffer, &OwnedBufferType);
+    if (!o) return NULL;
+    uint8_t *p = b->p;
+    if (p && b->len < b->cap) {
+        uint8_t *trimmed = (uint8_t *)realloc(p, b->len ? b->len : 1);
+        if (trimmed) p = trimmed;
+    }
+    o->p = p;
+    o->len = (Py_ssize_t)b->len;
+    b->p = NULL;
+    b->len = b->cap = 0;
+    return (PyObject *)o;
+}
+
+/* (length, null_count, validity bitmap or None, buffer...) */
+static PyObject *export_col(const Buf *valid, int64_t n, Buf *a, Buf *b2) {
+    int64_t nulls;
+    PyObject *bm = bitmap_or_none(valid, n, &nulls);
+    if (!bm) return NULL;
+    PyObject *x = bytes_of(a);
+    PyObject *y = b2 ? bytes_of(b2) : NULL;
+    if (!x || (b2 && !y)) {
+        Py_DECREF(bm);
+        Py_XDECREF(x);
+        Py_XDECREF(y);
+        return NULL;
+    }
+    if (b2) return Py_BuildValue("(LLNNN)", (long long)n, (long long)nulls, bm, x, y);
+    return Py_BuildValue("(LLNN)", (long long)n, (long long)nulls, bm, x);
+}
+
+static int set_item(PyObject *d, const char *name, PyObject *v) {
+    if (!v) return -1;
+    int r = PyDict_SetItemString(d, name, v);
+    Py_DECREF(v);
+    return r;
+}
+
+static PyObject *export_ctx(Ctx *c) {
+    PyObject *d = PyDict_New();
+    if (!d) return NULL;
+    for (int k = 0; k < N_STR; k++) {
+        StrCol *s = &c->s[k];
+        if (set_item(d, STR_NAMES[k], export_col(&s->valid, s->n, &s->off, &s->data))) goto fail;
+    }
+    for (int k = 0; k < N_INT; k++) {
+        I32Col *i = &c->i[k];
+        if (set_item(d, INT_NAMES[k], export_col(&i->valid, i->n, &i->vals, NULL))) goto fail;
+    }
+    for (int k = 0; k < N_LIST; k++) {
+        I32Col *l = &c->l[k];
+        if (set_item(d, LIST_NAMES[k], export_col(&l->valid, l->n, &l->vals, NULL))) goto fail;
+    }
+    if (set_item(d, "source_line", bytes_of(&c->line))) goto fail;
+    if (set_item(d, "row_index", bytes_of(&c->row_index))) goto fail;
+    if (set_item(d, "rows", PyLong_FromLongLong(c->rows))) goto fail;
+    return d;
+fail:
+    Py_DECREF(d);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *p;
+    Py_ssize_t n;
+    int is_bytes;
+} Line;
+
+PyDoc_STRVAR(decode_lines_doc,
+             "decode_lines(fmt, lines, source_file, first_line) -> (columns, blank_lines, fallbacks)\n\n"
+             "Decode a list of JSONL lines (bytes) of format fmt (FORMATS). columns maps column\n"
+             "paths to (length, null_count, validity bitmap or None, buffers...) of the native rows;\n"
+             "fallbacks lists (index, reason) of the lines the Python decoder must handle.");
+
+static PyObject *decode_lines(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *fmt_name;
+    PyObject *lines;
+    PyObject *source_file;
+    long long first_line;
+    if (!PyArg_ParseTuple(args, "sO!OL", &fmt_name, &PyList_Type, &lines, &source_file, &first_line))
+        return NULL;
+    int fmt = -1;
+    for (int f = 0; f < N_FMT; f++) {
+        if (strcmp(fmt_name, FMT_NAMES[f]) == 0) fmt = f;
+    }
+    if (fmt < 0) {
+        PyErr_Format(PyExc_ValueError, "pipeline._native does not decode format %s", fmt_name);
+        return NULL;
+    }
+    Ctx *c = (Ctx *)malloc(sizeof(Ctx));
+    if (!c) return PyErr_NoMemory();
+    ctx_init(c);
+    if (source_file != Py_None) {
+        if (!PyBytes_Check(source_file)) {
+            free(c);
+            PyErr_SetString(PyExc_TypeError, "source_file must be bytes or None");
+            return NULL;
+        }
+        c->has_source_file = 1;
+        c->source_file = PyBytes_AS_STRING(source_file);
+        c->source_file_len = PyBytes_GET_SIZE(source_file);
+    }
+    Py_ssize_t n = PyList_GET_SIZE(lines);
+    Line *ls = (Line *)calloc((size_t)(n ? n : 1), sizeof(Line));
+    uint8_t *reason = (uint8_t *)calloc((size_t)(n ? n : 1), 1);
+    if (!ls || !reason) {
+        free(ls);
+        free(reason);
+        ctx_free(c);
+        free(c);
+        return PyErr_NoMemory();
+    }
+    /* The list is the caller's own copy (nobody else mutates it) and holds every line alive
+     * while the GIL is released. */
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *o = PyList_GET_ITEM(lines, k);
+        if (PyBytes_Check(o)) {
+            ls[k].p = PyBytes_AS_STRING(o);
+            ls[k].n = PyBytes_GET_SIZE(o);
+            ls[k].is_bytes = 1;
+        }
+    }
+    int64_t blank = 0;
+    const uint8_t BLANK = 255;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (!ls[k].is_bytes) {
+            reason[k] = FB_NOT_BYTES;
+            continue;
+        }
+        if (is_blank(ls[k].p, (size_t)ls[k].n)) {
+            reason[k] = BLANK;
+            blank++;
+            continue;
+        }
+        reason[k] = (uint8_t)decode_line(c, fmt, ls[k].p, (size_t)ls[k].n, first_line + k, k);
+        if (c->st.oom || c->st.overflow) break;
+    }
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL;
+    if (c->st.oom) {
+        PyErr_NoMemory();
+    } else if (c->st.overflow) {
+        /* a batch over 2 GiB in one column: the caller decodes it in Python */
+        result = Py_NewRef(Py_None);
+    } else {
+        PyObject *cols = export_ctx(c);
+        PyObject *fallbacks = PyList_New(0);
+        if (cols && fallbacks) {
+            for (Py_ssize_t k = 0; k < n; k++) {
+                if (reason[k] == FB_OK || reason[k] == BLANK) continue;
+                PyObject *t = Py_BuildValue("(ns)", k, REASONS[reason[k]]);
+                if (!t || PyList_Append(fallbacks, t)) {
+                    Py_XDECREF(t);
+                    Py_CLEAR(cols);
+                    break;
+                }
+                Py_DECREF(t);
+            }
+        }
+        if (cols && fallbacks) {
+            result = Py_BuildValue("(NLN)", cols, (long long)blank, fallbacks);
+        } else {
+            Py_XDECREF(cols);
+            Py_XDECREF(fallbacks);
+        }
+    }
+    free(ls);
+    free(reason);
+    ctx_free(c);
+    free(c);
+    return result;
+}
+
+PyDoc_STRVAR(blake2b_doc, "conversation_id_hex(raw, source_file, line) -> str (tests: the C BLAKE2b).");
+
+static PyObject *conversation_id_hex(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *raw;
+    Py_ssize_t raw_len;
+    PyObject *source_file;
+    long long line;
+    if (!PyArg_ParseTuple(args, "y#OL", &raw, &raw_len, &source_file, &line)) return NULL;
+    Ctx c;
+    memset(&c, 0, sizeof(c));
+    if (source_file != Py_None) {
+        if (!PyBytes_Check(source_file)) {
+            PyErr_SetString(PyExc_TypeError, "source_file must be bytes or None");
+            return NULL;
+        }
+        c.has_source_file = 1;
+        c.source_file = PyBytes_AS_STRING(source_file);
+        c.source_file_len = PyBytes_GET_SIZE(source_file);
+    }
+    char hex[32];
+    conversation_id(&c, raw, (size_t)raw_len, line, hex);
+    return PyUnicode_FromStringAndSize(hex, 32);
+}
+
+static PyMethodDef METHODS[] = {
+    {"decode_lines", decode_lines, METH_VARARGS, decode_lines_doc},
+    {"conversation_id_hex", conversation_id_hex, METH_VARARGS, blake2b_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef MODULE = {
+    PyModuleDef_HEAD_INIT, "pipeline._native",
+    "chatlake's compiled exact decoder (yyjson " YYJSON_VERSION_STRING ").", -1, METHODS, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    if (PyType_Ready(&OwnedBufferType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&MODULE);
+    if (!m) return NULL;
+    PyObject *formats = Py_BuildValue("(sss)", FMT_NAMES[0], FMT_NAMES[1], FMT_NAMES[2]);
+    if (!formats || PyModule_AddStringConstant(m, "YYJSON_VERSION", YYJSON_VERSION_STRING) ||
+        PyModule_AddIntConstant(m, "MAX_DEPTH", MAX_DEPTH) || PyModule_AddObjectRef(m, "FORMATS", formats)) {
+        Py_XDECREF(formats);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_DECREF(formats);
+    return m;
+}

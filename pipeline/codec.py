@@ -1,0 +1,64 @@
+"""Which exact codec decodes wire formats: the compiled one (``pipeline._native``) or pure Python.
+
+Both give byte-identical tables (tests/native/test_differential.py); the compiled one is faster.
+It is used when the extension was built (``pip install`` compiles it when a C compiler is there;
+wheels ship it) and ``CHATLAKE_NATIVE`` is not ``0``. ``chatlake doctor`` prints :func:`status`.
+
+>>> status().native in (True, False)
+True
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from types import ModuleType
+
+# Wire formats the compiled decoder handles; the others always decode in Python.
+NATIVE_FORMATS = frozenset({"responses", "chat", "anthropic"})
+ENV = "CHATLAKE_NATIVE"
+
+
+@dataclass(frozen=True)
+class CodecStatus:
+    """The active codec and why, for ``chatlake doctor`` and bug reports."""
+
+    native: bool
+    reason: str
+    formats: frozenset[str] = frozenset()
+
+    def describe(self) -> str:
+        if self.native:
+            return (
+                f"native (compiled) for {', '.join(sorted(self.formats))}; python for the rest: {self.reason}"
+            )
+        return f"python: {self.reason}"
+
+
+def _extension() -> tuple[ModuleType | None, str]:
+    try:
+        from pipeline import _native
+    except ImportError as e:
+        return None, f"the compiled extension pipeline._native cannot be loaded ({e})"
+    # pipeline/_native/ holds the C sources; without the built module it imports as an empty
+    # namespace package, so check for the function itself
+    if not hasattr(_native, "decode_lines"):
+        return None, "the compiled extension pipeline._native is not built (no C compiler at install?)"
+    return _native, f"pipeline._native {_native.__file__} (yyjson {_native.YYJSON_VERSION})"
+
+
+def status() -> CodecStatus:
+    """The codec :func:`pipeline.formats.decode_lines` uses now (reads ``CHATLAKE_NATIVE`` each call)."""
+    if os.environ.get(ENV, "").strip() == "0":
+        return CodecStatus(False, f"{ENV}=0 forces the pure-Python codec")
+    module, why = _extension()
+    if module is None:
+        return CodecStatus(False, why)
+    return CodecStatus(True, why, NATIVE_FORMATS)
+
+
+def native_module(fmt: str) -> ModuleType | None:
+    """The compiled extension when it is active and decodes ``fmt``, else None."""
+    if fmt not in NATIVE_FORMATS or os.environ.get(ENV, "").strip() == "0":
+        return None
+    return _extension()[0]

@@ -1,0 +1,62 @@
+"""Build of chatlake's one compiled piece, ``pipeline._native`` (plain C over the vendored yyjson).
+
+The extension is optional: when it cannot be compiled (no C compiler, no Python headers) the
+install still succeeds, with one warning, and chatlake runs its pure-Python codec (see
+``pipeline/codec.py`` and ``chatlake doctor``). Wheel builds set ``CHATLAKE_REQUIRE_NATIVE=1`` so a
+wheel without the extension is never published by mistake.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+WARNING = (
+    "WARNING: chatlake's compiled decoder (pipeline._native) could not be built ({error}); "
+    "chatlake is installed with its pure-Python codec, which is exact but slower. "
+    "Install a C compiler and the Python headers, or a chatlake wheel, for the fast path."
+)
+
+
+class OptionalBuildExt(build_ext):
+    """build_ext that turns a failed compile into a warning unless CHATLAKE_REQUIRE_NATIVE=1."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as e:  # no compiler at all surfaces here (DistutilsPlatformError, ...)
+            self._give_up(e)
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as e:  # CompileError, LinkError, a compiler that is not there (OSError)
+            self._give_up(e)
+
+    def _give_up(self, error: Exception) -> None:
+        if os.environ.get("CHATLAKE_REQUIRE_NATIVE") == "1":
+            raise error
+        # once: after a failed compile, an in-place build also fails to copy the missing module
+        if not getattr(self, "_warned", False):
+            self._warned = True
+            print(WARNING.format(error=f"{type(error).__name__}: {error}"), file=sys.stderr)
+
+
+setup(
+    ext_modules=[
+        Extension(
+            "pipeline._native",
+            sources=["pipeline/_native/decode.c", "pipeline/_native/vendor/yyjson/yyjson.c"],
+            include_dirs=["pipeline/_native"],
+            depends=["pipeline/_native/vendor/yyjson/yyjson.h"],
+            # yyjson's writer, mutable documents and JSON Pointer are not used by the decoder
+            define_macros=[("YYJSON_DISABLE_WRITER", "1"), ("YYJSON_DISABLE_UTILS", "1")],
+            extra_compile_args=["-O2", "-std=c11"] if os.name != "nt" else [],
+            optional=False,  # OptionalBuildExt decides (optional=True would hide the reason)
+        )
+    ],
+    cmdclass={"build_ext": OptionalBuildExt},
+)
