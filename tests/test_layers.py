@@ -17,7 +17,7 @@ PIPELINE = Path(__file__).resolve().parents[1] / "pipeline"
 # own __init__, the public API). A module may import its own unit and units of lower layers only;
 # units that share a layer may not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "oserrors"),
+    ("errors", "oserrors", "codec"),
     ("schema",),
     ("losses",),
     ("fingerprint",),
@@ -74,16 +74,29 @@ def _imported_names(node: ast.AST, package: str, modules: Collection[str]) -> li
     return []
 
 
+def compiled_modules(root: Path) -> set[str]:
+    """Compiled extensions of the package at ``root``: a folder of C sources without ``__init__.py``
+    (``pipeline/_native``; the built ``.so`` sits beside it). They import nothing of ours."""
+    return {
+        ".".join(d.relative_to(root.parent).parts)
+        for d in root.rglob("*")
+        if d.is_dir() and not (d / "__init__.py").exists() and any(d.glob("*.c"))
+    }
+
+
 def module_graph(root: Path) -> Graph:
     """The import graph among the modules of the package at ``root``; imports from outside are dropped."""
     names = module_names(root)
+    compiled = compiled_modules(root)
     graph: Graph = {}
     for name, path in names.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges: dict[str, int] = {}
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            for imported in _imported_names(node, package, names):
+            for imported in _imported_names(node, package, names.keys() | compiled):
                 target = imported
+                if target in compiled:
+                    continue
                 while target and target not in names:  # `import a.b.c` where c is a name in a.b
                     target = target.rpartition(".")[0]
                 if target and target != name:
