@@ -62,3 +62,11 @@ def native_module(fmt: str) -> ModuleType | None:
     if fmt not in NATIVE_FORMATS or os.environ.get(ENV, "").strip() == "0":
         return None
     return _extension()[0]
+
+
+def native_encoder(target: str) -> ModuleType | None:
+    """The compiled extension when it is active and encodes to ``target`` (Responses -> Chat), else None."""
+    if target != "chat" or os.environ.get(ENV, "").strip() == "0":
+        return None
+    module = _extension()[0]
+    return module if module is not None and hasattr(module, "encode_chat") else None

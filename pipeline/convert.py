@@ -173,7 +173,7 @@ def _encode_rows(
     """
     # Imported here: the encoders (and Polars) cost a spawned worker ~0.45 s of start-up, and
     # workers that decode to Parquet never encode.
-    from pipeline.encoders.vectorized.encode_rows import encode_rows
+    from pipeline.encoders.encode_rows import encode_rows
 
     enc = encode_rows(table, target)
     refused = enc.refused_kinds(policy)

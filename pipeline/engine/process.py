@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.convert import reason_of
-from pipeline.encoders.vectorized.encode_rows import encode_rows
+from pipeline.encoders.encode_rows import encode_rows
 from pipeline.io.run_tables import LOSSES_SCHEMA
 from pipeline.jobs.resolve import PARQUET, build_steps
 from pipeline.losses import LossPolicy
