@@ -252,3 +252,34 @@ def test_json_text_is_the_orjson_text() -> None:
     for text in res.records.to_pylist():
         if text is not None:
             assert orjson.dumps(orjson.loads(text)).decode() == text
+
+
+def test_rows_left_to_the_per_record_encoder() -> None:
+    """Each documented per-record feature is handed back (and converted as the reference); the
+    rows beside them, and an assistant message with absent content after calls, stay native."""
+    call = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+    out = {"type": "function_call_output", "call_id": "c", "output": "ok"}
+    no_id = {k: v for k, v in call.items() if k != "call_id"}
+    image = {"type": "image", "source": {"type": "url", "url": "u"}}
+    records = [
+        {"input": [call, {"type": "message", "role": "assistant"}]},  # stays a message of its own
+        {"input": [{"role": "user", "content": [image]}]},  # an Anthropic-style image part
+        {"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "u", "detail": 3}]}]},
+        {
+            "input": [
+                {"role": "user", "content": [{"type": "input_image", "image_url": 'u\n"', "detail": None}]}
+            ]
+        },
+        {"input": [no_id, {k: v for k, v in out.items() if k != "call_id"}]},  # both id-less
+        {"input": [call, {"type": "function_call_output", "output": "ok"}]},  # the output only
+        {"input": [{**call, "call_id": None}, out]},  # an explicit null call id
+        {"input": [{"role": "user", "content": "hi"}, {"type": "function_call_output", "output": "x"}]},
+        {"input": [call, out]},
+        {"instructions": [{"role": "developer", "content": "items"}], "input": "hi"},  # an error in to_chat
+    ]
+    table = decode_records(records, "responses").table
+    res = compare_encode(table)
+    assert res.native.to_pylist() == [True, False, False, True, False, False, False, False, True, False]
+    assert res.errors.to_pylist()[-1] is not None
+    assert res.records.to_pylist()[0].endswith('{"role":"assistant"}]}')
+    assert b'"tool_call_id":"call_' in res.records.to_pylist()[4].encode()

@@ -1,4 +1,4 @@
-"""``chatlake convert`` and the job engine encode through :func:`encode_rows` (column at a time for
+"""``chatlake convert`` and the job engine encode through :func:`encode_rows` (the compiled encoder for
 Responses -> Chat): their output bytes, loss records and rejections equal the per-record loop over
 ``convert_table`` they replaced, kept here as the reference.
 
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from pipeline import synth
 from pipeline.convert import _encode_rows
 from pipeline.encoders import convert_table
-from pipeline.encoders.vectorized.encode_rows import encode_rows
+from pipeline.encoders.encode_rows import encode_rows
 from pipeline.engine.process import _encode
 from pipeline.engine.read import rejected_row
 from pipeline.formats import Rejected, decode_records
@@ -116,7 +116,7 @@ def check_same(table: pa.Table, target: str = "chat") -> Counter[str]:
         table.schema.get_field_index("source_line"), "source_line", pa.array(lines, pa.int64())
     )
     stats: Counter[str] = Counter(rows=table.num_rows)
-    stats["vectorized"] = sum(encode_rows(table, target).vectorized.to_pylist())
+    stats["native"] = sum(encode_rows(table, target).native.to_pylist())
     for policy in POLICIES:
         want = reference_convert(table, target, lines, policy)
         got = _encode_rows(table, target, lines, "f.jsonl", policy)
@@ -153,19 +153,19 @@ def test_every_case_of_every_format_in_one_batch() -> None:
 def test_responses_cases() -> None:
     stats = check_same(decode_records([rec for _, rec in RESPONSES], "responses").table)
     print("cases:", stats)
-    assert stats["vectorized"] > 0
+    assert stats["native"] > 0
 
 
 def test_synthetic_records() -> None:
     table = decode_records(list(synth.generate("responses", 300, seed=5)), "responses").table
     stats = check_same(table)
     print("synthetic:", stats)
-    assert stats["vectorized"] > 270  # the fast path really ran
+    assert stats["native"] > 270  # the fast path really ran
 
 
 def test_rows_with_edited_items() -> None:
-    """Edited rows stay on the vectorized path (their edited losses written as columns);
-    tests/encoders/test_vectorized_edited.py checks them case by case."""
+    """Edited rows stay on the native path (their edited losses written as columns);
+    tests/encoders/test_encode_rows_edited.py checks them case by case."""
     records = [rec for _, rec in RESPONSES]
     table = decode_records(records, "responses").table
     rows = table.to_pylist()
@@ -181,7 +181,7 @@ def test_rows_with_edited_items() -> None:
     lost = enc.losses.filter(pa.compute.equal(enc.losses.column("kind"), "edited"))
     assert edited and lost.num_rows
     # (some of these rows fall back for other reasons: the other file says which must vectorize)
-    assert any(enc.vectorized.to_pylist()[r] for r in lost.column("row").to_pylist())
+    assert any(enc.native.to_pylist()[r] for r in lost.column("row").to_pylist())
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -198,7 +198,7 @@ def test_corpus_responses_records() -> None:
     table = decode_records(records, "responses").table
     stats = check_same(table)
     print(f"corpus: {len(records)} responses records; {stats}")
-    assert stats["vectorized"] > 0
+    assert stats["native"] > 0
 
 
 def test_empty_batch() -> None:
