@@ -7,8 +7,8 @@
     a million parsed records do not fit in memory as Python dicts);
 (b) end to end, JSONL -> JSONL: `chatlake convert --to chat` (2 workers, with loss records) vs an
     orjson loop around the Converter (1 core), on the full file; chatlake twice: with the
-    table-to-table encoder (the default) and with the per-record encoders only
-    (``CHATLAKE_VECTORIZED=0``, the code path before it). The two runs' output and loss files must be
+    compiled codec (the default) and with the pure-Python one (``CHATLAKE_NATIVE=0``: Python
+    decoder and per-record encoders, the code path before it). The two runs' output and loss files must be
     byte-identical (checked, sha256).
 """
 
@@ -77,16 +77,16 @@ def main() -> None:
     def chatlake(label: str, out: Path, vectorized: int) -> Measured:
         cmd = [PY, "-m", "pipeline", "convert", "--quiet", str(src), "--from", "responses", "--to", "chat",
                "-o", str(out)]  # fmt: skip
-        os.environ["CHATLAKE_VECTORIZED"] = "1" if vectorized else "0"  # inherited by the workers
+        os.environ["CHATLAKE_NATIVE"] = "1" if vectorized else "0"  # inherited by the workers
         try:
             return measure(label, cmd, args.n)
         finally:
-            os.environ.pop("CHATLAKE_VECTORIZED")
+            os.environ.pop("CHATLAKE_NATIVE")
 
     per_record_out = args.workdir / "chatlake-chat-per-record.jsonl"
     vectorized_out = args.workdir / "chatlake-chat.jsonl"
-    ours_before = chatlake("chatlake convert --to chat, per-record encoders (2 workers)", per_record_out, 0)
-    ours_b = chatlake("chatlake convert --to chat, table-to-table encoder (2 workers)", vectorized_out, 1)
+    ours_before = chatlake("chatlake convert --to chat, pure-Python codec (2 workers)", per_record_out, 0)
+    ours_b = chatlake("chatlake convert --to chat, compiled codec (2 workers)", vectorized_out, 1)
     same = all(
         _sha256(f(per_record_out)) == _sha256(f(vectorized_out)) for f in (Path, losses_path, rejected_path)
     )

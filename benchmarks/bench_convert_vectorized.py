@@ -5,14 +5,14 @@
 * openai-agents ``Converter.items_to_messages`` over the records' ``input`` lists parsed into dicts
   (records it raises on are skipped, as in ``convert_baseline.py``);
 * chatlake per-record ``convert_table(table, "chat")`` on the canonical table, 5,000 rows a batch;
-* chatlake vectorized ``responses_to_chat(table)`` on the canonical table, ``--batch`` rows a batch.
+* chatlake ``encode_rows(table, "chat")`` on the canonical table, ``--batch`` rows a batch: the
+  compiled encoder (``pipeline/_native/encode.c``), Chat JSON text and losses included (it replaced
+  the vectorized table-to-table encoder; the file keeps its name for the README's command).
 
 Each contender runs in its own process (peak RSS of the process tree via ``benchmarks/measure.py``)
 and times the conversion only: reading and parsing the input happen before the clock starts. Wall
 seconds and the process' CPU seconds are both reported (on a shared machine the CPU seconds are the
-steadier figure). The vectorized contender also prints where its time goes, per phase
-(``pipeline.encoders.vectorized.responses_to_chat.PHASES``), and the cost of writing its rows as Chat
-JSON text (``chat_json``, what ``chatlake convert`` writes), timed separately. The input comes from
+steadier figure). The input comes from
 ``pipeline.synth`` (generated once into ``--workdir``).
 """
 
@@ -69,28 +69,19 @@ def child(kind: str, src: str, n: int, batch: int, out: str) -> None:
                 convert_table(table.slice(offset, 5000), "chat", as_bytes=True)
             result = {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu}
         else:
-            from pipeline.encoders.vectorized import responses_to_chat
-            from pipeline.encoders.vectorized.chat_json import chat_json
-            from pipeline.encoders.vectorized.responses_to_chat import PHASES
+            from pipeline.encoders.encode_rows import encode_rows
 
             fallback = losses = 0
-            json_seconds = json_cpu = 0.0
             start, cpu = time.perf_counter(), time.process_time()
             for offset in range(0, table.num_rows, batch):
-                res = responses_to_chat(table.slice(offset, batch))
-                fallback += sum(res.fallback.to_pylist())
-                losses += res.losses.num_rows
-                t, c = time.perf_counter(), time.process_time()
-                chat_json(res.table)  # not part of table-to-table: timed, then taken off the clock
-                json_seconds += time.perf_counter() - t
-                json_cpu += time.process_time() - c
+                enc = encode_rows(table.slice(offset, batch), "chat")
+                fallback += len(enc.native) - sum(enc.native.to_pylist())
+                losses += enc.losses.num_rows
             result = {
-                "seconds": time.perf_counter() - start - json_seconds,
-                "cpu": time.process_time() - cpu - json_cpu,
+                "seconds": time.perf_counter() - start,
+                "cpu": time.process_time() - cpu,
                 "fallback": fallback,
                 "losses": losses,
-                "json_seconds": json_seconds,
-                "phases": {k: round(v, 2) for k, v in PHASES.items()},
             }
     Path(out).write_text(json.dumps(result))
 
@@ -98,7 +89,7 @@ def child(kind: str, src: str, n: int, batch: int, out: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=1_000_000)
-    ap.add_argument("--batch", type=int, default=100_000, help="rows per responses_to_chat call")
+    ap.add_argument("--batch", type=int, default=100_000, help="rows per encode_rows call")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--workdir", type=Path, default=Path("bench-out"))
     args = ap.parse_args()
@@ -110,8 +101,8 @@ def main() -> None:
         ("agents", "openai-agents `Converter.items_to_messages`, dicts in memory"),
         ("per-record", "chatlake per-record `convert_table`, canonical table in memory"),
         (
-            "vectorized",
-            f"chatlake vectorized `responses_to_chat`, canonical table, {args.batch:,}-row batches",
+            "native",
+            f"chatlake compiled `encode_rows` (JSON text), canonical table, {args.batch:,}-row batches",
         ),
     ):
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
@@ -137,20 +128,14 @@ def main() -> None:
             f"| {label} | {r['seconds']:.1f} | {r['cpu']:.1f} | {rate(kind):,.0f} | "
             f"{rate(kind) / rate('agents'):.2f}x | {peak:,.0f} |"
         )
-    vec = results["vectorized"][2]
+    vec = results["native"][2]
     lines += [
         "",
-        f"vectorized / per-record: {rate('vectorized') / rate('per-record'):.2f}x; "
-        f"vectorized / openai-agents: {rate('vectorized') / rate('agents'):.2f}x (target 30x). "
+        f"native / per-record: {rate('native') / rate('per-record'):.2f}x; "
+        f"native / openai-agents: {rate('native') / rate('agents'):.2f}x (target 30x). "
         f"Fallback to the per-record encoder: {vec['fallback']:,} rows "
         f"({vec['fallback'] / args.n:.2%}); {vec['losses']:,} losses reported. "
         f"openai-agents raised on {results['agents'][2]['failed']:,} records (skipped, time still counted).",
-        f"Writing the vectorized rows as Chat JSON text (`chat_json`, not in the figures above): "
-        f"{vec['json_seconds']:.1f} s.",
-        "",
-        "Vectorized, seconds per phase (`table:` = `responses_to_chat`, `json:` = `chat_json`):",
-        "",
-        *(f"- {name}: {sec:.2f}" for name, sec in vec["phases"].items()),
     ]
     text = "\n".join(lines)
     (args.workdir / f"convert-vectorized-{args.n}.md").write_text(text + "\n")

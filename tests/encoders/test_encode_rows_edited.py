@@ -179,7 +179,9 @@ def _assert_edited_rows_native(table: pa.Table, native: pa.Array, edited: np.nda
     flags = np.array(native.to_pylist())
     cleaned, items = drop_stale_state(table)
     escaped = {e.row for e in items if "id" in e.dropped and not _plain(e.dropped["id"])}
-    converted = set(np.flatnonzero(encode_rows(cleaned, "chat").native.to_numpy(zero_copy_only=False)).tolist())
+    converted = set(
+        np.flatnonzero(encode_rows(cleaned, "chat").native.to_numpy(zero_copy_only=False)).tolist()
+    )
     expected = [r for r in edited.tolist() if r not in escaped and r in converted]
     assert expected, "no edited row on the native path: the test lost its point"
     assert flags[expected].all()
