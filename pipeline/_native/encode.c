@@ -20,6 +20,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,9 +142,15 @@ static void put(St *st, Buf *b, const void *src, size_t n) {
 static void puts_(St *st, Buf *b, const char *s) { put(st, b, s, strlen(s)); }
 
 static void put_i64(St *st, Buf *b, int64_t v) {
-    char tmp[32];
-    int n = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
-    put(st, b, tmp, (size_t)n);
+    char tmp[24];
+    size_t k = sizeof tmp;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[--k] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) tmp[--k] = '-';
+    put(st, b, tmp + k, sizeof tmp - k);
 }
 
 /* A JSON string as orjson writes it: only '"', '\\' and control characters are escaped. */
@@ -385,7 +392,7 @@ typedef struct {
     int64_t nmsgs, capmsgs;
     Range *calls;
     int64_t ncalls, capcalls;
-    Buf scratch, tmp, tmp2;
+    Buf scratch, tmp, tmp2, base, ptr, ptr2; /* reused row after row */
     /* output */
     Buf out, out_off, native;
     Buf loss_row, path, path_off, kind, kind_off, detail, detail_off;
@@ -445,42 +452,45 @@ static int has_null(Col *lists, Col *names, int64_t i, const char *name) {
     return 0;
 }
 
-static const char *field_kind(const char *field) {
-    static const char *const map[][2] = {
-        {"id", "item_id"}, {"status", "status"}, {"phase", "phase"}, {"namespace", "namespace"},
-        {"name", "name"}, {"encrypted_content", "encrypted_reasoning"}, {"signature", "thinking_signature"},
-        {"call_id", "unknown_field"}, {"arguments", "argument_string"}, {"input", "custom_tool"},
-        {"role", "unknown_field"},
-    };
-    for (size_t k = 0; k < sizeof map / sizeof map[0]; k++)
-        if (strcmp(map[k][0], field) == 0) return map[k][1];
-    return "unknown_field";
-}
+/* The item fields a target may have no slot for: name, loss kind (Ctx.FIELD_KINDS), column. */
+typedef struct {
+    const char *name;
+    const char *kind;
+    size_t col; /* offsetof(Enc, column) */
+} Field;
 
-static Col *item_field(Enc *e, const char *field) {
-    if (!strcmp(field, "id")) return &e->id;
-    if (!strcmp(field, "status")) return &e->status;
-    if (!strcmp(field, "phase")) return &e->phase;
-    if (!strcmp(field, "call_id")) return &e->call_id;
-    if (!strcmp(field, "name")) return &e->name;
-    if (!strcmp(field, "namespace")) return &e->namespace_;
-    if (!strcmp(field, "arguments")) return &e->arguments;
-    if (!strcmp(field, "input")) return &e->input;
-    if (!strcmp(field, "encrypted_content")) return &e->encrypted_content;
-    return &e->signature;
-}
+#define FIELD(n, k, c) {n, k, offsetof(Enc, c)}
+static const Field MSG_UNUSED[] = {
+    FIELD("id", "item_id", id), FIELD("status", "status", status), FIELD("phase", "phase", phase),
+    FIELD("call_id", "unknown_field", call_id), FIELD("name", "name", name),
+    FIELD("namespace", "namespace", namespace_), FIELD("arguments", "argument_string", arguments),
+    FIELD("input", "custom_tool", input), FIELD("encrypted_content", "encrypted_reasoning", encrypted_content),
+    {NULL, NULL, 0},
+};
+static const Field CALL_UNUSED[] = {
+    FIELD("id", "item_id", id), FIELD("status", "status", status), FIELD("namespace", "namespace", namespace_),
+    FIELD("phase", "phase", phase), FIELD("encrypted_content", "encrypted_reasoning", encrypted_content),
+    {NULL, NULL, 0},
+};
+static const Field OUT_UNUSED[] = {
+    FIELD("name", "name", name), FIELD("id", "item_id", id), FIELD("status", "status", status),
+    FIELD("namespace", "namespace", namespace_), FIELD("phase", "phase", phase), {NULL, NULL, 0},
+};
 
 /* Ctx.lose_fields: each field item i had (a value or an explicit null) has no slot. */
-static void lose_fields(Enc *e, int64_t i, const Buf *base, const char *const *fields) {
-    for (; *fields; fields++) {
-        Col *c = item_field(e, *fields);
-        if (!col_valid(c, i) && !has_null(&e->inulls, &e->inull_names, i, *fields)) continue;
+static void lose_fields(Enc *e, int64_t i, const Buf *base, const Field *fields) {
+    for (; fields->name; fields++) {
+        const Col *c = (const Col *)((const char *)e + fields->col);
+        if (!col_valid(c, i) && !has_null(&e->inulls, &e->inull_names, i, fields->name)) continue;
+        size_t n = strlen(fields->name);
         e->tmp2.len = 0;
         put(&e->st, &e->tmp2, base->p, base->len);
-        put_ptr(&e->st, &e->tmp2, *fields, strlen(*fields));
-        char detail[64];
-        int n = snprintf(detail, sizeof detail, "'%s' has no slot", *fields);
-        lose(e, e->tmp2.p, e->tmp2.len, field_kind(*fields), detail, (size_t)n);
+        put_ptr(&e->st, &e->tmp2, fields->name, n);
+        e->tmp.len = 0;
+        put(&e->st, &e->tmp, "'", 1);
+        put(&e->st, &e->tmp, fields->name, n);
+        puts_(&e->st, &e->tmp, "' has no slot");
+        lose(e, e->tmp2.p, e->tmp2.len, fields->kind, e->tmp.p, e->tmp.len);
     }
 }
 
@@ -638,11 +648,11 @@ static int plain_repr(const char *s, size_t n) {
 static int text_part(Enc *e, int64_t i, int64_t j, int64_t k, int allow_media, int output, int assistant,
                      Buf *out, int first, int *wrote) {
     St *st = &e->st;
-    Buf path = {0};
+    Buf path = e->ptr; /* handed back to e->ptr at the end (it may have grown) */
     *wrote = 0;
     int rc = 0;
     if (content_ptr(e, &path, i, k, output)) {
-        free(path.p);
+        e->ptr = path;
         return FALLBACK;
     }
     size_t tl;
@@ -772,7 +782,7 @@ static int text_part(Enc *e, int64_t i, int64_t j, int64_t k, int allow_media, i
     puts_(st, &e->tmp, "' part has no equivalent in Chat here");
     lose(e, path.p, path.len, part_loss_kind(t, tl), e->tmp.p, e->tmp.len);
 done:
-    free(path.p);
+    e->ptr = path;
     return rc;
 }
 
@@ -803,25 +813,15 @@ static int item_content(Enc *e, int64_t i, int allow_media, int output, int *sta
         size_t yl;
         const char *ty = col_str(&e->type, i, &yl);
         int assistant = str_eq(role, rl, "assistant") && str_eq(ty, yl, "message");
-        Buf parts = {0}; /* built apart: text_part uses e->scratch for nothing, but keep it simple */
-        put(st, &parts, "[", 1);
+        put(st, &e->scratch, "[", 1);
         int first = 1;
         for (int64_t j = a; j < z; j++) {
-            if (!col_valid(&e->blk_valid, j)) {
-                free(parts.p);
-                return FALLBACK;
-            }
+            if (!col_valid(&e->blk_valid, j)) return FALLBACK;
             int wrote;
-            if (text_part(e, i, j, j - a, allow_media, output, assistant, &parts, first, &wrote)) {
-                free(parts.p);
-                return FALLBACK;
-            }
+            if (text_part(e, i, j, j - a, allow_media, output, assistant, &e->scratch, first, &wrote)) return FALLBACK;
             if (wrote) first = 0;
         }
-        put(st, &parts, "]", 1);
-        *off = e->scratch.len;
-        put(st, &e->scratch, parts.p, parts.len);
-        free(parts.p);
+        put(st, &e->scratch, "]", 1);
         *state = C_VALUE;
         *truthy = !first;
     } else if (str_eq(form, fl, "null")) {
@@ -1135,11 +1135,6 @@ static void put_msg(Enc *e, Buf *b, const Msg *m) {
     put(st, b, "}", 1);
 }
 
-static const char *const MSG_UNUSED[] = {"id", "status", "phase", "call_id", "name", "namespace", "arguments",
-                                         "input", "encrypted_content", NULL};
-static const char *const CALL_UNUSED[] = {"id", "status", "namespace", "phase", "encrypted_content", NULL};
-static const char *const OUT_UNUSED[] = {"name", "id", "status", "namespace", "phase", NULL};
-
 /* One row; 0 (written) or FALLBACK (nothing kept: the caller rolls back). */
 static int encode_row(Enc *e) {
     St *st = &e->st;
@@ -1155,8 +1150,8 @@ static int encode_row(Enc *e) {
     col_list(&e->items, r, &e->start, &e->end);
     e->nmsgs = e->ncalls = 0;
     e->scratch.len = 0;
-    Buf base = {0};
-    Buf out = {0};
+    Buf base = e->base; /* handed back at the end (it may have grown) */
+    base.len = 0;
     int rc = FALLBACK;
 
     /* every call and output has its own call id (else call_ids.py generates / pairs them) */
@@ -1251,13 +1246,9 @@ static int encode_row(Enc *e) {
                 m->c_len = len;
                 m->content_str = 0; /* only the first message matters, and it is never merged into */
                 lose_s(e, base.p, base.len, "text_order", "the text is placed before the tool calls it followed");
-                Buf fp = {0};
-                if (item_ptr(e, &fp, cur_first)) {
-                    free(fp.p);
-                    goto done;
-                }
-                lose_s(e, fp.p, fp.len, "text_order", "the calls now come after the text");
-                free(fp.p);
+                Buf *fp = &e->ptr2;
+                if (item_ptr(e, fp, cur_first)) goto done;
+                lose_s(e, fp->p, fp->len, "text_order", "the calls now come after the text");
                 continue;
             }
             Msg *m = new_msg(e, i, role, role_len);
@@ -1272,13 +1263,9 @@ static int encode_row(Enc *e) {
                 m->c_off = e->scratch.len;
                 puts_(st, &e->scratch, "\"\"");
                 m->c_len = 2;
-                Buf cp = {0};
-                if (content_ptr(e, &cp, i, -1, 0)) {
-                    free(cp.p);
-                    goto done;
-                }
-                lose_s(e, cp.p, cp.len, "content_form", "absent content written as ''");
-                free(cp.p);
+                Buf *cp = &e->ptr2;
+                if (content_ptr(e, cp, i, -1, 0)) goto done;
+                lose_s(e, cp->p, cp->len, "content_form", "absent content written as ''");
             }
             if (is_assistant) {
                 cur = e->nmsgs - 1;
@@ -1342,13 +1329,9 @@ static int encode_row(Enc *e) {
             m->tcid = cid;
             m->tcid_len = cl;
             if (state != C_VALUE) {
-                Buf cp = {0};
-                if (content_ptr(e, &cp, i, -1, 1)) {
-                    free(cp.p);
-                    goto done;
-                }
-                lose_s(e, cp.p, cp.len, "content_form", "Chat tool messages need content; wrote ''");
-                free(cp.p);
+                Buf *cp = &e->ptr2;
+                if (content_ptr(e, cp, i, -1, 1)) goto done;
+                lose_s(e, cp->p, cp->len, "content_form", "Chat tool messages need content; wrote ''");
                 off = e->scratch.len;
                 puts_(st, &e->scratch, "\"\"");
                 len = 2;
@@ -1409,24 +1392,22 @@ static int encode_row(Enc *e) {
         lose_s(e, "/instructions", 13, "instruction_position", d);
     }
 
-    puts_(st, &out, "{\"messages\":[");
+    puts_(st, &e->out, "{\"messages\":[");
     for (int64_t q = 0; q < e->nmsgs; q++) {
-        if (q) put(st, &out, ",", 1);
-        put_msg(e, &out, &e->msgs[q]);
+        if (q) put(st, &e->out, ",", 1);
+        put_msg(e, &e->out, &e->msgs[q]);
     }
-    put(st, &out, "]", 1);
+    put(st, &e->out, "]", 1);
     const char *model = col_str(&e->model, r, &n);
     if (model) {
-        puts_(st, &out, ",\"model\":");
-        put_json_str(st, &out, model, n);
+        puts_(st, &e->out, ",\"model\":");
+        put_json_str(st, &e->out, model, n);
     }
-    if (tools_json(e, &out) || tool_choice_json(e, &out) || top_extra_json(e, &out)) goto done;
-    put(st, &out, "}", 1);
-    put(st, &e->out, out.p, out.len);
+    if (tools_json(e, &e->out) || tool_choice_json(e, &e->out) || top_extra_json(e, &e->out)) goto done;
+    put(st, &e->out, "}", 1);
     rc = 0;
 done:
-    free(base.p);
-    free(out.p);
+    e->base = base;
     return rc;
 }
 
@@ -1516,22 +1497,58 @@ static int bind_all(Enc *e, struct ArrowArray *a, struct ArrowSchema *s) {
 }
 
 static void enc_free(Enc *e) {
-    Buf *bufs[] = {&e->scratch, &e->tmp, &e->tmp2, &e->out, &e->out_off, &e->native, &e->loss_row, &e->path,
+    Buf *bufs[] = {&e->scratch, &e->tmp, &e->tmp2, &e->base, &e->ptr, &e->ptr2, &e->out, &e->out_off, &e->native, &e->loss_row, &e->path,
                    &e->path_off, &e->kind, &e->kind_off, &e->detail, &e->detail_off};
     for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++) free(bufs[k]->p);
     free(e->msgs);
     free(e->calls);
 }
 
-static PyObject *bytes_of(const Buf *b) { return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len); }
+#define CAPSULE "chatlake.encode_chat.buffer"
+
+static void capsule_free(PyObject *cap) { free(PyCapsule_GetPointer(cap, CAPSULE)); }
+
+/* Buffer b handed to Python without a copy: (address, size, owner), for pa.foreign_buffer; the
+ * owner (a capsule) frees the memory when the last Arrow buffer over it goes. */
+static PyObject *export_buf(Buf *b) {
+    if (!b->p) {
+        b->p = (char *)malloc(1);
+        if (!b->p) return PyErr_NoMemory();
+    }
+    PyObject *cap = PyCapsule_New(b->p, CAPSULE, capsule_free);
+    if (!cap) return NULL;
+    void *p = b->p;
+    b->p = NULL; /* the capsule owns it now */
+    return Py_BuildValue("(KnN)", (unsigned long long)(uintptr_t)p, (Py_ssize_t)b->len, cap);
+}
+
+/* Reserve n more bytes up front (the output is about as large as the text it is made of: growing
+ * it by doubling would copy it and fault its pages in again). */
+static void reserve(St *st, Buf *b, size_t n) {
+    if (b->cap >= b->len + n) return;
+    char *p = (char *)realloc(b->p, b->len + n);
+    if (!p) {
+        st->oom = 1;
+        return;
+    }
+    b->p = p;
+    b->cap = b->len + n;
+}
+
+/* Bytes of string data in slots [a, z) of c (all of them for the whole column). */
+static size_t col_bytes(const Col *c, int64_t a, int64_t z) {
+    if (z <= a || !c->off) return 0;
+    return (size_t)(c->off[c->base + z] - c->off[c->base + a]);
+}
 
 extern const char chatlake_encode_chat_doc[];
 const char chatlake_encode_chat_doc[] =
              "encode_chat(batch) -> (text, offsets, native, loss_row, path, path_offsets, kind, kind_offsets, "
              "detail, detail_offsets)\n\n"
              "Encode a canonical RecordBatch's Responses request rows to Chat request JSON (see "
-             "pipeline/encoders/encode_rows.py). Offsets are int64 (n + 1); native has one byte per row "
-             "(0: not encoded here, its text is empty and it has no losses).";
+             "pipeline/encoders/encode_rows.py). Each item is (address, size, owner) for pa.foreign_buffer. "
+             "Offsets are int64 (n + 1); native has one byte per row (0: not encoded here, its text is "
+             "empty and it has no losses).";
 
 PyObject *chatlake_encode_chat(PyObject *self, PyObject *args);
 
@@ -1560,6 +1577,19 @@ PyObject *chatlake_encode_chat(PyObject *self, PyObject *args) {
     int64_t n = arr.length;
     Py_BEGIN_ALLOW_THREADS
     St *st = &e->st;
+    if (n) {
+        int64_t i0, i1, b0, b1, z;
+        col_list(&e->items, 0, &i0, &z);
+        col_list(&e->items, n - 1, &z, &i1);
+        col_list(&e->content, i0, &b0, &z);
+        col_list(&e->content, i1 - 1 < i0 ? i0 : i1 - 1, &z, &b1);
+        if (i1 <= i0) b1 = b0;
+        size_t text = col_bytes(&e->btext, b0, b1) + col_bytes(&e->arguments, i0, i1) + col_bytes(&e->input, i0, i1) +
+                      col_bytes(&e->tools, 0, n) + col_bytes(&e->extra, 0, n) + col_bytes(&e->model, 0, n);
+        reserve(st, &e->out, text + text / 8 + (size_t)(i1 - i0) * 48 + (size_t)n * 64);
+        reserve(st, &e->out_off, (size_t)(n + 1) * 8);
+        reserve(st, &e->native, (size_t)n);
+    }
     int64_t zero = 0;
     put(st, &e->out_off, &zero, 8);
     put(st, &e->path_off, &zero, 8);
@@ -1586,9 +1616,10 @@ PyObject *chatlake_encode_chat(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto out;
     }
-    result = Py_BuildValue("(NNNNNNNNNN)", bytes_of(&e->out), bytes_of(&e->out_off), bytes_of(&e->native),
-                           bytes_of(&e->loss_row), bytes_of(&e->path), bytes_of(&e->path_off), bytes_of(&e->kind),
-                           bytes_of(&e->kind_off), bytes_of(&e->detail), bytes_of(&e->detail_off));
+    result = Py_BuildValue("(NNNNNNNNNN)", export_buf(&e->out), export_buf(&e->out_off), export_buf(&e->native),
+                           export_buf(&e->loss_row), export_buf(&e->path), export_buf(&e->path_off),
+                           export_buf(&e->kind), export_buf(&e->kind_off), export_buf(&e->detail),
+                           export_buf(&e->detail_off));
 out:
     if (e) {
         enc_free(e);

@@ -208,12 +208,13 @@ def _native(module: ModuleType, table: pa.Table) -> tuple[pa.Array, pa.Table, np
     """The compiled encoder over every row: JSON texts (empty where not encoded), losses, and which
     rows it encoded (the others are the per-record encoders')."""
     [batch] = table.combine_chunks().to_batches()
-    text, offsets, native, loss_row, *cols = module.encode_chat(batch)
+    # each buffer comes as (address, size, owner): wrapped without a copy, freed with its owner
+    text, offsets, native, loss_row, *cols = (pa.foreign_buffer(*b) for b in module.encode_chat(batch))
     n = table.num_rows
-    records = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(text))
+    records = pa.LargeStringArray.from_buffers(n, offsets, text)
     rows = np.frombuffer(loss_row, np.int64)
     strings = [
-        pa.LargeStringArray.from_buffers(len(rows), pa.py_buffer(off), pa.py_buffer(data)).cast(pa.string())
+        pa.LargeStringArray.from_buffers(len(rows), off, data).cast(pa.string())
         for data, off in zip(cols[0::2], cols[1::2], strict=True)
     ]
     losses = pa.Table.from_arrays([pa.array(rows, pa.int64()), *strings], schema=ROW_LOSSES)
