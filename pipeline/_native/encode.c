@@ -397,24 +397,37 @@ typedef struct {
     Buf out, out_off, native;
     Buf loss_row, path, path_off, kind, kind_off, detail, detail_off;
     int64_t nloss;
+    /* the previous row's tools: rows of one log repeat their tool set (see tools_json) */
+    struct {
+        const char *text;
+        size_t len;
+        int valid, rc;
+        Buf frag, texts, lens; /* the written fragment; its losses' path/kind/detail and lengths */
+        int64_t nl;
+    } tc;
 } Enc;
 
 #define FALLBACK 1
 
-static void lose(Enc *e, const char *path, size_t path_len, const char *kind, const char *detail,
-                 size_t detail_len) {
+static void lose_n(Enc *e, const char *path, size_t path_len, const char *kind, size_t kind_len,
+                   const char *detail, size_t detail_len) {
     St *st = &e->st;
     put(st, &e->loss_row, &e->r, 8);
     put(st, &e->path, path, path_len);
     int64_t o = (int64_t)e->path.len;
     put(st, &e->path_off, &o, 8);
-    puts_(st, &e->kind, kind);
+    put(st, &e->kind, kind, kind_len);
     o = (int64_t)e->kind.len;
     put(st, &e->kind_off, &o, 8);
     put(st, &e->detail, detail, detail_len);
     o = (int64_t)e->detail.len;
     put(st, &e->detail_off, &o, 8);
     e->nloss++;
+}
+
+static void lose(Enc *e, const char *path, size_t path_len, const char *kind, const char *detail,
+                 size_t detail_len) {
+    lose_n(e, path, path_len, kind, strlen(kind), detail, detail_len);
 }
 
 static void lose_s(Enc *e, const char *path, size_t path_len, const char *kind, const char *detail) {
@@ -884,7 +897,7 @@ static int ends_with(const char *t, size_t n, const char *suffix) {
 
 /* to_chat._tools for a Responses source, written as `"tools":[...]` into b (or nothing, with the
  * "no tool survives" loss). */
-static int tools_json(Enc *e, Buf *b) {
+static int tools_json_once(Enc *e, Buf *b) {
     St *st = &e->st;
     size_t n;
     const char *text = col_str(&e->tools, e->r, &n);
@@ -993,6 +1006,49 @@ static int tools_json(Enc *e, Buf *b) {
     free(path.p);
     yyjson_doc_free(doc);
     return 0;
+}
+
+/* tools_json_once, or its result for the previous row's tools when they are the same text. */
+static int tools_json(Enc *e, Buf *b) {
+    St *st = &e->st;
+    size_t n;
+    const char *text = col_str(&e->tools, e->r, &n);
+    if (!text) return 0;
+    if (e->tc.valid && e->tc.len == n && memcmp(e->tc.text, text, n) == 0) {
+        if (e->tc.rc) return FALLBACK;
+        put(st, b, e->tc.frag.p, e->tc.frag.len);
+        const int64_t *lens = (const int64_t *)e->tc.lens.p;
+        const char *t = e->tc.texts.p;
+        for (int64_t k = 0; k < e->tc.nl; k++) {
+            const int64_t *l = lens + 3 * k;
+            lose_n(e, t, (size_t)l[0], t + l[0], (size_t)l[1], t + l[0] + l[1], (size_t)l[2]);
+            t += l[0] + l[1] + l[2];
+        }
+        return 0;
+    }
+    size_t b0 = b->len;
+    int64_t n0 = e->nloss;
+    int rc = tools_json_once(e, b);
+    e->tc.valid = 1;
+    e->tc.text = text;
+    e->tc.len = n;
+    e->tc.rc = rc;
+    e->tc.frag.len = e->tc.texts.len = e->tc.lens.len = 0;
+    e->tc.nl = 0;
+    if (!rc) {
+        put(st, &e->tc.frag, b->p + b0, b->len - b0);
+        const int64_t *po = (const int64_t *)e->path_off.p, *ko = (const int64_t *)e->kind_off.p,
+                      *dof = (const int64_t *)e->detail_off.p;
+        for (int64_t k = n0; k < e->nloss; k++) {
+            int64_t l[3] = {po[k + 1] - po[k], ko[k + 1] - ko[k], dof[k + 1] - dof[k]};
+            put(st, &e->tc.texts, e->path.p + po[k], (size_t)l[0]);
+            put(st, &e->tc.texts, e->kind.p + ko[k], (size_t)l[1]);
+            put(st, &e->tc.texts, e->detail.p + dof[k], (size_t)l[2]);
+            put(st, &e->tc.lens, l, sizeof l);
+        }
+        e->tc.nl = e->nloss - n0;
+    }
+    return rc;
 }
 
 /* to_chat._tool_choice for a Responses source, written as `,"tool_choice":...` into b or dropped. */
@@ -1502,6 +1558,9 @@ static void enc_free(Enc *e) {
     for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++) free(bufs[k]->p);
     free(e->msgs);
     free(e->calls);
+    free(e->tc.frag.p);
+    free(e->tc.texts.p);
+    free(e->tc.lens.p);
 }
 
 #define CAPSULE "chatlake.encode_chat.buffer"

@@ -283,3 +283,16 @@ def test_rows_left_to_the_per_record_encoder() -> None:
     assert res.errors.to_pylist()[-1] is not None
     assert res.records.to_pylist()[0].endswith('{"role":"assistant"}]}')
     assert b'"tool_call_id":"call_' in res.records.to_pylist()[4].encode()
+
+
+def test_repeated_tool_sets() -> None:
+    """Rows that repeat the previous row's tools reuse its conversion (encode.c caches it): the same
+    losses for each row, and a tool set it hands back is handed back every time."""
+    lossy = [{"type": "function", "name": "f", "x": 1}, {"type": "web_search"}]
+    bad = [{"type": 5}]
+    sets = [lossy, lossy, lossy, bad, bad, lossy, [], [], None, lossy]
+    records = [{"input": f"q{k}", **({"tools": t} if t is not None else {})} for k, t in enumerate(sets)]
+    res = compare_encode(decode_records(records, "responses").table)
+    assert res.native.to_pylist() == [True, True, True, False, False, True, True, True, True, True]
+    per_row = [sum(1 for r in res.losses.column("row").to_pylist() if r == k) for k in range(len(sets))]
+    assert per_row[0] == per_row[1] == per_row[2] == per_row[5] == per_row[9] == 3
