@@ -1637,12 +1637,13 @@ PyObject *chatlake_encode_chat(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     St *st = &e->st;
     if (n) {
-        int64_t i0, i1, b0, b1, z;
+        int64_t i0, i1, b0 = 0, b1 = 0, z;
         col_list(&e->items, 0, &i0, &z);
         col_list(&e->items, n - 1, &z, &i1);
-        col_list(&e->content, i0, &b0, &z);
-        col_list(&e->content, i1 - 1 < i0 ? i0 : i1 - 1, &z, &b1);
-        if (i1 <= i0) b1 = b0;
+        if (i1 > i0) { /* the blocks of items i0 .. i1 - 1 */
+            col_list(&e->content, i0, &b0, &z);
+            col_list(&e->content, i1 - 1, &z, &b1);
+        }
         size_t text = col_bytes(&e->btext, b0, b1) + col_bytes(&e->arguments, i0, i1) + col_bytes(&e->input, i0, i1) +
                       col_bytes(&e->tools, 0, n) + col_bytes(&e->extra, 0, n) + col_bytes(&e->model, 0, n);
         reserve(st, &e->out, text + text / 8 + (size_t)(i1 - i0) * 48 + (size_t)n * 64);

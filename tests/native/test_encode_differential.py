@@ -236,6 +236,8 @@ def test_tricky_records() -> None:
 def test_empty_and_all_per_record_batches() -> None:
     empty = decode_records([], "responses").table
     assert compare_encode(empty).records.to_pylist() == []
+    no_items = decode_records([{"input": []}, {"input": [], "model": "m"}], "responses").table
+    assert all(compare_encode(no_items).native.to_pylist())  # no item in the whole batch
     chat = decode_records([rec for _, rec in CASES["chat"]], "chat").table
     assert not any(compare_encode(chat).native.to_pylist())
 
