@@ -1128,13 +1128,11 @@ static int top_extra_json(Enc *e, Buf *b) {
     static const char *const same[] = {"temperature", "top_p", "parallel_tool_calls", "metadata", "store",
                                        "user", "n", "seed", NULL};
     static const char *const renamed[] = {"max_output_tokens", "max_tokens", NULL};
-    static const char *const body[] = {"messages", "model", "tools", "tool_choice", "max_completion_tokens", NULL};
     int n_renamed = 0;
     size_t idx, max;
     yyjson_val *key, *val;
     yyjson_obj_foreach(root, idx, max, key, val) {
         if (key_in(key, renamed)) n_renamed++;
-        if (key_in(key, same) && key_in(key, body)) n_renamed += 2; /* never: the sets are disjoint */
     }
     if (n_renamed > 1) { /* two keys onto one: dict order rules we do not model */
         yyjson_doc_free(doc);
