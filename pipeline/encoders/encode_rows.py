@@ -171,7 +171,7 @@ def encode_rows(table: pa.Table, target: str) -> EncodedRows:
     fast = np.zeros(n, bool)
     module = codec.native_encoder(target) if n else None
     parts: list[tuple[np.ndarray, pa.Array, pa.Array, pa.Table]] = []
-    if module is not None:
+    if module is not None and _any_responses_request(table):
         cleaned, edited, not_plain = _edited_losses(table)
         records, losses, fast = _native(module, cleaned)
         fast[not_plain] = False
@@ -202,6 +202,15 @@ def encode_rows(table: pa.Table, target: str) -> EncodedRows:
     if len(parts) > 1:
         losses = losses.take(np.argsort(losses.column("row").to_numpy(), kind="stable"))
     return EncodedRows(records, errors, losses, pa.array(fast))
+
+
+def _any_responses_request(table: pa.Table) -> bool:
+    """Does the batch hold a row the compiled encoder takes? (Else it is not worth finding the
+    edited items twice: ``convert_table`` does that for its rows.)"""
+    rows = pc.and_(
+        pc.equal(table.column("source_format"), "responses"), pc.equal(table.column("record_kind"), "request")
+    )
+    return bool(pc.any(rows).as_py())
 
 
 def _native(module: ModuleType, table: pa.Table) -> tuple[pa.Array, pa.Table, np.ndarray]:
