@@ -238,12 +238,15 @@ def _drop_python_crashes(lines: list[bytes], fmt: str, crashes: list[str]) -> li
 
     keep = []
     for line in lines:
+        stage = "decode"
         try:
             with python_codec():
-                encode_rows(decode_lines([line], fmt).table, "chat")
+                table = decode_lines([line], fmt).table
+                stage = "encode to chat"
+                encode_rows(table, "chat")
             keep.append(line)
         except Exception as e:
-            crashes.append(f"{type(e).__name__} on {line[:120]!r}... ({len(line)} bytes)")
+            crashes.append(f"{type(e).__name__} ({stage}) on {line[:120]!r}... ({len(line)} bytes)")
     return keep
 
 
@@ -288,7 +291,7 @@ def run(fmt: str, n_lines: int, seed: int, batch: int, failures: Path | None) ->
     print(f"fuzzed {done} {fmt} lines (seed {seed}) in {took:.1f} s: no difference; fallbacks {dict(counts)}")
     print(f"Chat encoding: {ENCODED['native']} of {ENCODED['rows']} rows by the compiled encoder")
     if python_crashes:
-        print(f"{len(python_crashes)} lines made the Python decoder itself raise (skipped):")
+        print(f"{len(python_crashes)} lines made the Python decoder or encoder itself raise (skipped):")
         for crash in python_crashes[:5]:
             print(f"  {crash}")
     return 0
