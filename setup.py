@@ -49,7 +49,7 @@ setup(
     ext_modules=[
         Extension(
             "pipeline._native",
-            sources=["pipeline/_native/decode.c", "pipeline/_native/vendor/yyjson/yyjson.c"],
+            sources=["pipeline/_native/decode.c", "pipeline/_native/encode.c", "pipeline/_native/vendor/yyjson/yyjson.c"],
             include_dirs=["pipeline/_native"],
             depends=["pipeline/_native/vendor/yyjson/yyjson.h"],
             # yyjson's writer, mutable documents and JSON Pointer are not used by the decoder

@@ -6,16 +6,17 @@
     Converter.items_to_messages over the same records parsed into dicts (on --memory-n records:
     a million parsed records do not fit in memory as Python dicts);
 (b) end to end, JSONL -> JSONL: `chatlake convert --to chat` (2 workers, with loss records) vs an
-    orjson loop around the Converter (1 core), on the full file; and chatlake's per-record encoders
-    (``convert_table``, the code path before the table-to-table encoder) in a loop on 1 core
-    (``convert_baseline.py per-record-jsonl``). Its output file must be byte-identical to
-    ``chatlake convert``'s (checked, sha256).
+    orjson loop around the Converter (1 core), on the full file; chatlake twice: with the
+    compiled codec (the default) and with the pure-Python one (``CHATLAKE_NATIVE=0``: Python
+    decoder and per-record encoders, the code path before it). The two runs' output and loss files must be
+    byte-identical (checked, sha256).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import platform
 import subprocess
 import sys
@@ -24,7 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_codec import ensure_input
-from benchmarks.measure import measure
+from benchmarks.measure import Measured, measure
+from pipeline.engine.single_file import final_paths
 
 PY = sys.executable
 HERE = Path(__file__).resolve().parent
@@ -72,21 +74,23 @@ def main() -> None:
         args.n,
     )
 
-    per_record_out = args.workdir / "chatlake-chat-per-record.jsonl"
-    vectorized_out = args.workdir / "chatlake-chat.jsonl"
-    ours_before = measure(
-        "chatlake per-record encoders (`convert_table`) in a loop (1 core)",
-        [PY, str(HERE / "convert_baseline.py"), "per-record-jsonl", str(src), str(per_record_out)],
-        args.n,
-    )
-    ours_b = measure(
-        "chatlake convert --to chat, table-to-table encoder (2 workers)",
-        [PY, "-m", "pipeline", "convert", "--quiet", str(src), "--from", "responses", "--to", "chat",
-         "-o", str(vectorized_out)],
-        args.n,
-    )  # fmt: skip
-    if _sha256(per_record_out) != _sha256(vectorized_out):
-        raise SystemExit("the per-record encoders and chatlake convert wrote different bytes")
+    def chatlake(label: str, out: Path, native: int) -> Measured:
+        cmd = [PY, "-m", "pipeline", "convert", "--quiet", str(src), "--from", "responses", "--to", "chat",
+               "-o", str(out)]  # fmt: skip
+        os.environ["CHATLAKE_NATIVE"] = "1" if native else "0"  # inherited by the workers
+        try:
+            return measure(label, cmd, args.n)
+        finally:
+            os.environ.pop("CHATLAKE_NATIVE")
+
+    python_out = args.workdir / "chatlake-chat-per-record.jsonl"
+    native_out = args.workdir / "chatlake-chat.jsonl"
+    ours_before = chatlake("chatlake convert --to chat, pure-Python codec (2 workers)", python_out, 0)
+    ours_b = chatlake("chatlake convert --to chat, compiled codec (2 workers)", native_out, 1)
+    ours, theirs = final_paths(python_out, "chat"), final_paths(native_out, "chat")
+    same = all(_sha256(ours[role]) == _sha256(theirs[role]) for role in ours)
+    if not same:
+        raise SystemExit("the compiled and the pure-Python codec wrote different bytes")
 
     def row(label: str, n: int, seconds: float, peak: str) -> str:
         return f"| {label} | {n:,} | {seconds:.1f} | {n / seconds:,.0f} | {peak} |"

@@ -3,7 +3,6 @@
   python benchmarks/convert_baseline.py agents-jsonl IN OUT      # orjson loop + openai-agents Converter
   python benchmarks/convert_baseline.py memory-agents IN N       # Converter over N records parsed in memory
   python benchmarks/convert_baseline.py memory-chatlake IN N     # chatlake, same N, canonical table
-  python benchmarks/convert_baseline.py per-record-jsonl IN OUT  # chatlake's per-record encoders, a loop
 
 The in-memory contenders print the seconds spent converting only (parsing excluded).
 """
@@ -30,27 +29,6 @@ def agents_jsonl(src: str, dst: str) -> None:
                 continue
             out.write(orjson.dumps({"messages": messages}) + b"\n")
     print(f"openai-agents rejected {failed} records", file=sys.stderr)
-
-
-def per_record_jsonl(src: str, dst: str) -> None:
-    """chatlake's per-record encoders in a loop (1 core): JSONL -> canonical table (5,000 lines a
-    batch) -> ``convert_table`` -> the records ``chatlake convert`` writes (``OUT``), so the two can be
-    compared byte for byte (the losses are built the same way; their file is not written here)."""
-    from pipeline.encoders import convert_table
-    from pipeline.formats import decode_lines
-
-    refused, first = 0, 1
-    with open(src, "rb") as f, open(dst, "wb") as out:
-        while batch := list(itertools.islice(f, 5000)):
-            res = decode_lines(batch, "responses", first_line=first)
-            first += len(batch)
-            refused += len(res.rejected)
-            for c in convert_table(res.table, "chat", as_bytes=True):
-                if c.error is not None:
-                    refused += 1
-                    continue
-                out.write(c.record + b"\n")
-    print(f"chatlake per-record encoders rejected {refused} records", file=sys.stderr)
 
 
 def _first(src: str, n: int) -> list[bytes]:
@@ -87,8 +65,6 @@ if __name__ == "__main__":
     kind = sys.argv[1]
     if kind == "agents-jsonl":
         agents_jsonl(sys.argv[2], sys.argv[3])
-    elif kind == "per-record-jsonl":
-        per_record_jsonl(sys.argv[2], sys.argv[3])
     elif kind == "memory-agents":
         memory_agents(sys.argv[2], int(sys.argv[3]))
     else:

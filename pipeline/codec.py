@@ -1,6 +1,8 @@
 """Which exact codec decodes wire formats: the compiled one (``pipeline._native``) or pure Python.
 
 Both give byte-identical tables (tests/native/test_differential.py); the compiled one is faster.
+The same switch governs the compiled Responses -> Chat encoder (:func:`native_encoder`, used by
+``pipeline.encoders.encode_rows``; tests/native/test_encode_differential.py).
 It is used when the extension was built (``pip install`` compiles it when a C compiler is there;
 wheels ship it) and ``CHATLAKE_NATIVE`` is not ``0``. ``chatlake doctor`` prints :func:`status`.
 
@@ -62,3 +64,11 @@ def native_module(fmt: str) -> ModuleType | None:
     if fmt not in NATIVE_FORMATS or os.environ.get(ENV, "").strip() == "0":
         return None
     return _extension()[0]
+
+
+def native_encoder(target: str) -> ModuleType | None:
+    """The compiled extension when it is active and encodes to ``target`` (Responses -> Chat), else None."""
+    if target != "chat" or os.environ.get(ENV, "").strip() == "0":
+        return None
+    module = _extension()[0]
+    return module if module is not None and hasattr(module, "encode_chat") else None

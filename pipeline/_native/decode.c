@@ -1803,7 +1803,12 @@ static PyObject *conversation_id_hex(PyObject *self, PyObject *args) {
     return PyUnicode_FromStringAndSize(hex, 32);
 }
 
+/* The Chat encoder lives in encode.c (its own file, so the decoder and encoder evolve apart). */
+PyObject *chatlake_encode_chat(PyObject *self, PyObject *args);
+extern const char chatlake_encode_chat_doc[];
+
 static PyMethodDef METHODS[] = {
+    {"encode_chat", chatlake_encode_chat, METH_VARARGS, chatlake_encode_chat_doc},
     {"decode_lines", decode_lines, METH_VARARGS, decode_lines_doc},
     {"conversation_id_hex", conversation_id_hex, METH_VARARGS, blake2b_doc},
     {NULL, NULL, 0, NULL},

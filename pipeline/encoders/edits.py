@@ -41,7 +41,7 @@ def clear_stale_state(table: pa.Table) -> tuple[pa.Table, np.ndarray]:
     (positions in ``items`` flattened, in order; empty when nothing was edited).
 
     The table is returned as is (no copy) when nothing was edited. Column at a time: the
-    vectorized encoder builds its ``edited`` losses from the indices (encode_rows.py).
+    native encoder path builds its ``edited`` losses from the indices (encode_rows.py).
     """
     none = np.zeros(0, np.int64)
     if table.num_rows == 0 or "fingerprint" not in table.schema.field("items").type.value_type.names:

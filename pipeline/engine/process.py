@@ -20,7 +20,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.encoders.vectorized.encode_rows import encode_rows
+from pipeline.encoders.encode_rows import encode_rows
 from pipeline.errors import reason_of
 from pipeline.formats import encode_jsonl
 from pipeline.io.run_tables import LOSSES_SCHEMA, loss_refused, rejected_row
@@ -203,7 +203,7 @@ def _encode(
     assert isinstance(lf, pl.DataFrame)
     lf = lf.filter(pl.Series(keep).gather(lf["row"]))
     # Not for reproducibility any more: the encoders report losses in source order, the same in
-    # every process (tests/encoders/test_loss_order.py), and the vectorized path in the same order.
+    # every process (tests/encoders/test_loss_order.py), and the compiled encoder in the same order.
     # Kept because it is the on-disk order of losses/ (and of loss_counts/, counted in the order
     # kinds first appear): without it both files' bytes change for every run with losses.
     lf = lf.sort(["row", "path", "kind", "detail"], maintain_order=True)

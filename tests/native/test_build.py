@@ -23,8 +23,10 @@ import pipeline, sys
 from pipeline import codec
 from pipeline.formats import decode_lines
 assert pipeline.__file__.startswith(sys.argv[1]), pipeline.__file__
+from pipeline.encoders.encode_rows import encode_rows
 res = decode_lines([b'{"input": "hi", "a": 1, "a": 2}'], "responses")
-print(codec.status().native, res.table.num_rows, res.native_fallback)
+enc = encode_rows(res.table, "chat")
+print(codec.status().native, res.table.num_rows, res.native_fallback, enc.native.to_pylist())
 """
 
 
@@ -62,7 +64,7 @@ def test_install_without_a_compiler_warns_and_runs_the_python_codec(tmp_path: Pa
     assert res.returncode == 0, res.stderr
     assert res.stderr.count("WARNING: chatlake's compiled decoder (pipeline._native) could not be built") == 1
     assert not list((tmp / "pipeline").glob(f"_native{EXT}"))
-    assert _probe(tmp) == "False 1 {}"
+    assert _probe(tmp) == "False 1 {} [False]"
 
 
 def test_require_native_makes_a_failed_compile_fatal(tmp_path: Path) -> None:
@@ -76,4 +78,4 @@ def test_setup_py_builds_a_working_extension(tmp_path: Path) -> None:
     res = _build(tmp)
     assert res.returncode == 0, res.stderr
     assert (tmp / "pipeline" / f"_native{EXT}").exists(), res.stdout + res.stderr
-    assert _probe(tmp) == "True 1 {'duplicate_key': 1}"
+    assert _probe(tmp) == "True 1 {'duplicate_key': 1} [True]"

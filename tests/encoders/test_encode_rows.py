@@ -1,5 +1,5 @@
 """The job engine (behind ``run``, ``convert`` and ``transform``) encodes through :func:`encode_rows`
-(column at a time for Responses -> Chat): its output bytes, loss records and rejections equal the
+(the compiled encoder for Responses -> Chat): its output bytes, loss records and rejections equal the
 per-record loop over ``convert_table`` it replaced, kept here as the reference.
 
 Sources: every case of ``tests/cases.py`` (all formats mixed in one batch, so the router splits it),
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from pipeline import synth
 from pipeline.encoders import convert_table
-from pipeline.encoders.vectorized.encode_rows import encode_rows
+from pipeline.encoders.encode_rows import encode_rows
 from pipeline.engine.process import _encode, _Originals
 from pipeline.formats import decode_records
 from pipeline.io.run_tables import rejected_row
@@ -80,7 +80,7 @@ def check_same(table: pa.Table, target: str = "chat") -> Counter[str]:
         table.schema.get_field_index("source_line"), "source_line", pa.array(lines, pa.int64())
     )
     stats: Counter[str] = Counter(rows=table.num_rows)
-    stats["vectorized"] = sum(encode_rows(table, target).vectorized.to_pylist())
+    stats["native"] = sum(encode_rows(table, target).native.to_pylist())
     originals = _Originals(table, {}, None)
     by_line = dict(zip(lines, table.column("source_format").to_pylist(), strict=True))
     for policy in POLICIES:
@@ -115,19 +115,19 @@ def test_every_case_of_every_format_in_one_batch() -> None:
 def test_responses_cases() -> None:
     stats = check_same(decode_records([rec for _, rec in RESPONSES], "responses").table)
     print("cases:", stats)
-    assert stats["vectorized"] > 0
+    assert stats["native"] > 0
 
 
 def test_synthetic_records() -> None:
     table = decode_records(list(synth.generate("responses", 300, seed=5)), "responses").table
     stats = check_same(table)
     print("synthetic:", stats)
-    assert stats["vectorized"] > 270  # the fast path really ran
+    assert stats["native"] > 270  # the fast path really ran
 
 
 def test_rows_with_edited_items() -> None:
-    """Edited rows stay on the vectorized path (their edited losses written as columns);
-    tests/encoders/test_vectorized_edited.py checks them case by case."""
+    """Edited rows stay on the native path (their edited losses written as columns);
+    tests/encoders/test_encode_rows_edited.py checks them case by case."""
     records = [rec for _, rec in RESPONSES]
     table = decode_records(records, "responses").table
     rows = table.to_pylist()
@@ -143,7 +143,7 @@ def test_rows_with_edited_items() -> None:
     lost = enc.losses.filter(pa.compute.equal(enc.losses.column("kind"), "edited"))
     assert edited and lost.num_rows
     # (some of these rows fall back for other reasons: the other file says which must vectorize)
-    assert any(enc.vectorized.to_pylist()[r] for r in lost.column("row").to_pylist())
+    assert any(enc.native.to_pylist()[r] for r in lost.column("row").to_pylist())
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -160,7 +160,7 @@ def test_corpus_responses_records() -> None:
     table = decode_records(records, "responses").table
     stats = check_same(table)
     print(f"corpus: {len(records)} responses records; {stats}")
-    assert stats["vectorized"] > 0
+    assert stats["native"] > 0
 
 
 def test_empty_batch() -> None:

@@ -2,20 +2,21 @@
 
 ``chatlake convert`` and the job engine call :func:`encode_rows` instead of looping over
 :func:`pipeline.encoders.convert_table`. It gives the same bytes, losses and refusals as that loop,
-faster where a table-to-table encoder exists:
+faster where a compiled encoder exists:
 
 =====================================  ======================================================
 rows                                   converted by
 =====================================  ======================================================
-Responses request bodies -> ``chat``   :func:`responses_to_chat` + :func:`chat_json`
-(edited items included)
-that encoder's fallback rows, rows     ``convert_table`` (the per-record encoders)
-whose edited items' ids are not plain
-printable ASCII, every other row
+Responses request bodies -> ``chat``   ``pipeline._native.encode_chat`` (C, ``encode.c``), when
+(edited items included)                the compiled codec is active (:mod:`pipeline.codec`)
+rows it hands back (see encode.c),     ``convert_table`` (the per-record encoders: the
+rows whose edited items' ids are not   specification the compiled encoder is tested against)
+plain printable ASCII, every other
+row, every row with CHATLAKE_NATIVE=0
 =====================================  ======================================================
 
 Items edited since decoding (:mod:`pipeline.encoders.edits`) lose their stale state before any
-encoder: the vectorized rows are encoded from the table ``clear_stale_state`` returns, and each
+encoder: the native rows are encoded from the table ``clear_stale_state`` returns, and each
 edited item's ``edited`` loss is added here as a column, where ``convert_table`` puts it (before the
 row's other losses, last item first). The per-record rows are converted on their own
 (``table.take`` of the table as given): what the encoders generate (call ids) depends on the record
@@ -25,25 +26,24 @@ alone, not on its place in the batch.
 >>> t = decode_records([{"input": [{"type": "reasoning", "summary": []}, {"role": "user",
 ...                                  "content": "hi"}]}], "responses").table
 >>> enc = encode_rows(t, "chat")
->>> enc.records.to_pylist(), enc.losses.column("kind").to_pylist(), enc.vectorized.to_pylist()
-(['{"messages":[{"role":"user","content":"hi"}]}'], ['reasoning'], [True])
+>>> enc.records.to_pylist(), enc.losses.column("kind").to_pylist()
+(['{"messages":[{"role":"user","content":"hi"}]}'], ['reasoning'])
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline import codec
 from pipeline.encoders import convert_table
 from pipeline.encoders.edits import STATE_FIELDS, clear_stale_state
-from pipeline.encoders.vectorized._json import orjson_string
-from pipeline.encoders.vectorized.chat_json import chat_json
-from pipeline.encoders.vectorized.responses_to_chat import item_pointer, plain_repr, responses_to_chat
 from pipeline.losses import LossPolicy
 from pipeline.schema import cast_to_canonical
 
@@ -51,6 +51,17 @@ ROW_LOSSES = pa.schema(
     [pa.field("row", pa.int64()), pa.field("path", pa.string()), pa.field("kind", pa.string()),
      pa.field("detail", pa.string())]
 )  # fmt: skip
+
+# orjson's escaping: quote, backslash and the C0 controls (short forms where JSON has them, else
+# \u00xx in lowercase hex); everything else, DEL and U+2028 included, is written as UTF-8.
+_SHORT = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+_ESCAPE_FROM = ["\\", '"', *(chr(c) for c in range(0x20))]
+_ESCAPE_TO = ["\\\\", '\\"', *(_SHORT.get(chr(c), f"\\u{c:04x}") for c in range(0x20))]
+
+
+def orjson_string(expr: pl.Expr) -> pl.Expr:
+    """A string column as JSON string literals, byte for byte what ``orjson.dumps`` writes."""
+    return pl.concat_str(pl.lit('"'), expr.str.replace_many(_ESCAPE_FROM, _ESCAPE_TO), pl.lit('"'))
 
 
 @dataclass
@@ -62,13 +73,13 @@ class EncodedRows:
     * ``errors`` -- null when encoded, else why not (``convert_table``'s text);
     * ``losses`` -- ``row``, ``path``, ``kind``, ``detail``, rows ascending, each row's losses in the
       order its encoder reported them;
-    * ``vectorized`` -- the row went through a table-to-table encoder.
+    * ``native`` -- the row went through the compiled encoder.
     """
 
     records: pa.Array
     errors: pa.Array
     losses: pa.Table
-    vectorized: pa.Array
+    native: pa.Array
 
     def refused_kinds(self, policy: LossPolicy) -> pa.Array:
         """Per row: the sorted distinct kinds ``policy`` refuses, joined with ``", "`` (null: none).
@@ -158,34 +169,23 @@ def encode_rows(table: pa.Table, target: str) -> EncodedRows:
     table = cast_to_canonical(table).combine_chunks()
     n = table.num_rows
     fast = np.zeros(n, bool)
-    if target == "chat" and n:
-        fast = (
-            pc.and_(pc.equal(table.column("source_format"), "responses"),
-                    pc.equal(table.column("record_kind"), "request"))
-            .to_numpy(zero_copy_only=False).copy()
-        )  # fmt: skip
-    cleaned, edited = table, ROW_LOSSES.empty_table()
-    if fast.any():
-        cleaned, edited, not_plain = _edited_losses(table)
-        fast[not_plain] = False
+    module = codec.native_encoder(target) if n else None
     parts: list[tuple[np.ndarray, pa.Array, pa.Array, pa.Table]] = []
-    fast_rows = np.flatnonzero(fast)
-    if len(fast_rows):
-        sub = cleaned if len(fast_rows) == n else cleaned.take(fast_rows)
-        res = responses_to_chat(sub)
-        done = res.rows.to_numpy()
-        rows = fast_rows[done]
-        fast[:] = False
-        fast[rows] = True
-        losses = res.losses.select(["row", "path", "kind", "detail"])
-        losses = losses.set_column(0, "row", pa.array(fast_rows[losses.column("row").to_numpy()], pa.int64()))
-        losses = losses.cast(ROW_LOSSES)
-        if edited.num_rows:
-            # convert_table puts a row's edited losses before the encoder's: first here, stable sort
-            edited = edited.filter(pa.array(fast[edited.column("row").to_numpy()]))
-            losses = pa.concat_tables([edited, losses])
-            losses = losses.take(np.argsort(losses.column("row").to_numpy(), kind="stable"))
-        parts.append((rows, chat_json(res.table), pa.nulls(len(rows), pa.string()), losses))
+    if module is not None and _any_responses_request(table):
+        cleaned, edited, not_plain = _edited_losses(table)
+        records, losses, fast = _native(module, cleaned)
+        fast[not_plain] = False
+        rows = np.flatnonzero(fast)
+        if len(rows):
+            if len(rows) < n:
+                records = records.filter(pa.array(fast))
+                losses = losses.filter(pa.array(fast[losses.column("row").to_numpy()]))
+            if edited.num_rows:
+                # convert_table puts a row's edited losses before the encoder's: first here, stable sort
+                edited = edited.filter(pa.array(fast[edited.column("row").to_numpy()]))
+                losses = pa.concat_tables([edited, losses])
+                losses = losses.take(np.argsort(losses.column("row").to_numpy(), kind="stable"))
+            parts.append((rows, records, pa.nulls(len(rows), pa.string()), losses))
     slow_rows = np.flatnonzero(~fast)
     if len(slow_rows):
         parts.append(_per_record(table, slow_rows, target))
@@ -202,6 +202,61 @@ def encode_rows(table: pa.Table, target: str) -> EncodedRows:
     if len(parts) > 1:
         losses = losses.take(np.argsort(losses.column("row").to_numpy(), kind="stable"))
     return EncodedRows(records, errors, losses, pa.array(fast))
+
+
+def _any_responses_request(table: pa.Table) -> bool:
+    """Does the batch hold a row the compiled encoder takes? (Else it is not worth finding the
+    edited items twice: ``convert_table`` does that for its rows.)"""
+    rows = pc.and_(
+        pc.equal(table.column("source_format"), "responses"), pc.equal(table.column("record_kind"), "request")
+    )
+    return bool(pc.any(rows).as_py())
+
+
+def _native(module: ModuleType, table: pa.Table) -> tuple[pa.Array, pa.Table, np.ndarray]:
+    """The compiled encoder over every row: JSON texts (empty where not encoded), losses, and which
+    rows it encoded (the others are the per-record encoders')."""
+    [batch] = table.combine_chunks().to_batches()
+    # each buffer comes as (address, size, owner): wrapped without a copy, freed with its owner
+    text, offsets, native, loss_row, *cols = (pa.foreign_buffer(*b) for b in module.encode_chat(batch))
+    n = table.num_rows
+    records = pa.LargeStringArray.from_buffers(n, offsets, text)
+    rows = np.frombuffer(loss_row, np.int64)
+    strings = [
+        pa.LargeStringArray.from_buffers(len(rows), off, data).cast(pa.string())
+        for data, off in zip(cols[0::2], cols[1::2], strict=True)
+    ]
+    losses = pa.Table.from_arrays([pa.array(rows, pa.int64()), *strings], schema=ROW_LOSSES)
+    return records, losses, np.frombuffer(native, np.uint8).astype(bool)
+
+
+def item_pointer() -> pl.Expr:
+    """An item's pointer in its Responses source record (``Ctx.item_ptr`` for Responses), as an
+    expression over the row's ``items_form`` and the item's ``section`` and ``group``. Null when
+    ``section`` is null, or ``group`` is null outside the string shorthand.
+
+    ==========  =======  =====  ==========
+    items_form  section  group  pointer
+    ==========  =======  =====  ==========
+    string      input    0      /input
+    parts       input    3      /input/3
+    parts       output   1      /output/1
+    ==========  =======  =====  ==========
+    """
+    items_form, section, group = pl.col("items_form"), pl.col("section"), pl.col("group")
+    # section names are fixed ("input", "output"): nothing in them for a JSON pointer to escape
+    return (
+        pl.when((items_form == "string") & (section == "input"))
+        .then(pl.lit("/input"))
+        .otherwise(pl.concat_str(pl.lit("/"), section, pl.lit("/"), group.cast(pl.String)))
+    )
+
+
+def plain_repr(value: pl.Expr) -> pl.Expr:
+    """Is Python's ``repr`` of the string ``value`` just ``'`` + value + ``'``? True for printable ASCII
+    without a quote or backslash; other strings are left to the per-record encoders, whose losses
+    quote them with ``repr``."""
+    return value.str.contains(r"^[ -~]*$") & ~value.str.contains(r"['\\]")
 
 
 _EDITED = "content changed since decoding; dropped "

@@ -1,10 +1,10 @@
-"""Rows with edited items on the vectorized Responses -> Chat path (:func:`encode_rows`): their stale
+"""Rows with edited items on the native (compiled) Responses -> Chat path (:func:`encode_rows`): their stale
 state is dropped and their ``edited`` losses are written as columns, before the row's other losses,
 last item first, exactly as ``convert_table`` reports them.
 
 Every check compares with the per-record loop (``check_same``: ``convert_table`` on the same table,
 under every loss policy, through ``chatlake convert``'s and the engine's writers) and, where the row
-is one the vectorized encoder takes, asserts it now does (``vectorized``). Sources: role_swap + turns
+is one the native encoder takes, asserts it now does (``native``). Sources: role_swap + turns
 output (pipeline.transforms), hand edits of text and role, several edited items in one row, edited
 reasoning with encrypted content, edited items without an id, string-form input, ids Python's
 ``repr`` escapes (those rows stay per-record), hypothesis records with hypothesis-chosen edits.
@@ -24,13 +24,12 @@ from hypothesis import strategies as st
 from pipeline import synth
 from pipeline.encoders import convert_table
 from pipeline.encoders.edits import drop_stale_state
-from pipeline.encoders.vectorized.encode_rows import encode_rows
-from pipeline.encoders.vectorized.responses_to_chat import responses_to_chat
+from pipeline.encoders.encode_rows import encode_rows
 from pipeline.formats import decode_records
 from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
 from pipeline.transforms import apply_steps, make_step
 from tests.cases import RESPONSES
-from tests.encoders.test_vectorized_encode_rows import check_same
+from tests.encoders.test_encode_rows import check_same
 from tests.strategies import wire_record
 
 REC: dict[str, Any] = {
@@ -74,12 +73,12 @@ def _edited_rows(table: pa.Table) -> np.ndarray:
     )
 
 
-def _check(table: pa.Table, *, vectorized: list[bool] | None = None) -> list[list[tuple[str, str, str]]]:
-    """Exactness against the per-record loop; the losses of each row; the rows' vectorized flags."""
+def _check(table: pa.Table, *, native: list[bool] | None = None) -> list[list[tuple[str, str, str]]]:
+    """Exactness against the per-record loop; the losses of each row; the rows' native flags."""
     check_same(table)
     enc = encode_rows(table, "chat")
-    if vectorized is not None:
-        assert enc.vectorized.to_pylist() == vectorized
+    if native is not None:
+        assert enc.native.to_pylist() == native
     out: list[list[tuple[str, str, str]]] = [[] for _ in range(table.num_rows)]
     for x in enc.losses.to_pylist():
         out[x["row"]].append((x["path"], x["kind"], x["detail"]))
@@ -100,7 +99,7 @@ def test_several_edited_items_in_one_row_come_first_last_item_first() -> None:
         _text(items[4], "!")  # string content
 
     table = _edit([REC], change)
-    [losses] = _check(table, vectorized=[True])
+    [losses] = _check(table, native=[True])
     edited = [x for x in losses if x[1] == "edited"]
     assert losses[: len(edited)] == edited  # before every other loss of the row
     prefix = "content changed since decoding; dropped "
@@ -122,7 +121,7 @@ def test_string_form_input_points_at_input() -> None:
         items[0]["fingerprint"] = "0123456789abcdef"
 
     table = _edit([{"input": "hello"}], change)
-    [losses] = _check(table, vectorized=[True])
+    [losses] = _check(table, native=[True])
     assert losses[0] == ("/input", "edited", "content changed since decoding; dropped id 'msg_1'")
 
 
@@ -131,7 +130,7 @@ def test_ids_that_repr_escapes_stay_per_record() -> None:
     records = [{"input": [{"type": "message", "id": i, "role": "user", "content": "x"}]} for i in ids]
     records.append({"input": [{"type": "message", "id": "ok_1", "role": "user", "content": "x"}]})
     table = _edit(records, lambda _, items: _text(items[0], "y"))
-    losses = _check(table, vectorized=[False, False, False, False, True, True])
+    losses = _check(table, native=[False, False, False, False, True, True])
     assert losses[0][0] == ("/input/0", "edited", 'content changed since decoding; dropped id "it\'s"')
     assert losses[4][0] == ("/input/0", "edited", "content changed since decoding; dropped id ''")
 
@@ -142,15 +141,15 @@ def test_only_the_edited_row_loses_its_state() -> None:
             items[2]["content"][0]["text"] = "hello again"
 
     table = _edit([REC, REC, REC], change)
-    losses = _check(table, vectorized=[True, True, True])
+    losses = _check(table, native=[True, True, True])
     assert [x[1] for x in losses[1]].count("edited") == 1
     assert losses[0] == losses[2] and "edited" not in [x[1] for x in losses[0]]
 
 
 def test_cases_with_every_text_and_role_edited() -> None:
     """Every item with state of every Responses case edited (a message's role or text, a reasoning
-    summary, a call's arguments): the rows the vectorized encoder takes once the stale state is
-    dropped are now vectorized."""
+    summary, a call's arguments): the rows the native encoder takes once the stale state is
+    dropped are now native."""
 
     def change(r: int, items: list[dict[str, Any]]) -> None:
         for k, item in enumerate(items or []):
@@ -170,21 +169,23 @@ def test_cases_with_every_text_and_role_edited() -> None:
     assert len(edited) >= 3  # the cases hold few items with state
     enc = encode_rows(table, "chat")
     _check(table)
-    _assert_edited_rows_vectorized(table, enc.vectorized, edited)
+    _assert_edited_rows_native(table, enc.native, edited)
 
 
-def _assert_edited_rows_vectorized(table: pa.Table, vectorized: pa.Array, edited: np.ndarray) -> None:
-    """An edited row is vectorized unless the vectorized encoder falls back on its cleaned content,
+def _assert_edited_rows_native(table: pa.Table, native: pa.Array, edited: np.ndarray) -> None:
+    """An edited row is native unless the native encoder falls back on its cleaned content,
     refuses it, or an edited id is not plain ASCII; checked the other way round: each edited row the
-    encoder converts once its state is dropped by hand (``convert_table``'s rule) is vectorized."""
-    flags = np.array(vectorized.to_pylist())
+    encoder converts once its state is dropped by hand (``convert_table``'s rule) is native."""
+    flags = np.array(native.to_pylist())
     cleaned, items = drop_stale_state(table)
     escaped = {e.row for e in items if "id" in e.dropped and not _plain(e.dropped["id"])}
-    converted = set(responses_to_chat(cleaned).rows.to_pylist())
+    converted = set(
+        np.flatnonzero(encode_rows(cleaned, "chat").native.to_numpy(zero_copy_only=False)).tolist()
+    )
     expected = [r for r in edited.tolist() if r not in escaped and r in converted]
-    assert expected, "no edited row on the vectorized path: the test lost its point"
+    assert expected, "no edited row on the native path: the test lost its point"
     assert flags[expected].all()
-    print(f"{len(edited)} edited rows, {int(flags[edited].sum())} vectorized")
+    print(f"{len(edited)} edited rows, {int(flags[edited].sum())} native")
 
 
 def _plain(s: str) -> bool:
@@ -207,8 +208,8 @@ def test_role_swap_and_turns_output() -> None:
     assert len(edited) > 100  # role_swap really edited items
     stats = check_same(table)
     print("role_swap + turns:", stats)
-    _assert_edited_rows_vectorized(table, encode_rows(table, "chat").vectorized, edited)
-    assert stats["vectorized"] > 0.9 * table.num_rows
+    _assert_edited_rows_native(table, encode_rows(table, "chat").native, edited)
+    assert stats["native"] > 0.9 * table.num_rows
 
 
 def test_role_swap_of_the_cases() -> None:

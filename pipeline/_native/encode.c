@@ -1,0 +1,1690 @@
+/*
+ * pipeline._native.encode_chat: the compiled Responses request body -> Chat Completions encoder.
+ *
+ * The specification is the per-record encoder (pipeline/encoders/to_chat.py with _context.py and
+ * call_ids.py): for each canonical row this writes exactly the bytes of
+ * orjson.dumps(convert_table(row, "chat")[0].record) and the row's losses in the order that encoder
+ * reports them. A row it cannot prove it encodes byte-identically is flagged and left to the
+ * per-record encoder (pipeline/encoders/encode_rows.py), e.g. rows that are not Responses request
+ * bodies, instructions given as parts or items, calls or outputs without a call id (ids generated
+ * and paired by position), Anthropic-style images, JSON values whose orjson text is not provably
+ * their stored text (floats outside a plain range, duplicate keys, huge integers).
+ *
+ * Input: the table's one RecordBatch through the Arrow C data interface (RecordBatch._export_to_c
+ * into structs allocated here). Chosen over passing buffers one by one because the struct and list
+ * nesting (items, their content blocks, null_fields at three levels) comes with its offsets and
+ * validity in one call, and the release callback keeps the batch's memory alive while the GIL is
+ * released. Output: a few bytes objects (one text buffer + int64 offsets per string column) that
+ * Python wraps with pa.LargeStringArray.from_buffers, no per-row Python.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vendor/yyjson/yyjson.h"
+
+/* ------------------------------------------------------------------------------------------ */
+/* Arrow C data interface (https://arrow.apache.org/docs/format/CDataInterface.html)           */
+
+struct ArrowSchema {
+    const char *format;
+    const char *name;
+    const char *metadata;
+    int64_t flags;
+    int64_t n_children;
+    struct ArrowSchema **children;
+    struct ArrowSchema *dictionary;
+    void (*release)(struct ArrowSchema *);
+    void *private_data;
+};
+
+struct ArrowArray {
+    int64_t length;
+    int64_t null_count;
+    int64_t offset;
+    int64_t n_buffers;
+    int64_t n_children;
+    const void **buffers;
+    struct ArrowArray **children;
+    struct ArrowArray *dictionary;
+    void (*release)(struct ArrowArray *);
+    void *private_data;
+};
+
+/* A column as read here: validity bitmap (NULL: no nulls), int32 offsets or values, data, and the
+ * index of logical slot 0 in those buffers (the array's own offset plus its parents'). */
+typedef struct {
+    const uint8_t *valid;
+    const int32_t *off;
+    const char *data;
+    int64_t base;
+} Col;
+
+static int col_valid(const Col *c, int64_t i) {
+    int64_t k = c->base + i;
+    return !c->valid || ((c->valid[k >> 3] >> (k & 7)) & 1);
+}
+
+/* String value i (NULL when null). */
+static const char *col_str(const Col *c, int64_t i, size_t *len) {
+    if (!col_valid(c, i)) {
+        *len = 0;
+        return NULL;
+    }
+    int64_t k = c->base + i;
+    *len = (size_t)(c->off[k + 1] - c->off[k]);
+    return c->data + c->off[k];
+}
+
+/* List i as [*start, *end) in its child's logical slots. */
+static void col_list(const Col *c, int64_t i, int64_t *start, int64_t *end) {
+    int64_t k = c->base + i;
+    *start = c->off[k];
+    *end = c->off[k + 1];
+}
+
+static int32_t col_i32(const Col *c, int64_t i) { return c->off[c->base + i]; }
+
+/* Child `name` of struct (a, s) with the struct's logical offset `base` (NULL: no such child or an
+ * unexpected type, checked by format string). */
+static int bind(struct ArrowArray *a, struct ArrowSchema *s, const char *name, const char *fmt, int64_t base,
+                Col *out, struct ArrowArray **ca, struct ArrowSchema **cs) {
+    for (int64_t k = 0; k < s->n_children; k++) {
+        if (strcmp(s->children[k]->name, name) != 0) continue;
+        struct ArrowArray *c = a->children[k];
+        struct ArrowSchema *cschema = s->children[k];
+        if (strcmp(cschema->format, fmt) != 0) return -1;
+        out->base = base + c->offset;
+        out->valid = (const uint8_t *)c->buffers[0]; /* NULL when the array has no nulls */
+        out->off = c->n_buffers > 1 ? (const int32_t *)c->buffers[1] : NULL;
+        out->data = c->n_buffers > 2 ? (const char *)c->buffers[2] : NULL;
+        if (ca) *ca = c;
+        if (cs) *cs = cschema;
+        return 0;
+    }
+    return -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Buffers                                                                                      */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} Buf;
+
+typedef struct {
+    int oom;
+} St;
+
+static void put(St *st, Buf *b, const void *src, size_t n) {
+    if (n == 0 || st->oom) return;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n) cap *= 2;
+        char *p = (char *)realloc(b->p, cap);
+        if (!p) {
+            st->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, src, n);
+    b->len += n;
+}
+
+static void puts_(St *st, Buf *b, const char *s) { put(st, b, s, strlen(s)); }
+
+static void put_i64(St *st, Buf *b, int64_t v) {
+    char tmp[24];
+    size_t k = sizeof tmp;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[--k] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) tmp[--k] = '-';
+    put(st, b, tmp + k, sizeof tmp - k);
+}
+
+/* A JSON string as orjson writes it: only '"', '\\' and control characters are escaped. */
+static void put_json_str(St *st, Buf *b, const char *s, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    put(st, b, "\"", 1);
+    size_t run = 0;
+    for (size_t k = 0; k < n; k++) {
+        unsigned char ch = (unsigned char)s[k];
+        if (ch >= 0x20 && ch != '"' && ch != '\\') continue;
+        put(st, b, s + run, k - run);
+        run = k + 1;
+        char esc[6] = {'\\', 0, 0, 0, 0, 0};
+        size_t m = 2;
+        switch (ch) {
+            case '"': esc[1] = '"'; break;
+            case '\\': esc[1] = '\\'; break;
+            case '\n': esc[1] = 'n'; break;
+            case '\r': esc[1] = 'r'; break;
+            case '\t': esc[1] = 't'; break;
+            case '\b': esc[1] = 'b'; break;
+            case '\f': esc[1] = 'f'; break;
+            default:
+                esc[1] = 'u';
+                esc[2] = '0';
+                esc[3] = '0';
+                esc[4] = hex[ch >> 4];
+                esc[5] = hex[ch & 15];
+                m = 6;
+        }
+        put(st, b, esc, m);
+    }
+    put(st, b, s + run, n - run);
+    put(st, b, "\"", 1);
+}
+
+/* One RFC 6901 pointer token ("/" + token with ~ and / escaped), as losses.pointer writes it. */
+static void put_ptr(St *st, Buf *b, const char *s, size_t n) {
+    put(st, b, "/", 1);
+    size_t run = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (s[k] != '~' && s[k] != '/') continue;
+        put(st, b, s + run, k - run);
+        put(st, b, s[k] == '~' ? "~0" : "~1", 2);
+        run = k + 1;
+    }
+    put(st, b, s + run, n - run);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* JSON values stored as text (tools, tool_choice, extra_json): parsed with yyjson, written back   */
+/* the way orjson.dumps(orjson.loads(text)) would, or refused (the row falls back)               */
+
+#define MAX_KEYS 256
+#define MAX_DEPTH 64
+
+/* Is this raw number text exactly what orjson writes for the value orjson.loads reads from it?
+ * Integers: up to 18 digits, no "-0". Floats: plain decimal notation with 1 to 15 significant
+ * digits (those round-trip, so the shortest repr is the text itself), no trailing fraction zero
+ * (but "N.0"), no exponent, and not below 1e-4 (orjson switches notation there). */
+static int canonical_number(const char *s, size_t n) {
+    size_t k = 0;
+    if (k < n && s[k] == '-') k++;
+    size_t int_start = k;
+    while (k < n && s[k] >= '0' && s[k] <= '9') k++;
+    size_t int_len = k - int_start;
+    if (int_len == 0 || (int_len > 1 && s[int_start] == '0')) return 0;
+    if (k == n) {
+        if (int_len > 18) return 0;
+        if (s[0] == '-' && int_len == 1 && s[int_start] == '0') return 0;
+        return 1;
+    }
+    if (s[k] != '.') return 0;
+    k++;
+    size_t frac_start = k;
+    while (k < n && s[k] >= '0' && s[k] <= '9') k++;
+    size_t frac_len = k - frac_start;
+    if (k != n || frac_len == 0) return 0;
+    if (frac_len > 1 && s[n - 1] == '0') return 0;
+    /* significant digits: from the first non-zero digit to the last non-zero digit */
+    int first = -1, last = -1;
+    for (size_t q = int_start; q < n; q++) {
+        if (s[q] == '.' || s[q] == '0') continue;
+        if (first < 0) first = (int)q;
+        last = (int)q;
+    }
+    if (first < 0) return 1; /* 0.0 / -0.0 */
+    int sig = last - first + 1 - (first < (int)frac_start - 1 && last > (int)frac_start - 1 ? 1 : 0);
+    if (sig > 15) return 0;
+    if (int_len == 1 && s[int_start] == '0') {
+        /* 0.000x: below 1e-4 orjson writes an exponent */
+        size_t zeros = 0;
+        while (frac_start + zeros < n && s[frac_start + zeros] == '0') zeros++;
+        if (zeros > 3) return 0;
+    }
+    return 1;
+}
+
+/* A string yyjson unescaped: refuse a lone surrogate (orjson.loads rejects it). */
+static int valid_str(const char *s, size_t n) {
+    for (size_t k = 0; k + 1 < n; k++) {
+        if ((unsigned char)s[k] == 0xED && (unsigned char)s[k + 1] >= 0xA0) return 0;
+    }
+    return 1;
+}
+
+static int keq(yyjson_val *a, yyjson_val *b) {
+    size_t n = yyjson_get_len(a);
+    return n == yyjson_get_len(b) && memcmp(yyjson_get_str(a), yyjson_get_str(b), n) == 0;
+}
+
+/* Every value under v is one orjson writes back unchanged (see canonical_number), and no object
+ * repeats a key (orjson.loads would keep one). */
+static int canonical(yyjson_val *v, int depth) {
+    if (depth > MAX_DEPTH) return 0;
+    switch (yyjson_get_type(v)) {
+        case YYJSON_TYPE_RAW: return canonical_number(yyjson_get_raw(v), yyjson_get_len(v));
+        case YYJSON_TYPE_STR: return valid_str(yyjson_get_str(v), yyjson_get_len(v));
+        case YYJSON_TYPE_NULL:
+        case YYJSON_TYPE_BOOL: return 1;
+        case YYJSON_TYPE_ARR: {
+            size_t idx, max;
+            yyjson_val *x;
+            yyjson_arr_foreach(v, idx, max, x) {
+                if (!canonical(x, depth + 1)) return 0;
+            }
+            return 1;
+        }
+        case YYJSON_TYPE_OBJ: {
+            if (yyjson_obj_size(v) > MAX_KEYS) return 0;
+            size_t idx, max;
+            yyjson_val *k, *x;
+            yyjson_obj_foreach(v, idx, max, k, x) {
+                if (!valid_str(yyjson_get_str(k), yyjson_get_len(k)) || !canonical(x, depth + 1)) return 0;
+                size_t idx2, max2;
+                yyjson_val *k2, *x2;
+                yyjson_obj_foreach(v, idx2, max2, k2, x2) {
+                    if (idx2 >= idx) break;
+                    if (keq(k, k2)) return 0;
+                }
+            }
+            return 1;
+        }
+        default: return 0;
+    }
+}
+
+/* Parse JSON text; NULL when it is not valid or not canonical (the row falls back). */
+static yyjson_doc *parse(const char *s, size_t n) {
+    yyjson_doc *doc = yyjson_read_opts((char *)s, n, YYJSON_READ_NUMBER_AS_RAW, NULL, NULL);
+    if (!doc) return NULL;
+    if (!canonical(yyjson_doc_get_root(doc), 0)) {
+        yyjson_doc_free(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+static void put_value(St *st, Buf *b, yyjson_val *v) {
+    switch (yyjson_get_type(v)) {
+        case YYJSON_TYPE_RAW: put(st, b, yyjson_get_raw(v), yyjson_get_len(v)); break;
+        case YYJSON_TYPE_STR: put_json_str(st, b, yyjson_get_str(v), yyjson_get_len(v)); break;
+        case YYJSON_TYPE_NULL: puts_(st, b, "null"); break;
+        case YYJSON_TYPE_BOOL: puts_(st, b, yyjson_get_bool(v) ? "true" : "false"); break;
+        case YYJSON_TYPE_ARR: {
+            size_t idx, max;
+            yyjson_val *x;
+            put(st, b, "[", 1);
+            yyjson_arr_foreach(v, idx, max, x) {
+                if (idx) put(st, b, ",", 1);
+                put_value(st, b, x);
+            }
+            put(st, b, "]", 1);
+            break;
+        }
+        case YYJSON_TYPE_OBJ: {
+            size_t idx, max;
+            yyjson_val *k, *x;
+            put(st, b, "{", 1);
+            yyjson_obj_foreach(v, idx, max, k, x) {
+                if (idx) put(st, b, ",", 1);
+                put_json_str(st, b, yyjson_get_str(k), yyjson_get_len(k));
+                put(st, b, ":", 1);
+                put_value(st, b, x);
+            }
+            put(st, b, "}", 1);
+            break;
+        }
+        default: break;
+    }
+}
+
+static int is_str(yyjson_val *v, const char *s) { return v && yyjson_is_str(v) && yyjson_equals_str(v, s); }
+
+static int key_is(yyjson_val *k, const char *s) { return yyjson_equals_str(k, s); }
+
+static int key_in(yyjson_val *k, const char *const *set) {
+    for (; *set; set++)
+        if (yyjson_equals_str(k, *set)) return 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The encoder                                                                                  */
+
+enum { C_ABSENT, C_NULL, C_VALUE };
+
+/* One Chat message of the row being written. */
+typedef struct {
+    int64_t item;         /* the item it came from (-1: the instructions) */
+    const char *role;     /* role text (static or in the table) */
+    size_t role_len;
+    int content;          /* C_ABSENT / C_NULL / C_VALUE (text at c_off, c_len in scratch) */
+    size_t c_off, c_len;
+    int content_str;      /* the content is a non-empty string (the leading-system rule) */
+    int content_last;     /* content set after tool_calls were added (key order) */
+    int64_t calls_first, ncalls; /* ranges of its tool calls in Enc.calls */
+    const char *tcid;     /* tool messages: tool_call_id */
+    size_t tcid_len;
+} Msg;
+
+typedef struct {
+    size_t off, len;
+} Range;
+
+typedef struct {
+    St st;
+    /* columns */
+    Col source_format, record_kind, model, instr_form, items_form, tools, tool_choice, extra, nulls,
+        null_names;
+    Col instr_valid, instr_content, instr_blk_valid, instr_text;
+    Col items, item_valid, section, group, type, native_type, role, id, call_id, name, namespace_, arguments,
+        input, status, phase, content_form, content, encrypted_content, signature, iextra, inulls, inull_names;
+    Col blk_valid, btype, btext, bann, blogp, bcache, bcit, bextra, bnulls, bnull_names;
+    /* row state */
+    int64_t r, start, end;
+    int string_input;
+    Msg *msgs;
+    int64_t nmsgs, capmsgs;
+    Range *calls;
+    int64_t ncalls, capcalls;
+    Buf scratch, tmp, tmp2, base, ptr, ptr2; /* reused row after row */
+    /* output */
+    Buf out, out_off, native;
+    Buf loss_row, path, path_off, kind, kind_off, detail, detail_off;
+    int64_t nloss;
+    /* the previous row's tools: rows of one log repeat their tool set (see tools_json) */
+    struct {
+        const char *text;
+        size_t len;
+        int valid, rc;
+        Buf frag, texts, lens; /* the written fragment; its losses' path/kind/detail and lengths */
+        int64_t nl;
+    } tc;
+} Enc;
+
+#define FALLBACK 1
+
+static void lose_n(Enc *e, const char *path, size_t path_len, const char *kind, size_t kind_len,
+                   const char *detail, size_t detail_len) {
+    St *st = &e->st;
+    put(st, &e->loss_row, &e->r, 8);
+    put(st, &e->path, path, path_len);
+    int64_t o = (int64_t)e->path.len;
+    put(st, &e->path_off, &o, 8);
+    put(st, &e->kind, kind, kind_len);
+    o = (int64_t)e->kind.len;
+    put(st, &e->kind_off, &o, 8);
+    put(st, &e->detail, detail, detail_len);
+    o = (int64_t)e->detail.len;
+    put(st, &e->detail_off, &o, 8);
+    e->nloss++;
+}
+
+static void lose(Enc *e, const char *path, size_t path_len, const char *kind, const char *detail,
+                 size_t detail_len) {
+    lose_n(e, path, path_len, kind, strlen(kind), detail, detail_len);
+}
+
+static void lose_s(Enc *e, const char *path, size_t path_len, const char *kind, const char *detail) {
+    lose(e, path, path_len, kind, detail, strlen(detail));
+}
+
+/* Item i's pointer in its source record (Ctx.item_ptr for Responses) into b. */
+static int item_ptr(Enc *e, Buf *b, int64_t i) {
+    size_t n;
+    const char *sec = col_str(&e->section, i, &n);
+    if (!sec) return FALLBACK;
+    b->len = 0;
+    if (e->string_input && n == 5 && memcmp(sec, "input", 5) == 0) {
+        puts_(&e->st, b, "/input");
+        return 0;
+    }
+    if (!col_valid(&e->group, i)) return FALLBACK;
+    put_ptr(&e->st, b, sec, n);
+    put(&e->st, b, "/", 1);
+    put_i64(&e->st, b, col_i32(&e->group, i));
+    return 0;
+}
+
+static int str_eq(const char *p, size_t n, const char *s) { return p && strlen(s) == n && memcmp(p, s, n) == 0; }
+
+static int has_null(Col *lists, Col *names, int64_t i, const char *name) {
+    if (!col_valid(lists, i)) return 0;
+    int64_t a, z;
+    col_list(lists, i, &a, &z);
+    for (int64_t k = a; k < z; k++) {
+        size_t n;
+        const char *s = col_str(names, k, &n);
+        if (str_eq(s, n, name)) return 1;
+    }
+    return 0;
+}
+
+/* The item fields a target may have no slot for: name, loss kind (Ctx.FIELD_KINDS), column. */
+typedef struct {
+    const char *name;
+    const char *kind;
+    size_t col; /* offsetof(Enc, column) */
+} Field;
+
+#define FIELD(n, k, c) {n, k, offsetof(Enc, c)}
+static const Field MSG_UNUSED[] = {
+    FIELD("id", "item_id", id), FIELD("status", "status", status), FIELD("phase", "phase", phase),
+    FIELD("call_id", "unknown_field", call_id), FIELD("name", "name", name),
+    FIELD("namespace", "namespace", namespace_), FIELD("arguments", "argument_string", arguments),
+    FIELD("input", "custom_tool", input), FIELD("encrypted_content", "encrypted_reasoning", encrypted_content),
+    {NULL, NULL, 0},
+};
+static const Field CALL_UNUSED[] = {
+    FIELD("id", "item_id", id), FIELD("status", "status", status), FIELD("namespace", "namespace", namespace_),
+    FIELD("phase", "phase", phase), FIELD("encrypted_content", "encrypted_reasoning", encrypted_content),
+    {NULL, NULL, 0},
+};
+static const Field OUT_UNUSED[] = {
+    FIELD("name", "name", name), FIELD("id", "item_id", id), FIELD("status", "status", status),
+    FIELD("namespace", "namespace", namespace_), FIELD("phase", "phase", phase), {NULL, NULL, 0},
+};
+
+/* Ctx.lose_fields: each field item i had (a value or an explicit null) has no slot. */
+static void lose_fields(Enc *e, int64_t i, const Buf *base, const Field *fields) {
+    for (; fields->name; fields++) {
+        const Col *c = (const Col *)((const char *)e + fields->col);
+        if (!col_valid(c, i) && !has_null(&e->inulls, &e->inull_names, i, fields->name)) continue;
+        size_t n = strlen(fields->name);
+        e->tmp2.len = 0;
+        put(&e->st, &e->tmp2, base->p, base->len);
+        put_ptr(&e->st, &e->tmp2, fields->name, n);
+        e->tmp.len = 0;
+        put(&e->st, &e->tmp, "'", 1);
+        put(&e->st, &e->tmp, fields->name, n);
+        puts_(&e->st, &e->tmp, "' has no slot");
+        lose(e, e->tmp2.p, e->tmp2.len, fields->kind, e->tmp.p, e->tmp.len);
+    }
+}
+
+/* Ctx.lose_extra: every unmodelled key of item i. */
+static int lose_extra(Enc *e, int64_t i, const Buf *base) {
+    size_t n;
+    const char *x = col_str(&e->iextra, i, &n);
+    if (!x) return 0;
+    yyjson_doc *doc = parse(x, n);
+    if (!doc) return FALLBACK;
+    yyjson_val *root = yyjson_doc_get_root(doc);
+    if (!yyjson_is_obj(root)) {
+        yyjson_doc_free(doc);
+        return FALLBACK;
+    }
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(root, idx, max, k, v) {
+        e->tmp2.len = 0;
+        put(&e->st, &e->tmp2, base->p, base->len);
+        put_ptr(&e->st, &e->tmp2, yyjson_get_str(k), yyjson_get_len(k));
+        e->tmp.len = 0;
+        put(&e->st, &e->tmp, "'", 1);
+        put(&e->st, &e->tmp, yyjson_get_str(k), yyjson_get_len(k));
+        puts_(&e->st, &e->tmp, "' has no slot in the target");
+        lose(e, e->tmp2.p, e->tmp2.len, "unknown_field", e->tmp.p, e->tmp.len);
+    }
+    yyjson_doc_free(doc);
+    return 0;
+}
+
+/* Ctx.content_ptr(i, k) into b: the item's pointer + /content (/output for outputs) [+ /k]. */
+static int content_ptr(Enc *e, Buf *b, int64_t i, int64_t k, int output) {
+    if (item_ptr(e, b, i)) return FALLBACK;
+    puts_(&e->st, b, output ? "/output" : "/content");
+    if (k >= 0) {
+        put(&e->st, b, "/", 1);
+        put_i64(&e->st, b, k);
+    }
+    return 0;
+}
+
+/* The key names of source block j in the order ContentBlocks.block rebuilds them; 0 or FALLBACK.
+ * Reports each one not in `carried` as Ctx.lose_block_keys does. */
+static int lose_block_keys(Enc *e, int64_t j, const Buf *path, const char *const *carried) {
+    const char *names[16];
+    size_t lens[16];
+    int nn = 0;
+    size_t tl;
+    const char *t = col_str(&e->btype, j, &tl);
+    const char *text_key = "text";
+    if (str_eq(t, tl, "refusal")) text_key = "refusal";
+    if (str_eq(t, tl, "thinking")) text_key = "thinking";
+    if (t) names[nn] = "type", lens[nn++] = 4;
+    if (col_valid(&e->btext, j)) names[nn] = text_key, lens[nn++] = strlen(text_key);
+    static const char *const json_names[] = {"annotations", "logprobs", "cache_control", "citations"};
+    Col *json_cols[] = {&e->bann, &e->blogp, &e->bcache, &e->bcit};
+    for (int q = 0; q < 4; q++)
+        if (col_valid(json_cols[q], j)) names[nn] = json_names[q], lens[nn++] = strlen(json_names[q]);
+    if (col_valid(&e->bnulls, j)) {
+        int64_t a, z;
+        col_list(&e->bnulls, j, &a, &z);
+        for (int64_t q = a; q < z; q++) {
+            if (nn >= 15) return FALLBACK;
+            size_t n;
+            const char *s = col_str(&e->bnull_names, q, &n);
+            if (!s) return FALLBACK;
+            if (str_eq(s, n, "text")) s = text_key, n = strlen(text_key);
+            for (int p = 0; p < nn; p++) /* a repeated key: dict order rules we do not model */
+                if (lens[p] == n && memcmp(names[p], s, n) == 0) return FALLBACK;
+            names[nn] = s, lens[nn++] = n;
+        }
+    }
+    size_t xn;
+    const char *x = col_str(&e->bextra, j, &xn);
+    yyjson_doc *doc = NULL;
+    yyjson_val *root = NULL;
+    if (x && xn > 2) {
+        doc = parse(x, xn);
+        if (!doc) return FALLBACK;
+        root = yyjson_doc_get_root(doc);
+        if (!yyjson_is_obj(root)) {
+            yyjson_doc_free(doc);
+            return FALLBACK;
+        }
+        size_t idx, max;
+        yyjson_val *k, *v;
+        yyjson_obj_foreach(root, idx, max, k, v) {
+            for (int p = 0; p < nn; p++) {
+                if (lens[p] == yyjson_get_len(k) && memcmp(names[p], yyjson_get_str(k), lens[p]) == 0) {
+                    yyjson_doc_free(doc);
+                    return FALLBACK;
+                }
+            }
+        }
+    }
+    static const char *const kinds[][2] = {
+        {"annotations", "annotations"}, {"logprobs", "logprobs"}, {"cache_control", "cache_control"},
+        {"citations", "citations"}, {"image_url", "image"}, {"detail", "image"}, {"file_id", "file"},
+        {"source", "image"},
+    };
+    size_t total = (size_t)nn + (root ? yyjson_obj_size(root) : 0);
+    yyjson_obj_iter it;
+    if (root) it = yyjson_obj_iter_with(root);
+    for (size_t q = 0; q < total; q++) {
+        const char *s;
+        size_t n;
+        if ((int)q < nn) {
+            s = names[q];
+            n = lens[q];
+        } else {
+            yyjson_val *k = yyjson_obj_iter_next(&it);
+            s = yyjson_get_str(k);
+            n = yyjson_get_len(k);
+        }
+        int keep = 0;
+        for (const char *const *c = carried; *c; c++)
+            if (str_eq(s, n, *c)) keep = 1;
+        if (keep) continue;
+        const char *kind = "unknown_field";
+        for (size_t m = 0; m < sizeof kinds / sizeof kinds[0]; m++)
+            if (str_eq(s, n, kinds[m][0])) kind = kinds[m][1];
+        e->tmp2.len = 0;
+        put(&e->st, &e->tmp2, path->p, path->len);
+        put_ptr(&e->st, &e->tmp2, s, n);
+        e->tmp.len = 0;
+        put(&e->st, &e->tmp, "'", 1);
+        put(&e->st, &e->tmp, s, n);
+        puts_(&e->st, &e->tmp, "' is not carried");
+        lose(e, e->tmp2.p, e->tmp2.len, kind, e->tmp.p, e->tmp.len);
+    }
+    if (doc) yyjson_doc_free(doc);
+    return 0;
+}
+
+static const char *part_loss_kind(const char *t, size_t n) {
+    static const char *const map[][2] = {
+        {"input_image", "image"}, {"image", "image"}, {"image_url", "image"}, {"input_file", "file"},
+        {"document", "file"}, {"file", "file"}, {"input_audio", "audio"}, {"refusal", "refusal"},
+    };
+    for (size_t k = 0; k < sizeof map / sizeof map[0]; k++)
+        if (str_eq(t, n, map[k][0])) return map[k][1];
+    return "unknown_field";
+}
+
+/* A string whose Python repr is '...' (printable ASCII, no quote or backslash). */
+static int plain_repr(const char *s, size_t n) {
+    for (size_t k = 0; k < n; k++)
+        if (s[k] < 0x20 || s[k] > 0x7e || s[k] == '\'' || s[k] == '\\') return 0;
+    return 1;
+}
+
+/* to_chat._text_part: block j (the k-th of item i) as a Chat part appended to `out` (with a leading
+ * comma unless first), or dropped with a loss. *wrote says which. */
+static int text_part(Enc *e, int64_t i, int64_t j, int64_t k, int allow_media, int output, int assistant,
+                     Buf *out, int first, int *wrote) {
+    St *st = &e->st;
+    Buf path = e->ptr; /* handed back to e->ptr at the end (it may have grown) */
+    *wrote = 0;
+    int rc = 0;
+    if (content_ptr(e, &path, i, k, output)) {
+        e->ptr = path;
+        return FALLBACK;
+    }
+    size_t tl;
+    const char *t = col_str(&e->btype, j, &tl);
+    size_t xl;
+    const char *text = col_str(&e->btext, j, &xl);
+    int text_type = !t || str_eq(t, tl, "input_text") || str_eq(t, tl, "output_text") || str_eq(t, tl, "text");
+    if (text_type) {
+        const char *expected = assistant ? "output_text" : "input_text";
+        if (!str_eq(t, tl, expected)) {
+            e->tmp.len = 0;
+            puts_(st, &e->tmp, "a '");
+            if (t) put(st, &e->tmp, t, tl);
+            else puts_(st, &e->tmp, "None");
+            puts_(st, &e->tmp, "' part comes back as '");
+            puts_(st, &e->tmp, expected);
+            puts_(st, &e->tmp, "'");
+            lose(e, path.p, path.len, "content_form", e->tmp.p, e->tmp.len);
+        }
+        size_t al;
+        const char *ann = col_str(&e->bann, j, &al);
+        int empty_ann = assistant && ann && al == 2 && memcmp(ann, "[]", 2) == 0;
+        static const char *const carried[] = {"type", "text", NULL};
+        static const char *const carried_ann[] = {"type", "text", "annotations", NULL};
+        if (lose_block_keys(e, j, &path, empty_ann ? carried_ann : carried)) {
+            rc = FALLBACK;
+            goto done;
+        }
+        if (assistant && !ann && str_eq(t, tl, "output_text")) {
+            size_t pl = path.len;
+            puts_(st, &path, "/annotations");
+            lose_s(e, path.p, path.len, "annotations", "no annotations: [] comes back");
+            path.len = pl;
+        }
+        if (!text) {
+            size_t pl = path.len;
+            puts_(st, &path, "/text");
+            lose_s(e, path.p, path.len, "content_form", "a part without text gets ''");
+            path.len = pl;
+        }
+        if (!first) put(st, out, ",", 1);
+        puts_(st, out, "{\"type\":\"text\",\"text\":");
+        put_json_str(st, out, text ? text : "", xl);
+        put(st, out, "}", 1);
+        *wrote = 1;
+        goto done;
+    }
+    if (str_eq(t, tl, "refusal")) {
+        static const char *const carried[] = {"type", "refusal", NULL};
+        if (lose_block_keys(e, j, &path, carried)) {
+            rc = FALLBACK;
+            goto done;
+        }
+        if (!first) put(st, out, ",", 1);
+        puts_(st, out, "{\"type\":\"refusal\",\"refusal\":");
+        put_json_str(st, out, text ? text : "", xl);
+        put(st, out, "}", 1);
+        *wrote = 1;
+        goto done;
+    }
+    if (allow_media && str_eq(t, tl, "image")) {
+        rc = FALLBACK; /* an Anthropic source: data URLs and their losses are left to to_chat */
+        goto done;
+    }
+    if (allow_media && str_eq(t, tl, "input_image")) {
+        size_t xn;
+        const char *x = col_str(&e->bextra, j, &xn);
+        yyjson_doc *doc = x ? parse(x, xn) : NULL;
+        if (x && !doc) {
+            rc = FALLBACK;
+            goto done;
+        }
+        yyjson_val *root = doc ? yyjson_doc_get_root(doc) : NULL;
+        yyjson_val *url = root && yyjson_is_obj(root) ? yyjson_obj_get(root, "image_url") : NULL;
+        if (url && yyjson_is_str(url)) {
+            yyjson_val *detail = yyjson_obj_get(root, "detail");
+            Buf part = {0};
+            puts_(st, &part, "{\"type\":\"image_url\",\"image_url\":{\"url\":");
+            put_value(st, &part, url);
+            size_t pl = path.len;
+            puts_(st, &path, "/detail");
+            if (is_str(detail, "auto") || is_str(detail, "low") || is_str(detail, "high") ||
+                is_str(detail, "original")) {
+                puts_(st, &part, ",\"detail\":");
+                put_value(st, &part, detail);
+            } else if (!detail) {
+                lose_s(e, path.p, path.len, "image", "no detail: Responses requires one, 'auto' comes back");
+            } else {
+                e->tmp.len = 0;
+                puts_(st, &e->tmp, "detail ");
+                if (yyjson_is_null(detail)) {
+                    puts_(st, &e->tmp, "None");
+                } else if (yyjson_is_str(detail) && plain_repr(yyjson_get_str(detail), yyjson_get_len(detail))) {
+                    put(st, &e->tmp, "'", 1);
+                    put(st, &e->tmp, yyjson_get_str(detail), yyjson_get_len(detail));
+                    put(st, &e->tmp, "'", 1);
+                } else {
+                    free(part.p);
+                    yyjson_doc_free(doc);
+                    rc = FALLBACK;
+                    goto done;
+                }
+                puts_(st, &e->tmp, " is not one of Chat's ('auto', 'low', 'high', 'original')");
+                lose(e, path.p, path.len, "image", e->tmp.p, e->tmp.len);
+            }
+            path.len = pl;
+            puts_(st, &part, "}}");
+            yyjson_doc_free(doc);
+            static const char *const carried[] = {"type", "image_url", "detail", NULL};
+            if (lose_block_keys(e, j, &path, carried)) {
+                free(part.p);
+                rc = FALLBACK;
+                goto done;
+            }
+            if (!first) put(st, out, ",", 1);
+            put(st, out, part.p, part.len);
+            free(part.p);
+            *wrote = 1;
+            goto done;
+        }
+        if (doc) yyjson_doc_free(doc);
+    }
+    /* ctx.lose_part(path, t, "Chat here") */
+    e->tmp.len = 0;
+    puts_(st, &e->tmp, "a '");
+    put(st, &e->tmp, t, tl);
+    puts_(st, &e->tmp, "' part has no equivalent in Chat here");
+    lose(e, path.p, path.len, part_loss_kind(t, tl), e->tmp.p, e->tmp.len);
+done:
+    e->ptr = path;
+    return rc;
+}
+
+/* Item i's content as a Chat value written to e->scratch: *state C_ABSENT / C_NULL / C_VALUE, and
+ * whether it is truthy (Python's `and content`) and a non-empty string. */
+static int item_content(Enc *e, int64_t i, int allow_media, int output, int *state, size_t *off, size_t *len,
+                        int *truthy, int *nonempty_str) {
+    St *st = &e->st;
+    size_t fl;
+    const char *form = col_str(&e->content_form, i, &fl);
+    int64_t a, z;
+    col_list(&e->content, i, &a, &z);
+    *off = e->scratch.len;
+    *len = 0;
+    *truthy = 0;
+    *nonempty_str = 0;
+    if (str_eq(form, fl, "string")) {
+        if (!col_valid(&e->content, i) || z - a != 1 || !col_valid(&e->blk_valid, a)) return FALLBACK;
+        size_t tl;
+        const char *text = col_str(&e->btext, a, &tl);
+        if (!text) return FALLBACK;
+        put_json_str(st, &e->scratch, text, tl);
+        *state = C_VALUE;
+        *truthy = *nonempty_str = tl > 0;
+    } else if (str_eq(form, fl, "parts")) {
+        size_t rl;
+        const char *role = col_str(&e->role, i, &rl);
+        size_t yl;
+        const char *ty = col_str(&e->type, i, &yl);
+        int assistant = str_eq(role, rl, "assistant") && str_eq(ty, yl, "message");
+        put(st, &e->scratch, "[", 1);
+        int first = 1;
+        for (int64_t j = a; j < z; j++) {
+            if (!col_valid(&e->blk_valid, j)) return FALLBACK;
+            int wrote;
+            if (text_part(e, i, j, j - a, allow_media, output, assistant, &e->scratch, first, &wrote)) return FALLBACK;
+            if (wrote) first = 0;
+        }
+        put(st, &e->scratch, "]", 1);
+        *state = C_VALUE;
+        *truthy = !first;
+    } else if (str_eq(form, fl, "null")) {
+        puts_(st, &e->scratch, "null");
+        *state = C_NULL;
+    } else {
+        *state = C_ABSENT;
+    }
+    *len = e->scratch.len - *off;
+    return 0;
+}
+
+static Msg *new_msg(Enc *e, int64_t item, const char *role, size_t role_len) {
+    if (e->nmsgs == e->capmsgs) {
+        int64_t cap = e->capmsgs ? e->capmsgs * 2 : 16;
+        Msg *p = (Msg *)realloc(e->msgs, (size_t)cap * sizeof(Msg));
+        if (!p) {
+            e->st.oom = 1;
+            return NULL;
+        }
+        e->msgs = p;
+        e->capmsgs = cap;
+    }
+    Msg *m = &e->msgs[e->nmsgs++];
+    memset(m, 0, sizeof *m);
+    m->item = item;
+    m->role = role;
+    m->role_len = role_len;
+    m->calls_first = e->ncalls;
+    return m;
+}
+
+static int add_call(Enc *e, size_t off, size_t len) {
+    if (e->ncalls == e->capcalls) {
+        int64_t cap = e->capcalls ? e->capcalls * 2 : 16;
+        Range *p = (Range *)realloc(e->calls, (size_t)cap * sizeof(Range));
+        if (!p) {
+            e->st.oom = 1;
+            return FALLBACK;
+        }
+        e->calls = p;
+        e->capcalls = cap;
+    }
+    e->calls[e->ncalls].off = off;
+    e->calls[e->ncalls].len = len;
+    e->ncalls++;
+    return 0;
+}
+
+static int is_call(const char *t, size_t n) { return str_eq(t, n, "function_call") || str_eq(t, n, "custom_tool_call"); }
+
+static int is_output(const char *t, size_t n) {
+    return str_eq(t, n, "function_call_output") || str_eq(t, n, "custom_tool_call_output");
+}
+
+static int ends_with(const char *t, size_t n, const char *suffix) {
+    size_t m = strlen(suffix);
+    return n >= m && memcmp(t + n - m, suffix, m) == 0;
+}
+
+/* to_chat._tools for a Responses source, written as `"tools":[...]` into b (or nothing, with the
+ * "no tool survives" loss). */
+static int tools_json_once(Enc *e, Buf *b) {
+    St *st = &e->st;
+    size_t n;
+    const char *text = col_str(&e->tools, e->r, &n);
+    if (!text) return 0;
+    yyjson_doc *doc = parse(text, n);
+    if (!doc) return FALLBACK;
+    yyjson_val *raw = yyjson_doc_get_root(doc);
+    Buf out = {0};
+    int kept = 0;
+    Buf path = {0};
+    if (yyjson_is_arr(raw)) {
+        size_t idx, max;
+        yyjson_val *tool;
+        yyjson_arr_foreach(raw, idx, max, tool) {
+            path.len = 0;
+            puts_(st, &path, "/tools/");
+            put_i64(st, &path, (int64_t)idx);
+            if (!yyjson_is_obj(tool)) {
+                lose_s(e, path.p, path.len, "tools", "not a tool object");
+                continue;
+            }
+            yyjson_val *t = yyjson_obj_get(tool, "type");
+            int function = is_str(t, "function"), custom = is_str(t, "custom");
+            if (!function && !custom) {
+                e->tmp.len = 0;
+                puts_(st, &e->tmp, "a '");
+                if (!t || yyjson_is_null(t)) puts_(st, &e->tmp, "None");
+                else if (yyjson_is_str(t)) put(st, &e->tmp, yyjson_get_str(t), yyjson_get_len(t));
+                else {
+                    free(out.p);
+                    free(path.p);
+                    yyjson_doc_free(doc);
+                    return FALLBACK; /* a non-string tag: its Python str() is not written here */
+                }
+                puts_(st, &e->tmp, "' tool has no equivalent in Chat");
+                lose(e, path.p, path.len, "tools", e->tmp.p, e->tmp.len);
+                continue;
+            }
+            static const char *const fn_keys[] = {"name", "description", "parameters", "strict", NULL};
+            static const char *const fn_known[] = {"name", "description", "parameters", "strict", "type", NULL};
+            static const char *const cu_keys[] = {"name", "description", NULL};
+            static const char *const cu_known[] = {"name", "description", "format", "type", NULL};
+            const char *const *keys = function ? fn_keys : cu_keys;
+            size_t k2, m2;
+            yyjson_val *key, *val;
+            yyjson_obj_foreach(tool, k2, m2, key, val) {
+                if (key_in(key, function ? fn_known : cu_known)) continue;
+                e->tmp2.len = 0;
+                put(st, &e->tmp2, path.p, path.len);
+                put_ptr(st, &e->tmp2, yyjson_get_str(key), yyjson_get_len(key));
+                e->tmp.len = 0;
+                puts_(st, &e->tmp, "tool '");
+                put(st, &e->tmp, yyjson_get_str(key), yyjson_get_len(key));
+                puts_(st, &e->tmp, "' has no slot in Chat");
+                lose(e, e->tmp2.p, e->tmp2.len, "tools", e->tmp.p, e->tmp.len);
+            }
+            put(st, &out, kept ? "," : "", kept ? 1 : 0);
+            kept++;
+            puts_(st, &out, function ? "{\"type\":\"function\",\"function\":{" : "{\"type\":\"custom\",\"custom\":{");
+            int first = 1;
+            for (const char *const *kk = keys; *kk; kk++) {
+                yyjson_val *v = yyjson_obj_get(tool, *kk);
+                if (!v) continue;
+                if (!first) put(st, &out, ",", 1);
+                first = 0;
+                put_json_str(st, &out, *kk, strlen(*kk));
+                put(st, &out, ":", 1);
+                put_value(st, &out, v);
+            }
+            if (custom) {
+                yyjson_val *fmt = yyjson_obj_get(tool, "format");
+                if (fmt && yyjson_is_obj(fmt) && is_str(yyjson_obj_get(fmt, "type"), "grammar")) {
+                    if (!first) put(st, &out, ",", 1);
+                    first = 0;
+                    puts_(st, &out, "\"format\":{\"type\":\"grammar\",\"grammar\":{");
+                    size_t k3, m3;
+                    yyjson_val *fk, *fv;
+                    int ff = 1;
+                    yyjson_obj_foreach(fmt, k3, m3, fk, fv) {
+                        if (key_is(fk, "type")) continue;
+                        if (!ff) put(st, &out, ",", 1);
+                        ff = 0;
+                        put_value(st, &out, fk);
+                        put(st, &out, ":", 1);
+                        put_value(st, &out, fv);
+                    }
+                    puts_(st, &out, "}}");
+                } else if (fmt && !yyjson_is_null(fmt)) {
+                    if (!first) put(st, &out, ",", 1);
+                    first = 0;
+                    puts_(st, &out, "\"format\":");
+                    put_value(st, &out, fmt);
+                }
+            }
+            puts_(st, &out, "}}");
+        }
+    }
+    if (kept || (yyjson_is_arr(raw) && yyjson_arr_size(raw) == 0)) {
+        puts_(st, b, ",\"tools\":[");
+        put(st, b, out.p, out.len);
+        puts_(st, b, "]");
+    } else {
+        lose_s(e, "/tools", 6, "tools", "no tool survives the conversion");
+    }
+    free(out.p);
+    free(path.p);
+    yyjson_doc_free(doc);
+    return 0;
+}
+
+/* tools_json_once, or its result for the previous row's tools when they are the same text. */
+static int tools_json(Enc *e, Buf *b) {
+    St *st = &e->st;
+    size_t n;
+    const char *text = col_str(&e->tools, e->r, &n);
+    if (!text) return 0;
+    if (e->tc.valid && e->tc.len == n && memcmp(e->tc.text, text, n) == 0) {
+        if (e->tc.rc) return FALLBACK;
+        put(st, b, e->tc.frag.p, e->tc.frag.len);
+        const int64_t *lens = (const int64_t *)e->tc.lens.p;
+        const char *t = e->tc.texts.p;
+        for (int64_t k = 0; k < e->tc.nl; k++) {
+            const int64_t *l = lens + 3 * k;
+            lose_n(e, t, (size_t)l[0], t + l[0], (size_t)l[1], t + l[0] + l[1], (size_t)l[2]);
+            t += l[0] + l[1] + l[2];
+        }
+        return 0;
+    }
+    size_t b0 = b->len;
+    int64_t n0 = e->nloss;
+    int rc = tools_json_once(e, b);
+    e->tc.valid = 1;
+    e->tc.text = text;
+    e->tc.len = n;
+    e->tc.rc = rc;
+    e->tc.frag.len = e->tc.texts.len = e->tc.lens.len = 0;
+    e->tc.nl = 0;
+    if (!rc) {
+        put(st, &e->tc.frag, b->p + b0, b->len - b0);
+        const int64_t *po = (const int64_t *)e->path_off.p, *ko = (const int64_t *)e->kind_off.p,
+                      *dof = (const int64_t *)e->detail_off.p;
+        for (int64_t k = n0; k < e->nloss; k++) {
+            int64_t l[3] = {po[k + 1] - po[k], ko[k + 1] - ko[k], dof[k + 1] - dof[k]};
+            put(st, &e->tc.texts, e->path.p + po[k], (size_t)l[0]);
+            put(st, &e->tc.texts, e->kind.p + ko[k], (size_t)l[1]);
+            put(st, &e->tc.texts, e->detail.p + dof[k], (size_t)l[2]);
+            put(st, &e->tc.lens, l, sizeof l);
+        }
+        e->tc.nl = e->nloss - n0;
+    }
+    return rc;
+}
+
+/* to_chat._tool_choice for a Responses source, written as `,"tool_choice":...` into b or dropped. */
+static int tool_choice_json(Enc *e, Buf *b) {
+    St *st = &e->st;
+    size_t n;
+    const char *text = col_str(&e->tool_choice, e->r, &n);
+    if (!text) return 0;
+    yyjson_doc *doc = parse(text, n);
+    if (!doc) return FALLBACK;
+    yyjson_val *raw = yyjson_doc_get_root(doc);
+    if (yyjson_is_obj(raw)) {
+        static const char *const known[] = {"type", "name", "disable_parallel_tool_use", NULL};
+        size_t idx, max;
+        yyjson_val *key, *val;
+        yyjson_obj_foreach(raw, idx, max, key, val) {
+            if (key_in(key, known)) continue;
+            e->tmp2.len = 0;
+            puts_(st, &e->tmp2, "/tool_choice");
+            put_ptr(st, &e->tmp2, yyjson_get_str(key), yyjson_get_len(key));
+            e->tmp.len = 0;
+            puts_(st, &e->tmp, "tool_choice '");
+            put(st, &e->tmp, yyjson_get_str(key), yyjson_get_len(key));
+            puts_(st, &e->tmp, "' has no slot in Chat");
+            lose(e, e->tmp2.p, e->tmp2.len, "tools", e->tmp.p, e->tmp.len);
+        }
+    }
+    if (is_str(raw, "none") || is_str(raw, "auto") || is_str(raw, "required")) {
+        puts_(st, b, ",\"tool_choice\":");
+        put_value(st, b, raw);
+    } else if (yyjson_is_obj(raw) && (is_str(yyjson_obj_get(raw, "type"), "function") ||
+                                      is_str(yyjson_obj_get(raw, "type"), "custom"))) {
+        int function = is_str(yyjson_obj_get(raw, "type"), "function");
+        puts_(st, b, function ? ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":"
+                              : ",\"tool_choice\":{\"type\":\"custom\",\"custom\":{\"name\":");
+        yyjson_val *name = yyjson_obj_get(raw, "name");
+        if (name) put_value(st, b, name);
+        else puts_(st, b, "null");
+        puts_(st, b, "}}");
+    } else {
+        lose_s(e, "/tool_choice", 12, "tools", "tool_choice has no equivalent in Chat");
+    }
+    yyjson_doc_free(doc);
+    return 0;
+}
+
+/* to_chat._top's openai_top_extra part: explicit nulls dropped, then each unmodelled key carried,
+ * renamed or dropped, written into b. */
+static int top_extra_json(Enc *e, Buf *b) {
+    St *st = &e->st;
+    if (col_valid(&e->nulls, e->r)) {
+        int64_t a, z;
+        col_list(&e->nulls, e->r, &a, &z);
+        for (int64_t q = a; q < z; q++) {
+            size_t n;
+            const char *s = col_str(&e->null_names, q, &n);
+            if (!s) return FALLBACK;
+            e->tmp2.len = 0;
+            put_ptr(st, &e->tmp2, s, n);
+            e->tmp.len = 0;
+            puts_(st, &e->tmp, "explicit null '");
+            put(st, &e->tmp, s, n);
+            puts_(st, &e->tmp, "' dropped");
+            lose(e, e->tmp2.p, e->tmp2.len, "request_field", e->tmp.p, e->tmp.len);
+        }
+    }
+    size_t n;
+    const char *text = col_str(&e->extra, e->r, &n);
+    if (!text) return 0;
+    yyjson_doc *doc = parse(text, n);
+    if (!doc) return FALLBACK;
+    yyjson_val *root = yyjson_doc_get_root(doc);
+    if (!yyjson_is_obj(root)) {
+        yyjson_doc_free(doc);
+        return FALLBACK;
+    }
+    static const char *const same[] = {"temperature", "top_p", "parallel_tool_calls", "metadata", "store",
+                                       "user", "n", "seed", NULL};
+    static const char *const renamed[] = {"max_output_tokens", "max_tokens", NULL};
+    int n_renamed = 0;
+    size_t idx, max;
+    yyjson_val *key, *val;
+    yyjson_obj_foreach(root, idx, max, key, val) {
+        if (key_in(key, renamed)) n_renamed++;
+    }
+    if (n_renamed > 1) { /* two keys onto one: dict order rules we do not model */
+        yyjson_doc_free(doc);
+        return FALLBACK;
+    }
+    yyjson_obj_foreach(root, idx, max, key, val) {
+        if (key_in(key, same)) {
+            put(st, b, ",", 1);
+            put_value(st, b, key);
+            put(st, b, ":", 1);
+            put_value(st, b, val);
+        } else if (key_in(key, renamed)) {
+            puts_(st, b, ",\"max_completion_tokens\":");
+            put_value(st, b, val);
+        } else {
+            e->tmp2.len = 0;
+            put_ptr(st, &e->tmp2, yyjson_get_str(key), yyjson_get_len(key));
+            e->tmp.len = 0;
+            puts_(st, &e->tmp, "'");
+            put(st, &e->tmp, yyjson_get_str(key), yyjson_get_len(key));
+            puts_(st, &e->tmp, "' is not carried to Chat");
+            lose(e, e->tmp2.p, e->tmp2.len, "request_field", e->tmp.p, e->tmp.len);
+        }
+    }
+    yyjson_doc_free(doc);
+    return 0;
+}
+
+static void put_msg(Enc *e, Buf *b, const Msg *m) {
+    St *st = &e->st;
+    puts_(st, b, "{\"role\":");
+    put_json_str(st, b, m->role, m->role_len);
+    if (m->tcid) {
+        puts_(st, b, ",\"tool_call_id\":");
+        put_json_str(st, b, m->tcid, m->tcid_len);
+    }
+    if (m->content != C_ABSENT && !m->content_last) {
+        puts_(st, b, ",\"content\":");
+        put(st, b, e->scratch.p + m->c_off, m->c_len);
+    }
+    if (m->ncalls) {
+        puts_(st, b, ",\"tool_calls\":[");
+        for (int64_t q = 0; q < m->ncalls; q++) {
+            if (q) put(st, b, ",", 1);
+            const Range *rg = &e->calls[m->calls_first + q];
+            put(st, b, e->scratch.p + rg->off, rg->len);
+        }
+        put(st, b, "]", 1);
+    }
+    if (m->content != C_ABSENT && m->content_last) {
+        puts_(st, b, ",\"content\":");
+        put(st, b, e->scratch.p + m->c_off, m->c_len);
+    }
+    put(st, b, "}", 1);
+}
+
+/* One row; 0 (written) or FALLBACK (nothing kept: the caller rolls back). */
+static int encode_row(Enc *e) {
+    St *st = &e->st;
+    int64_t r = e->r;
+    size_t n, n2;
+    const char *s = col_str(&e->source_format, r, &n);
+    const char *k = col_str(&e->record_kind, r, &n2);
+    if (!str_eq(s, n, "responses") || !str_eq(k, n2, "request")) return FALLBACK;
+    if (!col_valid(&e->items, r) || !col_valid(&e->instr_valid, r)) return FALLBACK;
+    const char *form = col_str(&e->items_form, r, &n);
+    if (!str_eq(form, n, "string") && !str_eq(form, n, "parts")) return FALLBACK;
+    e->string_input = str_eq(form, n, "string");
+    col_list(&e->items, r, &e->start, &e->end);
+    e->nmsgs = e->ncalls = 0;
+    e->scratch.len = 0;
+    Buf base = e->base; /* handed back at the end (it may have grown) */
+    base.len = 0;
+    int rc = FALLBACK;
+
+    /* every call and output has its own call id (else call_ids.py generates / pairs them) */
+    for (int64_t i = e->start; i < e->end; i++) {
+        if (!col_valid(&e->item_valid, i)) goto done;
+        const char *t = col_str(&e->type, i, &n);
+        if (!t) goto done;
+        if ((is_call(t, n) || is_output(t, n)) && !col_valid(&e->call_id, i)) goto done;
+    }
+    if (e->string_input) lose_s(e, "/input", 6, "content_form", "the string input shorthand becomes a user message");
+
+    const char *instr = col_str(&e->instr_form, r, &n);
+    if (str_eq(instr, n, "null")) {
+        lose_s(e, "/instructions", 13, "instruction_position", "explicit null instructions dropped");
+    } else if (str_eq(instr, n, "string")) {
+        int64_t a, z;
+        if (!col_valid(&e->instr_content, r)) goto done;
+        col_list(&e->instr_content, r, &a, &z);
+        if (z - a != 1 || !col_valid(&e->instr_blk_valid, a)) goto done;
+        size_t tl;
+        const char *text = col_str(&e->instr_text, a, &tl);
+        if (!text) goto done;
+        if (!tl) {
+            lose_s(e, "/instructions", 13, "empty_text", "empty instructions produce no system message");
+        } else {
+            lose_s(e, "/instructions", 13, "instruction_position", "instructions became a leading system message");
+            Msg *m = new_msg(e, -1, "system", 6);
+            if (!m) goto done;
+            m->content = C_VALUE;
+            m->c_off = e->scratch.len;
+            put_json_str(st, &e->scratch, text, tl);
+            m->c_len = e->scratch.len - m->c_off;
+        }
+    } else if (instr && !str_eq(instr, n, "absent")) {
+        goto done; /* parts (system blocks) and items (an error in to_chat) */
+    }
+
+    int64_t cur = -1, cur_first = -1;
+    for (int64_t i = e->start; i < e->end; i++) {
+        size_t tl;
+        const char *t = col_str(&e->type, i, &tl);
+        if (item_ptr(e, &base, i)) goto done;
+        if (str_eq(t, tl, "message")) {
+            size_t rl;
+            const char *role_raw = col_str(&e->role, i, &rl);
+            const char *role = role_raw && rl ? role_raw : "user";
+            size_t role_len = role_raw && rl ? rl : 4;
+            int state, truthy, nonempty;
+            size_t off, len;
+            if (item_content(e, i, str_eq(role, role_len, "user"), 0, &state, &off, &len, &truthy, &nonempty))
+                goto done;
+            /* _message_losses */
+            lose_fields(e, i, &base, MSG_UNUSED);
+            size_t cfl;
+            const char *cform = col_str(&e->content_form, i, &cfl);
+            int assistant = str_eq(role_raw, rl, "assistant");
+            int parts = str_eq(cform, cfl, "parts");
+            if ((col_valid(&e->native_type, i) || has_null(&e->inulls, &e->inull_names, i, "native_type")) &&
+                (!assistant || !parts)) {
+                size_t bl = base.len;
+                puts_(st, &base, "/type");
+                lose_s(e, base.p, base.len, "content_form", "Chat messages have no type tag");
+                base.len = bl;
+            }
+            if (assistant && str_eq(cform, cfl, "string") && !nonempty)
+                lose_s(e, base.p, base.len, "content_form", "an empty assistant text has no item on the way back");
+            if (assistant && parts) {
+                size_t bl = base.len;
+                if (!col_valid(&e->id, i) && !has_null(&e->inulls, &e->inull_names, i, "id")) {
+                    puts_(st, &base, "/id");
+                    lose_s(e, base.p, base.len, "generated_id", "no id: one is generated on the way back");
+                    base.len = bl;
+                }
+                if (!col_valid(&e->status, i) && !has_null(&e->inulls, &e->inull_names, i, "status")) {
+                    puts_(st, &base, "/status");
+                    lose_s(e, base.p, base.len, "status", "no status: 'completed' comes back");
+                    base.len = bl;
+                }
+                if (!col_valid(&e->native_type, i)) {
+                    puts_(st, &base, "/type");
+                    lose_s(e, base.p, base.len, "content_form", "comes back as a typed output message");
+                    base.len = bl;
+                }
+            }
+            if (lose_extra(e, i, &base)) goto done;
+            int is_assistant = str_eq(role, role_len, "assistant");
+            if (is_assistant && cur >= 0 && e->msgs[cur].content != C_VALUE && state != C_ABSENT && truthy) {
+                Msg *m = &e->msgs[cur];
+                m->content_last = m->content == C_ABSENT && m->ncalls > 0;
+                m->content = C_VALUE;
+                m->c_off = off;
+                m->c_len = len;
+                m->content_str = 0; /* only the first message matters, and it is never merged into */
+                lose_s(e, base.p, base.len, "text_order", "the text is placed before the tool calls it followed");
+                Buf *fp = &e->ptr2;
+                if (item_ptr(e, fp, cur_first)) goto done;
+                lose_s(e, fp->p, fp->len, "text_order", "the calls now come after the text");
+                continue;
+            }
+            Msg *m = new_msg(e, i, role, role_len);
+            if (!m) goto done;
+            if (state != C_ABSENT) {
+                m->content = state;
+                m->c_off = off;
+                m->c_len = len;
+                m->content_str = nonempty && str_eq(cform, cfl, "string");
+            } else if (!is_assistant) {
+                m->content = C_VALUE;
+                m->c_off = e->scratch.len;
+                puts_(st, &e->scratch, "\"\"");
+                m->c_len = 2;
+                Buf *cp = &e->ptr2;
+                if (content_ptr(e, cp, i, -1, 0)) goto done;
+                lose_s(e, cp->p, cp->len, "content_form", "absent content written as ''");
+            }
+            if (is_assistant) {
+                cur = e->nmsgs - 1;
+                cur_first = i;
+            } else {
+                cur = cur_first = -1;
+            }
+        } else if (is_call(t, tl)) {
+            if (cur < 0) {
+                Msg *m = new_msg(e, i, "assistant", 9);
+                if (!m) goto done;
+                m->content = C_NULL;
+                m->c_off = e->scratch.len;
+                puts_(st, &e->scratch, "null");
+                m->c_len = 4;
+                cur = e->nmsgs - 1;
+                cur_first = i;
+            }
+            lose_fields(e, i, &base, CALL_UNUSED);
+            int custom = str_eq(t, tl, "custom_tool_call");
+            size_t nl, vl, cl;
+            const char *name = col_str(&e->name, i, &nl);
+            const char *value = col_str(custom ? &e->input : &e->arguments, i, &vl);
+            const char *cid = col_str(&e->call_id, i, &cl);
+            if (!name) {
+                size_t bl = base.len;
+                puts_(st, &base, "/name");
+                lose_s(e, base.p, base.len, "content_form", "a missing or null 'name' becomes ''");
+                base.len = bl;
+            }
+            if (!value) {
+                size_t bl = base.len;
+                puts_(st, &base, custom ? "/input" : "/arguments");
+                lose_s(e, base.p, base.len, "content_form",
+                       custom ? "a missing or null 'input' becomes ''" : "a missing or null 'arguments' becomes ''");
+                base.len = bl;
+            }
+            if (lose_extra(e, i, &base)) goto done;
+            size_t off = e->scratch.len;
+            puts_(st, &e->scratch, "{\"id\":");
+            put_json_str(st, &e->scratch, cid, cl);
+            puts_(st, &e->scratch, custom ? ",\"type\":\"custom\",\"custom\":{\"name\":"
+                                          : ",\"type\":\"function\",\"function\":{\"name\":");
+            put_json_str(st, &e->scratch, name ? name : "", nl);
+            puts_(st, &e->scratch, custom ? ",\"input\":" : ",\"arguments\":");
+            put_json_str(st, &e->scratch, value ? value : "", vl);
+            puts_(st, &e->scratch, "}}");
+            /* calls of one message are contiguous in e->calls: only calls append there, always to cur */
+            if (e->msgs[cur].ncalls && e->msgs[cur].calls_first + e->msgs[cur].ncalls != e->ncalls) goto done;
+            if (!e->msgs[cur].ncalls) e->msgs[cur].calls_first = e->ncalls;
+            if (add_call(e, off, e->scratch.len - off)) goto done;
+            e->msgs[cur].ncalls++;
+        } else if (is_output(t, tl)) {
+            size_t cl;
+            const char *cid = col_str(&e->call_id, i, &cl);
+            int state, truthy, nonempty;
+            size_t off, len;
+            if (item_content(e, i, 0, 1, &state, &off, &len, &truthy, &nonempty)) goto done;
+            Msg *m = new_msg(e, i, "tool", 4);
+            if (!m) goto done;
+            m->tcid = cid;
+            m->tcid_len = cl;
+            if (state != C_VALUE) {
+                Buf *cp = &e->ptr2;
+                if (content_ptr(e, cp, i, -1, 1)) goto done;
+                lose_s(e, cp->p, cp->len, "content_form", "Chat tool messages need content; wrote ''");
+                off = e->scratch.len;
+                puts_(st, &e->scratch, "\"\"");
+                len = 2;
+            }
+            m->content = C_VALUE;
+            m->c_off = off;
+            m->c_len = len;
+            lose_fields(e, i, &base, OUT_UNUSED);
+            if (lose_extra(e, i, &base)) goto done;
+            cur = -1;
+            /* the kind Chat infers: custom when any custom call of the row has this id */
+            int custom = 0;
+            for (int64_t q = e->start; q < e->end && !custom; q++) {
+                size_t ql, il;
+                const char *qt = col_str(&e->type, q, &ql);
+                if (!str_eq(qt, ql, "custom_tool_call")) continue;
+                const char *qid = col_str(&e->call_id, q, &il);
+                custom = il == cl && memcmp(qid, cid, cl) == 0;
+            }
+            if (custom != str_eq(t, tl, "custom_tool_call_output"))
+                lose_s(e, base.p, base.len, "content_form", "Chat tool messages have no kind; it is inferred from the call");
+        } else if (str_eq(t, tl, "reasoning")) {
+            lose_s(e, base.p, base.len, "reasoning", "Chat has no reasoning");
+            size_t bl = base.len;
+            if (col_valid(&e->encrypted_content, i)) {
+                puts_(st, &base, "/encrypted_content");
+                lose_s(e, base.p, base.len, "encrypted_reasoning", "dropped");
+                base.len = bl;
+            }
+            if (col_valid(&e->signature, i)) {
+                puts_(st, &base, "/signature");
+                lose_s(e, base.p, base.len, "thinking_signature", "dropped");
+                base.len = bl;
+            }
+        } else if (str_eq(t, tl, "compaction")) {
+            lose_s(e, base.p, base.len, "compaction", "Chat has no compaction items");
+            cur = -1;
+        } else if (str_eq(t, tl, "item_reference")) {
+            lose_s(e, base.p, base.len, "unknown_item", "an item reference cannot be resolved here");
+        } else {
+            int hosted = ends_with(t, tl, "_call") || ends_with(t, tl, "_call_output") ||
+                         ends_with(t, tl, "_tool_result") || ends_with(t, tl, "_tool_use") ||
+                         (tl >= 4 && memcmp(t, "mcp_", 4) == 0);
+            e->tmp.len = 0;
+            put(st, &e->tmp, "'", 1);
+            put(st, &e->tmp, t, tl);
+            puts_(st, &e->tmp, "' has no equivalent in Chat");
+            lose(e, base.p, base.len, hosted ? "hosted_tool" : "unknown_item", e->tmp.p, e->tmp.len);
+            cur = -1;
+        }
+    }
+    /* _leading_system_will_become_instructions (no instructions message reaches here first) */
+    if (e->nmsgs && e->msgs[0].item >= 0 && str_eq(e->msgs[0].role, e->msgs[0].role_len, "system") &&
+        e->msgs[0].content == C_VALUE && e->msgs[0].content_str) {
+        static const char d[] = "a leading system message and top-level instructions look the same in Chat";
+        if (item_ptr(e, &base, e->msgs[0].item)) goto done;
+        lose_s(e, base.p, base.len, "instruction_position", d);
+        lose_s(e, "/instructions", 13, "instruction_position", d);
+    }
+
+    puts_(st, &e->out, "{\"messages\":[");
+    for (int64_t q = 0; q < e->nmsgs; q++) {
+        if (q) put(st, &e->out, ",", 1);
+        put_msg(e, &e->out, &e->msgs[q]);
+    }
+    put(st, &e->out, "]", 1);
+    const char *model = col_str(&e->model, r, &n);
+    if (model) {
+        puts_(st, &e->out, ",\"model\":");
+        put_json_str(st, &e->out, model, n);
+    }
+    if (tools_json(e, &e->out) || tool_choice_json(e, &e->out) || top_extra_json(e, &e->out)) goto done;
+    put(st, &e->out, "}", 1);
+    rc = 0;
+done:
+    e->base = base;
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Entry point                                                                                  */
+
+/* The struct array of list column `c` (schema `cs`): its validity as a Col, its array and schema. */
+static int list_struct(struct ArrowArray *c, struct ArrowSchema *cs, Col *valid, struct ArrowArray **sa,
+                       struct ArrowSchema **ss) {
+    if (c->n_children != 1 || strcmp(cs->children[0]->format, "+s") != 0) return -1;
+    *sa = c->children[0];
+    *ss = cs->children[0];
+    valid->valid = (const uint8_t *)(*sa)->buffers[0];
+    valid->base = (*sa)->offset;
+    valid->off = NULL;
+    valid->data = NULL;
+    return 0;
+}
+
+/* A list<string> column (null_fields): the list and its values. */
+static int bind_names(struct ArrowArray *a, struct ArrowSchema *s, int64_t base, Col *list, Col *names) {
+    struct ArrowArray *c;
+    struct ArrowSchema *cs;
+    if (bind(a, s, "null_fields", "+l", base, list, &c, &cs)) return -1;
+    if (c->n_children != 1 || strcmp(cs->children[0]->format, "u") != 0) return -1;
+    struct ArrowArray *v = c->children[0];
+    names->valid = (const uint8_t *)v->buffers[0];
+    names->off = (const int32_t *)v->buffers[1];
+    names->data = (const char *)v->buffers[2];
+    names->base = v->offset;
+    return 0;
+}
+
+static int bind_blocks(struct ArrowArray *sa, struct ArrowSchema *ss, int64_t base, Col *text, Col *type,
+                       Col *ann, Col *logp, Col *cache, Col *cit, Col *extra, Col *nulls, Col *null_names) {
+    if (bind(sa, ss, "text", "u", base, text, NULL, NULL)) return -1;
+    if (!type) return 0;
+    return bind(sa, ss, "type", "u", base, type, NULL, NULL) || bind(sa, ss, "annotations", "u", base, ann, NULL, NULL) ||
+           bind(sa, ss, "logprobs", "u", base, logp, NULL, NULL) ||
+           bind(sa, ss, "cache_control", "u", base, cache, NULL, NULL) ||
+           bind(sa, ss, "citations", "u", base, cit, NULL, NULL) ||
+           bind(sa, ss, "extra_json", "u", base, extra, NULL, NULL) || bind_names(sa, ss, base, nulls, null_names);
+}
+
+static int bind_all(Enc *e, struct ArrowArray *a, struct ArrowSchema *s) {
+    int64_t base = a->offset;
+    struct ArrowArray *c, *sa;
+    struct ArrowSchema *cs, *ss;
+    if (bind(a, s, "source_format", "u", base, &e->source_format, NULL, NULL) ||
+        bind(a, s, "record_kind", "u", base, &e->record_kind, NULL, NULL) ||
+        bind(a, s, "model", "u", base, &e->model, NULL, NULL) ||
+        bind(a, s, "items_form", "u", base, &e->items_form, NULL, NULL) ||
+        bind(a, s, "tools", "u", base, &e->tools, NULL, NULL) ||
+        bind(a, s, "tool_choice", "u", base, &e->tool_choice, NULL, NULL) ||
+        bind(a, s, "extra_json", "u", base, &e->extra, NULL, NULL) || bind_names(a, s, base, &e->nulls, &e->null_names))
+        return -1;
+    /* instructions: struct<form, content: list<block>> */
+    if (bind(a, s, "instructions", "+s", base, &e->instr_valid, &c, &cs)) return -1;
+    int64_t ib = e->instr_valid.base;
+    if (bind(c, cs, "form", "u", ib, &e->instr_form, NULL, NULL)) return -1;
+    struct ArrowArray *lc;
+    struct ArrowSchema *lcs;
+    if (bind(c, cs, "content", "+l", ib, &e->instr_content, &lc, &lcs)) return -1;
+    if (list_struct(lc, lcs, &e->instr_blk_valid, &sa, &ss)) return -1;
+    if (bind_blocks(sa, ss, e->instr_blk_valid.base, &e->instr_text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL))
+        return -1;
+    /* items: list<item> */
+    if (bind(a, s, "items", "+l", base, &e->items, &c, &cs)) return -1;
+    struct ArrowArray *ia;
+    struct ArrowSchema *is;
+    if (list_struct(c, cs, &e->item_valid, &ia, &is)) return -1;
+    int64_t b2 = e->item_valid.base;
+    static const char *const names[] = {"section", "type", "native_type", "role", "id", "call_id", "name",
+                                        "namespace", "arguments", "input", "status", "phase", "content_form",
+                                        "encrypted_content", "signature", "extra_json"};
+    Col *cols[] = {&e->section, &e->type, &e->native_type, &e->role, &e->id, &e->call_id, &e->name,
+                   &e->namespace_, &e->arguments, &e->input, &e->status, &e->phase, &e->content_form,
+                   &e->encrypted_content, &e->signature, &e->iextra};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (bind(ia, is, names[k], "u", b2, cols[k], NULL, NULL)) return -1;
+    if (bind(ia, is, "group", "i", b2, &e->group, NULL, NULL) || bind_names(ia, is, b2, &e->inulls, &e->inull_names))
+        return -1;
+    if (bind(ia, is, "content", "+l", b2, &e->content, &lc, &lcs)) return -1;
+    if (list_struct(lc, lcs, &e->blk_valid, &sa, &ss)) return -1;
+    return bind_blocks(sa, ss, e->blk_valid.base, &e->btext, &e->btype, &e->bann, &e->blogp, &e->bcache, &e->bcit,
+                       &e->bextra, &e->bnulls, &e->bnull_names);
+}
+
+static void enc_free(Enc *e) {
+    Buf *bufs[] = {&e->scratch, &e->tmp, &e->tmp2, &e->base, &e->ptr, &e->ptr2, &e->out, &e->out_off, &e->native, &e->loss_row, &e->path,
+                   &e->path_off, &e->kind, &e->kind_off, &e->detail, &e->detail_off};
+    for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++) free(bufs[k]->p);
+    free(e->msgs);
+    free(e->calls);
+    free(e->tc.frag.p);
+    free(e->tc.texts.p);
+    free(e->tc.lens.p);
+}
+
+#define CAPSULE "chatlake.encode_chat.buffer"
+
+static void capsule_free(PyObject *cap) { free(PyCapsule_GetPointer(cap, CAPSULE)); }
+
+/* Buffer b handed to Python without a copy: (address, size, owner), for pa.foreign_buffer; the
+ * owner (a capsule) frees the memory when the last Arrow buffer over it goes. */
+static PyObject *export_buf(Buf *b) {
+    if (!b->p) {
+        b->p = (char *)malloc(1);
+        if (!b->p) return PyErr_NoMemory();
+    }
+    PyObject *cap = PyCapsule_New(b->p, CAPSULE, capsule_free);
+    if (!cap) return NULL;
+    void *p = b->p;
+    b->p = NULL; /* the capsule owns it now */
+    return Py_BuildValue("(KnN)", (unsigned long long)(uintptr_t)p, (Py_ssize_t)b->len, cap);
+}
+
+/* Reserve n more bytes up front (the output is about as large as the text it is made of: growing
+ * it by doubling would copy it and fault its pages in again). */
+static void reserve(St *st, Buf *b, size_t n) {
+    if (b->cap >= b->len + n) return;
+    char *p = (char *)realloc(b->p, b->len + n);
+    if (!p) {
+        st->oom = 1;
+        return;
+    }
+    b->p = p;
+    b->cap = b->len + n;
+}
+
+/* Bytes of string data in slots [a, z) of c (all of them for the whole column). */
+static size_t col_bytes(const Col *c, int64_t a, int64_t z) {
+    if (z <= a || !c->off) return 0;
+    return (size_t)(c->off[c->base + z] - c->off[c->base + a]);
+}
+
+extern const char chatlake_encode_chat_doc[];
+const char chatlake_encode_chat_doc[] =
+             "encode_chat(batch) -> (text, offsets, native, loss_row, path, path_offsets, kind, kind_offsets, "
+             "detail, detail_offsets)\n\n"
+             "Encode a canonical RecordBatch's Responses request rows to Chat request JSON (see "
+             "pipeline/encoders/encode_rows.py). Each item is (address, size, owner) for pa.foreign_buffer. "
+             "Offsets are int64 (n + 1); native has one byte per row (0: not encoded here, its text is "
+             "empty and it has no losses).";
+
+PyObject *chatlake_encode_chat(PyObject *self, PyObject *args);
+
+PyObject *chatlake_encode_chat(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *batch;
+    if (!PyArg_ParseTuple(args, "O", &batch)) return NULL;
+    struct ArrowArray arr;
+    struct ArrowSchema sch;
+    memset(&arr, 0, sizeof arr);
+    memset(&sch, 0, sizeof sch);
+    PyObject *ok = PyObject_CallMethod(batch, "_export_to_c", "KK", (unsigned long long)(uintptr_t)&arr,
+                                       (unsigned long long)(uintptr_t)&sch);
+    if (!ok) return NULL;
+    Py_DECREF(ok);
+    Enc *e = (Enc *)calloc(1, sizeof(Enc));
+    PyObject *result = NULL;
+    if (!e) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    if (strcmp(sch.format, "+s") != 0 || bind_all(e, &arr, &sch)) {
+        PyErr_SetString(PyExc_ValueError, "encode_chat: the batch does not have the canonical schema");
+        goto out;
+    }
+    int64_t n = arr.length;
+    Py_BEGIN_ALLOW_THREADS
+    St *st = &e->st;
+    if (n) {
+        int64_t i0, i1, b0 = 0, b1 = 0, z;
+        col_list(&e->items, 0, &i0, &z);
+        col_list(&e->items, n - 1, &z, &i1);
+        if (i1 > i0) { /* the blocks of items i0 .. i1 - 1 */
+            col_list(&e->content, i0, &b0, &z);
+            col_list(&e->content, i1 - 1, &z, &b1);
+        }
+        size_t text = col_bytes(&e->btext, b0, b1) + col_bytes(&e->arguments, i0, i1) + col_bytes(&e->input, i0, i1) +
+                      col_bytes(&e->tools, 0, n) + col_bytes(&e->extra, 0, n) + col_bytes(&e->model, 0, n);
+        reserve(st, &e->out, text + text / 8 + (size_t)(i1 - i0) * 48 + (size_t)n * 64);
+        reserve(st, &e->out_off, (size_t)(n + 1) * 8);
+        reserve(st, &e->native, (size_t)n);
+    }
+    int64_t zero = 0;
+    put(st, &e->out_off, &zero, 8);
+    put(st, &e->path_off, &zero, 8);
+    put(st, &e->kind_off, &zero, 8);
+    put(st, &e->detail_off, &zero, 8);
+    for (int64_t r = 0; r < n && !st->oom; r++) {
+        e->r = r;
+        size_t out_len = e->out.len, nloss = (size_t)e->nloss;
+        size_t lens[7] = {e->loss_row.len, e->path.len, e->path_off.len, e->kind.len, e->kind_off.len, e->detail.len,
+                          e->detail_off.len};
+        uint8_t native = encode_row(e) == 0;
+        if (!native) { /* roll back what the row wrote */
+            e->out.len = out_len;
+            e->nloss = (int64_t)nloss;
+            Buf *bufs[7] = {&e->loss_row, &e->path, &e->path_off, &e->kind, &e->kind_off, &e->detail, &e->detail_off};
+            for (int k = 0; k < 7; k++) bufs[k]->len = lens[k];
+        }
+        int64_t o = (int64_t)e->out.len;
+        put(st, &e->out_off, &o, 8);
+        put(st, &e->native, &native, 1);
+    }
+    Py_END_ALLOW_THREADS
+    if (e->st.oom) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    result = Py_BuildValue("(NNNNNNNNNN)", export_buf(&e->out), export_buf(&e->out_off), export_buf(&e->native),
+                           export_buf(&e->loss_row), export_buf(&e->path), export_buf(&e->path_off),
+                           export_buf(&e->kind), export_buf(&e->kind_off), export_buf(&e->detail),
+                           export_buf(&e->detail_off));
+out:
+    if (e) {
+        enc_free(e);
+        free(e);
+    }
+    if (arr.release) arr.release(&arr);
+    if (sch.release) sch.release(&sch);
+    return result;
+}
+
