@@ -21,8 +21,9 @@ import pyarrow as pa
 from pipeline.errors import ConfigError
 from pipeline.formats import CODECS, RecordError, Rejected, conversation_id, gc_paused
 from pipeline.formats import _loads as loads_record
-from pipeline.formats._build import TableBuilder
+from pipeline.formats._build import TableBuilder, dumps
 from pipeline.formats._common import json_type
+from pipeline.formats._json import loads_nested
 from pipeline.schema import CONVERSATION_SCHEMA, PROVENANCE
 
 # Conversations per yielded table for sources with many conversations per file (tau-bench, ShareGPT).
@@ -57,15 +58,24 @@ def check_options(source: str, options: dict[str, Any], allowed: dict[str, type]
 
 
 def text_of(value: Any) -> str:
-    """The JSON text of a parsed value, for a rejected record (capped: a record can be megabytes)."""
-    raw = value if isinstance(value, bytes) else orjson.dumps(value)
+    """The JSON text of a parsed value, for a rejected record (capped: a record can be megabytes).
+
+    Never raises: a value orjson cannot write (nested deeper than it writes, which the
+    :data:`~pipeline.formats.MAX_DEPTH` limit on every parse keeps from happening) is shown as its
+    JSON type and the reason, since the rejection itself must not kill the job.
+    """
+    try:
+        raw = value if isinstance(value, bytes) else orjson.dumps(value)
+    except orjson.JSONEncodeError as e:
+        return f"<{json_type(value)} that cannot be written as JSON: {e}>"
     if len(raw) > MAX_REJECTED_TEXT:
         raw = raw[:MAX_REJECTED_TEXT] + b"...[truncated]"
     return raw.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
 def meta_text(meta: dict[str, Any]) -> str | None:
-    return orjson.dumps(meta).decode() if meta else None
+    """``provenance.meta_json``: the envelope data an adapter keeps (raises ``JSONEncodeError``)."""
+    return dumps(meta) if meta else None
 
 
 class SourceBuilder:
@@ -114,6 +124,11 @@ class SourceBuilder:
         tb = self.tb
         mark = tb.mark()
         try:
+            meta_json = meta_text(meta or {})
+        except orjson.JSONEncodeError as e:
+            self.reject(line, record if reject_value is None else reject_value, f"meta_json: {e}")
+            return False
+        try:
             CODECS[fmt].decode(
                 tb,
                 record,
@@ -133,7 +148,7 @@ class SourceBuilder:
                 "started_at": started_at,
                 "ended_at": ended_at,
                 "score": score,
-                "meta_json": meta_text(meta or {}),
+                "meta_json": meta_json,
             }
         )
         self.counts["conversations"] += 1
@@ -204,11 +219,9 @@ def batched(b: SourceBuilder) -> SourceResult | None:
 
 
 def parse_jsonish(text: str) -> Any:
-    """Parse JSON text held in a string field (tool call values, ``tools``); ``...`` when it is not JSON."""
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return ...
+    """Parse JSON text held in a string field (tool call values, ``tools``); ``...`` when it is not
+    JSON or is nested deeper than :data:`~pipeline.formats.MAX_DEPTH` (the text is then kept)."""
+    return loads_nested(text)
 
 
 __all__ = [

@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from pipeline.formats import RecordError
+from pipeline.formats import _loads as loads_record
 from pipeline.sources._base import (
     SourceBuilder,
     SourceResult,
@@ -71,8 +71,11 @@ def _read_run(b: SourceBuilder, number: int, run: Any) -> None:
     trace = run.get("trace")
     if type(trace) is str:
         try:
-            trace = orjson.loads(trace)
-        except orjson.JSONDecodeError as e:
+            trace = loads_record(trace.encode())
+        except RecordError as e:
+            b.reject(number, run, f"$.trace: legacy string trace: {e}")
+            return
+        except ValueError as e:
             b.reject(number, run, f"$.trace: legacy string trace is not JSON: {e}")
             return
         meta["trace_was_string"] = True
