@@ -466,6 +466,17 @@ def _records_in(layout: str, data: bytes) -> int | None:
     return len(value) if type(value) is list else 1 if type(value) is dict else None
 
 
+def _sample_members(path: Path) -> int:
+    """Sample members of an ``.eval`` archive, every copy of a repeated name included (0: no zip)."""
+    from pipeline.sources.inspect_eval import _is_sample
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            return sum(1 for i in z.infolist() if _is_sample(i.filename))
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return 0
+
+
 # Adapters whose every record (JSON list element or JSONL line) is one conversation or one rejection.
 ROW_ADAPTERS = frozenset(("sharegpt", "llamafactory", "tau-bench", "kiln"))
 # Adapters whose JSONL lines are accounted as line types, rejections and blank lines.
@@ -501,6 +512,8 @@ def check_source_file(adapter: str, path: Path, layout: str) -> tuple[int, int, 
             problem = f"read {expected} records != written {written} + rejected {len(rejected)}"
     elif written + len(rejected) == 0:
         problem = "nothing written and nothing rejected"
+    elif layout == "eval" and counts.get("samples_read", 0) != _sample_members(path):
+        problem = f"{_sample_members(path)} sample members but samples_read {counts.get('samples_read', 0)}"
     if problem is None:
         try:
             for r in results:

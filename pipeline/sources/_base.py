@@ -48,13 +48,18 @@ class SourceResult:
 
 
 def check_options(source: str, options: dict[str, Any], allowed: dict[str, type]) -> None:
-    """Unknown or mistyped options fail before any work (``ConfigError``, exit code 2 in the CLI)."""
+    """Unknown or mistyped options fail before any work (``ConfigError``, exit code 2 in the CLI).
+
+    Integer options are sizes or counts: they must be positive, and ``true`` is not an integer.
+    """
     for k, v in options.items():
         if k not in allowed:
             known = ", ".join(sorted(allowed)) or "none"
             raise ConfigError(f"source {source!r} has no option {k!r} (options: {known})")
-        if not isinstance(v, allowed[k]):
-            raise ConfigError(f"source {source!r} option {k!r} must be {allowed[k].__name__}, got {v!r}")
+        want = allowed[k]
+        if not isinstance(v, want) or (want is int and (type(v) is bool or v < 1)):
+            what = "a positive integer" if want is int else want.__name__
+            raise ConfigError(f"source {source!r} option {k!r} must be {what}, got {v!r}")
 
 
 def text_of(value: Any) -> str:

@@ -46,10 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.sources._base import SourceBuilder, SourceResult, check_options, gc_paused, load_json
-from pipeline.sources.inspect_eval import is_zip, read_eval
+from pipeline.sources.inspect_eval import DEFAULT_MAX_MEMBER_BYTES, is_zip, read_eval
 
 NAME = "inspect-log"
-OPTIONS: dict[str, type] = {"model_calls": bool}
+OPTIONS: dict[str, type] = {"model_calls": bool, "max_member_bytes": int}
 
 ATTACHMENT = "attachment://"
 _SCORE_LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
@@ -182,10 +182,11 @@ def read(path: Path, **options: Any) -> Iterator[SourceResult]:
     """Read one eval log (JSON or ``.eval``): one conversation per sample (plus its model calls)."""
     check_options(NAME, options, OPTIONS)
     model_calls = options.get("model_calls", False)
+    max_member_bytes = options.get("max_member_bytes", DEFAULT_MAX_MEMBER_BYTES)
     b = SourceBuilder(NAME, path)
     with gc_paused():
         if is_zip(path):
-            yield from read_eval(path, b, model_calls)
+            yield from read_eval(path, b, model_calls, max_member_bytes)
         else:
             log = load_json(path, b)
             if log is not ...:
