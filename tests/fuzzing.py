@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from pipeline import synth
 from pipeline.formats import WIRE_FORMATS, decode_lines, encode_table
 from pipeline.formats import _loads as loads_record
-from pipeline.sources import read_source
+from pipeline.sources import detect_source, read_source
 from tests.cases import CASES
 from tests.corpus import CORPUS_DIR, corpus_available, corpus_records
 from tests.mutate import mutate
@@ -485,6 +485,12 @@ LINE_ADAPTERS = frozenset(("codex-rollout", "claude-code"))
 
 def check_source_file(adapter: str, path: Path, layout: str) -> tuple[int, int, str | None]:
     """Read ``path`` with ``adapter`` and check the rules: (written, rejected, problem or None)."""
+    try:
+        detect_source(path)  # what --from auto runs first: any answer, but no exception
+    except BaseException as e:
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        return 0, 0, f"detect_source raised {_error(e)}"
     try:
         results = list(read_source(path, adapter))
     except BaseException as e:

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from pipeline.formats import MAX_DEPTH
-from pipeline.sources import read_source
+from pipeline.sources import detect_source, read_source
 
 DEEP_MSG = f"nested deeper than {MAX_DEPTH} levels"
 
@@ -130,3 +130,13 @@ def test_inspect_log_deep_sample_value_is_rejected_alone(tmp_path: Path) -> None
     assert rows == 0
     [rej] = rejected
     assert rej.line == 1 and rej.error.startswith("$.samples[0].metadata.x[0]") and DEEP_MSG in rej.error
+
+
+@pytest.mark.parametrize("odd", [[], ["user"], {"a": 1}, None, 1])
+def test_detection_with_an_odd_line_type_does_not_raise(tmp_path: Path, odd: object) -> None:
+    """``--from auto`` sniffed a line's ``type`` by looking it up in a set: a list or object raised
+    ``TypeError: unhashable`` before any work instead of telling which source the file is."""
+    good = b'{"timestamp": "t1", "type": "response_item", "payload": ' + CODEX_MSG + b"}"
+    odd_line = orjson.dumps({"timestamp": "t0", "type": odd, "payload": {}, "sessionId": "s", "uuid": "u"})
+    path = _jsonl(tmp_path / "rollout.jsonl", odd_line, good)
+    assert detect_source(path) == "codex-rollout"
