@@ -53,7 +53,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=100_000, help="mutated records per wire format")
     ap.add_argument("--files", type=int, default=1_000, help="mutated files per source seed file")
-    ap.add_argument("--formats", default=",".join(WIRE_FORMATS), help="wire formats, comma-separated")
+    ap.add_argument("--formats", default=",".join(WIRE_FORMATS), help="wire formats ('' for none)")
     ap.add_argument("--no-sources", action="store_true", help="wire formats only")
     ap.add_argument("--seed", type=int, default=None, help="base seed (default: a fresh random one)")
     ap.add_argument("--corpus-cap", type=int, default=60, help="lines (JSONL) per corpus seed file")
@@ -63,7 +63,7 @@ def main() -> int:
     print(f"seed {base}  n {args.n} per format  files {args.files} per source seed", flush=True)
     warnings.filterwarnings("ignore", "Duplicate name", UserWarning)
     totals: dict[str, tuple[Stats, float]] = {}
-    for k, fmt in enumerate(args.formats.split(",")):
+    for k, fmt in enumerate(f for f in args.formats.split(",") if f):
         seeds = wire_seeds(fmt)
         stats, t0 = Stats(), time.perf_counter()
         for c, start in enumerate(range(0, args.n, _CHUNK)):
