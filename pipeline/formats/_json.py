@@ -80,28 +80,29 @@ def deep_path(value: Any, base: str = "$", limit: int = MAX_DEPTH) -> str | None
     return None
 
 
-def check_depth(value: Any, path: str = "$") -> None:
-    """Raise :class:`RecordError` naming where ``value`` passes :data:`MAX_DEPTH` levels.
+def check_depth(value: Any, path: str = "$", above: int = 0) -> None:
+    """Raise :class:`RecordError` naming where ``value`` passes :data:`MAX_DEPTH` levels, counting
+    ``above`` levels that hold it (a record of a JSON list file is 1 level below the file).
 
     Costs one C-speed ``orjson.dumps`` of the value (wrapped so that it fails exactly past the
     limit); the Python walk that finds the path runs only for a value that is too deep.
     """
     probe: Any = value
-    for _ in range(_PROBE_WRAP):
+    for _ in range(_PROBE_WRAP + above):
         probe = [probe]
     try:
         orjson.dumps(probe)
         return
     except orjson.JSONEncodeError:
         pass
-    where = deep_path(value, path)
+    where = deep_path(value, path, MAX_DEPTH - above)
     if where is not None:
         raise RecordError(where, too_deep_message())
 
 
-def _find_big_int(value: Any) -> str | None:
+def _find_big_int(value: Any, path: str = "$") -> str | None:
     """The path of the first integer outside the 64-bit range in ``value`` (no recursion)."""
-    stack: list[tuple[Any, str]] = [(value, "$")]
+    stack: list[tuple[Any, str]] = [(value, path)]
     while stack:
         node, path = stack.pop()
         if type(node) is int:
@@ -114,6 +115,23 @@ def _find_big_int(value: Any) -> str | None:
     return None
 
 
+BIG_INT_MESSAGE = "integer outside the 64-bit range cannot be stored exactly"
+
+
+def _orjson_loads(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        if str(e).startswith("depth limit exceeded"):  # orjson's own limit, 1024 levels
+            raise RecordError("$", f"{too_deep_message()} (more than 1024)") from e
+        raise
+
+
+def _has_big_int_digits(raw: bytes) -> bool:
+    digits = raw.translate(_DIGITS_TO_ZERO)
+    return _TWENTY_DIGITS in digits or _MINUS_NINETEEN_DIGITS in digits
+
+
 def loads(raw: bytes) -> Any:
     """Parse one record; too deep a value or an integer beyond 64 bits is a :class:`RecordError`.
 
@@ -122,20 +140,72 @@ def loads(raw: bytes) -> Any:
     exactly (with the standard library) only when a run of 20+ digits, or of 19 after a minus sign,
     appears, and only once the depth is known to be safe for it.
     """
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError as e:
-        if str(e).startswith("depth limit exceeded"):  # orjson's own limit, 1024 levels
-            raise RecordError("$", f"{too_deep_message()} (more than 1024)") from e
-        raise
+    value = _orjson_loads(raw)
     if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:
         check_depth(value)
-    digits = raw.translate(_DIGITS_TO_ZERO)
-    if _TWENTY_DIGITS in digits or _MINUS_NINETEEN_DIGITS in digits:
+    if _has_big_int_digits(raw):
         path = _find_big_int(json.loads(raw))
         if path is not None:
-            raise RecordError(path, "integer outside the 64-bit range cannot be stored exactly")
+            raise RecordError(path, BIG_INT_MESSAGE)
     return value
+
+
+def _records(value: Any, key: str | None) -> tuple[list[Any] | None, str]:
+    """The record list of a whole-JSON file (the top-level list, or the list under ``key`` of the
+    top-level object) and its path; None when there is none."""
+    if key is None:
+        return (value, "$") if type(value) is list else (None, "$")
+    inner = value.get(key) if type(value) is dict else None
+    return (inner, f"$.{key}") if type(inner) is list else (None, "$")
+
+
+def _without(value: Any, key: str | None, drop: set[int] | dict[int, str]) -> Any:
+    """``value`` with the records at ``drop`` replaced by null (shallow copies)."""
+    recs, _ = _records(value, key)
+    if recs is None or not drop:
+        return value
+    kept = [None if i in drop else r for i, r in enumerate(recs)]
+    return kept if key is None else {**value, key: kept}
+
+
+def loads_document(raw: bytes, records: str | None = None) -> tuple[Any, dict[int, str]]:
+    """Parse a whole-JSON file holding many records; a record too deep or holding an integer beyond
+    64 bits rejects that record alone.
+
+    The records are the top-level list (``records`` None) or the list under key ``records`` of the
+    top-level object (an inspect log's ``samples``). Returns the value and, by record index, why a
+    record cannot be used; a problem outside the records raises :class:`RecordError` (the whole
+    file), invalid JSON ``ValueError``, as :func:`loads` does.
+    """
+    value = _orjson_loads(raw)
+    recs, base = _records(value, records)
+    above = 1 if records is None else 2  # levels that hold each record
+    bad: dict[int, str] = {}
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:
+        try:
+            check_depth(value)
+        except RecordError:
+            if recs is None:
+                raise
+            for i, rec in enumerate(recs):
+                try:
+                    check_depth(rec, f"{base}[{i}]", above)
+                except RecordError as e:
+                    bad[i] = str(e)
+            check_depth(_without(value, records, bad))  # a deep value outside the records
+    if _has_big_int_digits(raw):
+        try:
+            exact = json.loads(raw)
+        except RecursionError as e:  # only past ~950 levels, which a bad record above can be
+            raise RecordError("$", f"{too_deep_message()}; too deep to check its integers") from e
+        exact_recs, _ = _records(exact, records)
+        for i, rec in enumerate(exact_recs or ()):
+            if i not in bad and (path := _find_big_int(rec, f"{base}[{i}]")) is not None:
+                bad[i] = f"{path}: {BIG_INT_MESSAGE}"
+        path = _find_big_int(_without(exact, records, set(range(len(exact_recs or ())))))
+        if path is not None:
+            raise RecordError(path, BIG_INT_MESSAGE)
+    return value, bad
 
 
 def loads_nested(text: str | bytes) -> Any:

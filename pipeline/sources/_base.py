@@ -9,6 +9,7 @@ line and reason -- nothing vanishes.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from pipeline.formats import CODECS, RecordError, Rejected, conversation_id, gc_
 from pipeline.formats import _loads as loads_record
 from pipeline.formats._build import TableBuilder, dumps
 from pipeline.formats._common import json_type
-from pipeline.formats._json import loads_nested
+from pipeline.formats._json import loads_document, loads_nested
 from pipeline.schema import CONVERSATION_SCHEMA, PROVENANCE
 
 # Conversations per yielded table for sources with many conversations per file (tau-bench, ShareGPT).
@@ -65,14 +66,18 @@ def check_options(source: str, options: dict[str, Any], allowed: dict[str, type]
 def text_of(value: Any) -> str:
     """The JSON text of a parsed value, for a rejected record (capped: a record can be megabytes).
 
-    Never raises: a value orjson cannot write (nested deeper than it writes, which the
-    :data:`~pipeline.formats.MAX_DEPTH` limit on every parse keeps from happening) is shown as its
-    JSON type and the reason, since the rejection itself must not kill the job.
+    Never raises: a value orjson cannot write (nested deeper than it writes: a record rejected for
+    passing :data:`~pipeline.formats.MAX_DEPTH`) is written by the standard library, and one too
+    deep for that as well is shown as its JSON type and the reason: the rejection itself must not
+    kill the job.
     """
     try:
         raw = value if isinstance(value, bytes) else orjson.dumps(value)
     except orjson.JSONEncodeError as e:
-        return f"<{json_type(value)} that cannot be written as JSON: {e}>"
+        try:  # deeper than orjson writes (a record rejected for its depth): the standard library
+            raw = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        except (RecursionError, ValueError, TypeError):
+            return f"<{json_type(value)} that cannot be written as JSON: {e}>"
     if len(raw) > MAX_REJECTED_TEXT:
         raw = raw[:MAX_REJECTED_TEXT] + b"...[truncated]"
     return raw.decode("utf-8", errors="replace").rstrip("\r\n")
@@ -194,16 +199,38 @@ def iter_jsonl(path: Path, b: SourceBuilder) -> Iterator[tuple[int, bytes, dict[
             yield n, raw, obj
 
 
-def load_json(path: Path, b: SourceBuilder) -> Any:
-    """Parse a whole-JSON file; a file that is not JSON is one rejected record (line 1) and ``...``."""
+class BadRecord:
+    """Stands in a whole-JSON file's record list for a record the parse already rejected (nested
+    too deep, an integer beyond 64 bits), so the other records keep their numbers."""
+
+    __slots__ = ("error", "value")
+
+    def __init__(self, value: Any, error: str) -> None:
+        self.value = value
+        self.error = error
+
+
+def load_json(path: Path, b: SourceBuilder, records: str | None = None) -> Any:
+    """Parse a whole-JSON file; a file that is not JSON is one rejected record (line 1) and ``...``.
+
+    A record of the file (an element of the top-level list, or of the list under key ``records``)
+    that is nested too deep or holds an integer beyond 64 bits is replaced by a :class:`BadRecord`
+    for the adapter to reject by number (:func:`iter_records`); the other records are read.
+    """
     raw = path.read_bytes()
     try:
-        return loads_record(raw)
+        value, bad = loads_document(raw, records)
     except RecordError as e:
         b.reject(1, text_of(raw), str(e))
+        return ...
     except ValueError as e:
         b.reject(1, text_of(raw), f"$: invalid JSON: {e}")
-    return ...
+        return ...
+    if bad:
+        recs = value if records is None else value[records]
+        for i, error in bad.items():
+            recs[i] = BadRecord(recs[i], error)
+    return value
 
 
 def records_of(value: Any, b: SourceBuilder, what: str) -> list[Any] | None:
@@ -216,6 +243,17 @@ def records_of(value: Any, b: SourceBuilder, what: str) -> list[Any] | None:
         return [value]
     b.reject(1, value, f"$: expected a list of {what} or one {what}, got {json_type(value)}")
     return None
+
+
+def iter_records(records: list[Any] | None, b: SourceBuilder, counter: str) -> Iterator[tuple[int, Any]]:
+    """``(1-based number, record)`` of a whole-JSON file's records, counting each in ``counter``;
+    a :class:`BadRecord` is rejected here with its number and reason, and not yielded."""
+    for number, rec in enumerate(records or (), 1):
+        b.counts[counter] += 1
+        if type(rec) is BadRecord:
+            b.reject(number, rec.value, rec.error)
+            continue
+        yield number, rec
 
 
 def batched(b: SourceBuilder) -> SourceResult | None:
@@ -231,12 +269,14 @@ def parse_jsonish(text: str) -> Any:
 
 __all__ = [
     "BATCH_CONVERSATIONS",
+    "BadRecord",
     "SourceBuilder",
     "SourceResult",
     "batched",
     "check_options",
     "gc_paused",
     "iter_jsonl",
+    "iter_records",
     "load_json",
     "meta_text",
     "parse_jsonish",

@@ -45,7 +45,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pipeline.sources._base import SourceBuilder, SourceResult, check_options, gc_paused, load_json
+from pipeline.sources._base import (
+    SourceBuilder,
+    SourceResult,
+    check_options,
+    gc_paused,
+    iter_records,
+    load_json,
+)
 from pipeline.sources.inspect_eval import DEFAULT_MAX_MEMBER_BYTES, is_zip, read_eval
 
 NAME = "inspect-log"
@@ -188,7 +195,7 @@ def read(path: Path, **options: Any) -> Iterator[SourceResult]:
         if is_zip(path):
             yield from read_eval(path, b, model_calls, max_member_bytes)
         else:
-            log = load_json(path, b)
+            log = load_json(path, b, "samples")
             if log is not ...:
                 _read_log(b, log, model_calls)
     yield b.result(final=True)
@@ -220,9 +227,8 @@ def _read_log(b: SourceBuilder, log: Any, model_calls: bool) -> None:
         b.reject(1, {"samples": samples}, "broken envelope: 'samples' is not a list")
         return
     session = session_of(log)
-    for i, sample in enumerate(samples):
-        b.counts["samples_read"] += 1
-        read_sample(b, i + 1, sample, session, eval_meta, model_calls)
+    for number, sample in iter_records(samples, b, "samples_read"):
+        read_sample(b, number, sample, session, eval_meta, model_calls)
 
 
 def _sample_times(sample: dict[str, Any]) -> tuple[str | None, str | None]:

@@ -27,6 +27,7 @@ from pipeline.sources._base import (
     batched,
     check_options,
     gc_paused,
+    iter_records,
     load_json,
     records_of,
 )
@@ -54,8 +55,7 @@ def read(path: Path, **options: Any) -> Iterator[SourceResult]:
     check_options(NAME, options, OPTIONS)
     b = SourceBuilder(NAME, path)
     with gc_paused():
-        for number, run in enumerate(records_of(load_json(path, b), b, "task runs") or (), 1):
-            b.counts["records_read"] += 1
+        for number, run in iter_records(records_of(load_json(path, b), b, "task runs"), b, "records_read"):
             _read_run(b, number, run)
             out = batched(b)
             if out is not None:

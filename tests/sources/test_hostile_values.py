@@ -16,8 +16,11 @@ from pipeline.sources import detect_source, read_source
 DEEP_MSG = f"nested deeper than {MAX_DEPTH} levels"
 
 
-def deep(levels: int) -> bytes:
-    return b"[" * levels + b"1" + b"]" * levels
+BIG = "123456789012345678901234"
+
+
+def deep(levels: int, leaf: str = "1") -> bytes:
+    return b"[" * levels + leaf.encode() + b"]" * levels
 
 
 def _read(path: Path, source: str) -> tuple[int, list, dict[str, int]]:
@@ -117,19 +120,56 @@ def test_llamafactory_part_type_of_any_json_type_keeps_the_file(tmp_path: Path, 
     assert counts["typed_parts_kept_verbatim"] == 1
 
 
-def test_inspect_log_deep_sample_value_is_rejected_alone(tmp_path: Path) -> None:
-    """A JSON log is one document: a value past the limit rejects the file (line 1, with the path),
-    and nothing else fails."""
+def test_inspect_log_deep_sample_is_rejected_alone(tmp_path: Path) -> None:
+    """A JSON log is one document: a sample past the limit is rejected by its number, with the
+    path; the other samples are read."""
+    sample = b'{"id": %d, "epoch": 1, "messages": [{"role": "user", "content": "hi"}], "metadata": %s}'
     log = (
-        b'{"version": 2, "eval": {"eval_id": "e", "model": "m"}, "samples": [{"id": 1, "epoch": 1, '
-        b'"messages": [{"role": "user", "content": "hi"}], "metadata": {"x": ' + deep(300) + b"}}]}"
+        b'{"version": 2, "eval": {"eval_id": "e", "model": "m"}, "samples": ['
+        + b", ".join(
+            sample % (i, x) for i, x in ((1, b"{}"), (2, b'{"x": ' + deep(500, BIG) + b"}"), (3, b"{}"))
+        )
+        + b"]}"
     )
     path = tmp_path / "log.json"
     path.write_bytes(log)
-    rows, rejected, _ = _read(path, "inspect-log")
-    assert rows == 0
+    rows, rejected, counts = _read(path, "inspect-log")
+    assert rows == 2 and counts["samples_read"] == 3
     [rej] = rejected
-    assert rej.line == 1 and rej.error.startswith("$.samples[0].metadata.x[0]") and DEEP_MSG in rej.error
+    assert rej.line == 2 and rej.error.startswith("$.samples[1].metadata.x[0]") and DEEP_MSG in rej.error
+
+
+@pytest.mark.parametrize(
+    ("source", "good"),
+    [
+        ("tau-bench", {"task_id": 1, "traj": [{"role": "user", "content": "x"}]}),
+        ("sharegpt", {"conversations": [{"from": "human", "value": "x"}]}),
+        ("llamafactory", {"messages": [{"role": "user", "content": "x"}]}),
+        ("kiln", {"id": "r", "input": "x", "output": {"output": "y"}, "trace": None}),
+    ],
+)
+def test_json_list_file_rejects_a_bad_record_alone(tmp_path: Path, source: str, good: dict) -> None:
+    """A record nested too deep, or holding an integer beyond 64 bits, rejected the whole file (or
+    crashed it): now that record alone, by its number."""
+    g = orjson.dumps(good)
+    too_deep = g[:-1] + b', "x": ' + deep(300) + b"}"
+    big = g[:-1] + b', "x": [' + BIG.encode() + b"]}"
+    path = tmp_path / "data.json"
+    path.write_bytes(b"[" + b", ".join([g, too_deep, g, big, g]) + b"]")
+    rows, rejected, counts = _read(path, source)
+    assert rows == 3 and counts["records_read"] == 5
+    assert [(r.line, r.error) for r in rejected] == [
+        (2, "$[1].x[0][0][0][0][0][0][0][0][0][0][0]...: " + DEEP_MSG),
+        (4, "$[3].x[0]: integer outside the 64-bit range cannot be stored exactly"),
+    ]
+    assert orjson.loads(rejected[0].input) == orjson.loads(too_deep)  # the record as it was
+
+
+def test_json_file_deep_outside_the_records_is_one_rejection(tmp_path: Path) -> None:
+    path = tmp_path / "log.json"
+    path.write_bytes(b'{"version": 2, "eval": {"x": ' + deep(300) + b'}, "samples": []}')
+    rows, rejected, _ = _read(path, "inspect-log")
+    assert rows == 0 and [(r.line, r.error.startswith("$.eval.x[0]")) for r in rejected] == [(1, True)]
 
 
 @pytest.mark.parametrize("odd", [[], ["user"], {"a": 1}, None, 1])

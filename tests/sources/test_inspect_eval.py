@@ -23,6 +23,7 @@ from click.testing import CliRunner
 
 from pipeline.cli import cli
 from pipeline.errors import ConfigError
+from pipeline.formats import MAX_DEPTH
 from pipeline.sources import detect_source, read_source
 from pipeline.sources.inspect_eval import DEFAULT_MAX_MEMBER_BYTES, read_member, sample_order
 from tests.corpus import CORPUS_DIR, corpus_available
@@ -385,3 +386,17 @@ def test_duplicate_member_names_are_reported_not_dropped(compression: str, tmp_p
     assert table.column("provenance").combine_chunks().field("session_id").to_pylist() == ["E2"] * 3
     assert table.column("source_line").to_pylist() == [1, 3, 4]  # 2 is the copy not read
     assert "the other copy" in str(table.column("items")[1].as_py())  # sample 2: its last copy
+
+
+@pytest.mark.parametrize("compression", ["deflate", "zstd"])
+def test_deep_sample_member_is_rejected_by_name(compression: str, tmp_path: Path) -> None:
+    """A member nested ~500 levels deep around a 20-digit integer killed the job (RecursionError)."""
+    deep = b"[" * 500 + b"123456789012345678901234" + b"]" * 500
+    sample = b'{"id": 2, "epoch": 1, "messages": [], "metadata": {"x": ' + deep + b"}}"
+    replace = {"samples/2_epoch_1.json": sample}
+    archive = write_eval(tmp_path / "log.eval", _log(), compression, replace=replace)
+    table, rejected, _ = _read(archive)
+    [r] = rejected
+    assert r.line == 2 and r.error.startswith("samples/2_epoch_1.json: $.metadata.x[0][0]")
+    assert r.error.endswith(f"...: nested deeper than {MAX_DEPTH} levels")
+    assert table.column("source_line").to_pylist() == [1, 3]
