@@ -266,6 +266,7 @@ class SourceSeed:
     adapter: str
     layout: str
     value: Any
+    model_calls: bool = False  # inspect-log's option: also each model event's raw request/response
 
 
 def _eval_members(path: Path) -> dict[str, Any]:
@@ -279,6 +280,8 @@ def source_seeds(*, corpus: bool = True, corpus_cap: int | None = 40) -> list[So
     """Seed files for every adapter: hand-written ones, the inspect log pair in ``tests/sources/data``
     and (``corpus``) the shared corpus' files, JSONL cut to ``corpus_cap`` lines / JSON lists to
     ``corpus_cap // 10`` records when a cap is given."""
+    inspect_json = orjson.loads((_DATA / "inspect_handwritten.json").read_bytes())
+    inspect_eval = _eval_members(_DATA / "inspect_handwritten.eval")
     seeds = [
         SourceSeed("codex", "codex-rollout", "jsonl", _CODEX),
         SourceSeed("claude", "claude-code", "jsonl", _CLAUDE),
@@ -290,13 +293,10 @@ def source_seeds(*, corpus: bool = True, corpus_cap: int | None = 40) -> list[So
         SourceSeed("swe", "swe-agent", "json", _SWE),
         SourceSeed("kiln-list", "kiln", "json", _KILN),
         SourceSeed("kiln-one", "kiln", "json", _KILN[0]),
-        SourceSeed(
-            "inspect-json",
-            "inspect-log",
-            "json",
-            orjson.loads((_DATA / "inspect_handwritten.json").read_bytes()),
-        ),
-        SourceSeed("inspect-eval", "inspect-log", "eval", _eval_members(_DATA / "inspect_handwritten.eval")),
+        SourceSeed("inspect-json", "inspect-log", "json", inspect_json),
+        SourceSeed("inspect-json-calls", "inspect-log", "json", inspect_json, model_calls=True),
+        SourceSeed("inspect-eval", "inspect-log", "eval", inspect_eval),
+        SourceSeed("inspect-eval-calls", "inspect-log", "eval", inspect_eval, model_calls=True),
     ]
     if not (corpus and corpus_available()):
         return seeds
@@ -483,7 +483,9 @@ ROW_ADAPTERS = frozenset(("sharegpt", "llamafactory", "tau-bench", "kiln"))
 LINE_ADAPTERS = frozenset(("codex-rollout", "claude-code"))
 
 
-def check_source_file(adapter: str, path: Path, layout: str) -> tuple[int, int, str | None]:
+def check_source_file(
+    adapter: str, path: Path, layout: str, model_calls: bool = False
+) -> tuple[int, int, str | None]:
     """Read ``path`` with ``adapter`` and check the rules: (written, rejected, problem or None)."""
     try:
         detect_source(path)  # what --from auto runs first: any answer, but no exception
@@ -492,7 +494,7 @@ def check_source_file(adapter: str, path: Path, layout: str) -> tuple[int, int, 
             raise
         return 0, 0, f"detect_source raised {_error(e)}"
     try:
-        results = list(read_source(path, adapter))
+        results = list(read_source(path, adapter, **({"model_calls": True} if model_calls else {})))
     except BaseException as e:
         if isinstance(e, KeyboardInterrupt):
             raise
@@ -542,7 +544,7 @@ def fuzz_source(seeds: list[SourceSeed], n: int, seed: int, workdir: Path | None
                 suffix, data = _mutated_file(s, rng)
                 path = Path(tmp) / f"in{suffix}"
                 path.write_bytes(data)
-                written, rejected, problem = check_source_file(s.adapter, path, s.layout)
+                written, rejected, problem = check_source_file(s.adapter, path, s.layout, s.model_calls)
                 stats.tried += 1
                 stats.written += written
                 stats.rejected += rejected
