@@ -518,8 +518,8 @@ def check_source_file(
                 problem = f"unreadable file gave {written} rows and {len(rejected)} rejections, not 0 and 1"
         elif written + len(rejected) != expected:
             problem = f"read {expected} records != written {written} + rejected {len(rejected)}"
-    elif written + len(rejected) == 0:
-        problem = "nothing written and nothing rejected"
+    elif written + len(rejected) == 0 and not any(k.startswith("skipped:") for k in counts):
+        problem = "nothing written, rejected or counted as skipped"
     elif layout == "eval" and counts.get("samples_read", 0) != _sample_members(path):
         problem = f"{_sample_members(path)} sample members but samples_read {counts.get('samples_read', 0)}"
     if problem is None:

@@ -220,7 +220,7 @@ def _read_log(b: SourceBuilder, log: Any, model_calls: bool) -> None:
         return
     eval_meta = eval_meta_of(log["eval"], log.get("status"))
     samples = log.get("samples")
-    if samples is None:
+    if samples is None or samples == []:  # as an .eval archive without sample members
         b.counts["skipped:log_without_samples"] += 1
         return
     if type(samples) is not list:

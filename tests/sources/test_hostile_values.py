@@ -180,3 +180,14 @@ def test_detection_with_an_odd_line_type_does_not_raise(tmp_path: Path, odd: obj
     odd_line = orjson.dumps({"timestamp": "t0", "type": odd, "payload": {}, "sessionId": "s", "uuid": "u"})
     path = _jsonl(tmp_path / "rollout.jsonl", odd_line, good)
     assert detect_source(path) == "codex-rollout"
+
+
+@pytest.mark.parametrize("samples", [b"[]", b"null"])
+def test_inspect_log_without_samples_is_counted(tmp_path: Path, samples: bytes) -> None:
+    """Found by benchmarks/fuzz_decoders.py: a JSON log whose ``samples`` is ``[]`` gave no row, no
+    rejection and no count (an ``.eval`` archive without samples, or ``samples: null``, is counted
+    as ``skipped:log_without_samples``)."""
+    path = tmp_path / "log.json"
+    path.write_bytes(b'{"version": 2, "status": "success", "eval": {}, "samples": ' + samples + b"}")
+    rows, rejected, counts = _read(path, "inspect-log")
+    assert (rows, rejected, counts.get("skipped:log_without_samples")) == (0, [], 1)
