@@ -452,12 +452,11 @@ def _mutated_file(s: SourceSeed, rng: random.Random) -> tuple[str, bytes]:
     return ".eval", buf.getvalue()
 
 
-def _records_in(layout: str, data: bytes) -> int | None:
+def _records_in(adapter: str, data: bytes) -> int | None:
     """How many records a row-per-record adapter must account for (None: the file itself is one
-    rejection), judged by the same parse the adapters use."""
-    if layout == "jsonl" or not data.lstrip().startswith((b"[", b"{")):
-        if data.lstrip().startswith(b"["):
-            return None
+    rejection), judged as the adapters read: sharegpt / llamafactory files not starting with ``[``
+    are JSON Lines, anything else one JSON document (an empty file is not JSON)."""
+    if adapter in ("sharegpt", "llamafactory") and not data[:64].lstrip().startswith(b"["):
         return sum(1 for x in data.split(b"\n") if x.strip())
     try:
         value, _ = loads_document(data)  # a bad record is still a record (rejected by number)
@@ -512,7 +511,7 @@ def check_source_file(
         if typed + len(rejected) + counts.get("blank_lines", 0) != counts.get("lines_read", 0):
             problem = f"lines: {typed} typed + {len(rejected)} rejected + blank != read, counts {counts}"
     elif adapter in ROW_ADAPTERS:
-        expected = _records_in(layout, path.read_bytes())
+        expected = _records_in(adapter, path.read_bytes())
         if expected is None:
             if written != 0 or len(rejected) != 1:
                 problem = f"unreadable file gave {written} rows and {len(rejected)} rejections, not 0 and 1"
