@@ -738,3 +738,27 @@ CHAT.append(
         },
     )
 )
+
+# Nesting past the decoders' limit (pipeline.formats.MAX_DEPTH = 200): ~500 levels around a 20-digit
+# integer once killed the whole job with a RecursionError; 1100 is past orjson's own read limit.
+BAD_LINES += [
+    (
+        "responses",
+        b'{"input": "x", "deep": ' + b"[" * 500 + b"123456789012345678901234" + b"]" * 500 + b"}",
+        "$.deep[0][0][0][0][0][0][0][0][0][0][0]...: nested deeper than 200 levels",
+    ),
+    (
+        "chat",
+        b'{"messages": [{"role": "user", "content": "x", "deep": '
+        + b'{"a":' * 300
+        + b"1"
+        + b"}" * 300
+        + b"}]}",
+        "$.messages[0].deep.a.a.a.a.a.a.a.a.a...: nested deeper than 200 levels",
+    ),
+    (
+        "anthropic",
+        b'{"messages": [], "deep": ' + b"[" * 1100 + b"]" * 1100 + b"}",
+        "$: nested deeper than 200 levels",
+    ),
+]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import json
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,6 +25,8 @@ from pipeline import codec
 from pipeline.formats import _native_decode, anthropic, chat, hf, responses, sharegpt
 from pipeline.formats._build import TableBuilder
 from pipeline.formats._common import ConversationView, RecordError, json_type
+from pipeline.formats._json import MAX_DEPTH
+from pipeline.formats._json import loads as _loads
 
 CODECS: dict[str, ModuleType] = {
     "responses": responses,
@@ -89,41 +90,8 @@ def conversation_id(raw: bytes, source_file: str | None, line: int) -> str:
     return h.hexdigest()
 
 
-# orjson reads integers in [-2**63, 2**64) exactly and any other as a float. Outside that range lie
-# only integers of 20+ digits (2**64 has 20) and negative ones of 19 digits (-2**63 has 19). Mapping
-# every digit to "0" and searching for such runs runs at C speed (a regex costs ~100x more here).
-_DIGITS_TO_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
-_TWENTY_DIGITS = b"0" * 20
-_MINUS_NINETEEN_DIGITS = b"-" + b"0" * 19
-
-
-def _find_big_int(value: Any, path: str = "$") -> str | None:
-    if type(value) is int and not -(2**63) <= value < 2**64:
-        return path
-    if isinstance(value, dict):
-        return next((p for k, v in value.items() if (p := _find_big_int(v, f"{path}.{k}"))), None)
-    if isinstance(value, list):
-        return next((p for i, v in enumerate(value) if (p := _find_big_int(v, f"{path}[{i}]"))), None)
-    return None
-
-
 # What bytes.strip() removes: ASCII space, \t, \n, \v, \f, \r.
 _WHITESPACE = frozenset(b" \t\n\x0b\x0c\r")
-
-
-def _loads(raw: bytes) -> Any:
-    """Parse one record; an integer that does not fit in 64 bits is an error, never a silent float.
-
-    orjson turns such integers into floats; the check is a byte scan that re-parses exactly (with
-    the standard library) only when a run of 20+ digits, or of 19 after a minus sign, appears.
-    """
-    value = orjson.loads(raw)
-    digits = raw.translate(_DIGITS_TO_ZERO)
-    if _TWENTY_DIGITS in digits or _MINUS_NINETEEN_DIGITS in digits:
-        path = _find_big_int(json.loads(raw))
-        if path is not None:
-            raise RecordError(path, "integer outside the 64-bit range cannot be stored exactly")
-    return value
 
 
 def decode_lines(
@@ -235,6 +203,7 @@ def encode_table(table: pa.Table, fmt: str) -> list[dict[str, Any]]:
 
 __all__ = [
     "CODECS",
+    "MAX_DEPTH",
     "WIRE_FORMATS",
     "DecodeResult",
     "RecordError",

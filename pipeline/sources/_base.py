@@ -9,6 +9,7 @@ line and reason -- nothing vanishes.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,8 +22,9 @@ import pyarrow as pa
 from pipeline.errors import ConfigError
 from pipeline.formats import CODECS, RecordError, Rejected, conversation_id, gc_paused
 from pipeline.formats import _loads as loads_record
-from pipeline.formats._build import TableBuilder
+from pipeline.formats._build import TableBuilder, dumps
 from pipeline.formats._common import json_type
+from pipeline.formats._json import loads_document, loads_nested
 from pipeline.schema import CONVERSATION_SCHEMA, PROVENANCE
 
 # Conversations per yielded table for sources with many conversations per file (tau-bench, ShareGPT).
@@ -47,25 +49,43 @@ class SourceResult:
 
 
 def check_options(source: str, options: dict[str, Any], allowed: dict[str, type]) -> None:
-    """Unknown or mistyped options fail before any work (``ConfigError``, exit code 2 in the CLI)."""
+    """Unknown or mistyped options fail before any work (``ConfigError``, exit code 2 in the CLI).
+
+    Integer options are sizes or counts: they must be positive, and ``true`` is not an integer.
+    """
     for k, v in options.items():
         if k not in allowed:
             known = ", ".join(sorted(allowed)) or "none"
             raise ConfigError(f"source {source!r} has no option {k!r} (options: {known})")
-        if not isinstance(v, allowed[k]):
-            raise ConfigError(f"source {source!r} option {k!r} must be {allowed[k].__name__}, got {v!r}")
+        want = allowed[k]
+        if not isinstance(v, want) or (want is int and (type(v) is bool or v < 1)):
+            what = "a positive integer" if want is int else want.__name__
+            raise ConfigError(f"source {source!r} option {k!r} must be {what}, got {v!r}")
 
 
 def text_of(value: Any) -> str:
-    """The JSON text of a parsed value, for a rejected record (capped: a record can be megabytes)."""
-    raw = value if isinstance(value, bytes) else orjson.dumps(value)
+    """The JSON text of a parsed value, for a rejected record (capped: a record can be megabytes).
+
+    Never raises: a value orjson cannot write (nested deeper than it writes: a record rejected for
+    passing :data:`~pipeline.formats.MAX_DEPTH`) is written by the standard library, and one too
+    deep for that as well is shown as its JSON type and the reason: the rejection itself must not
+    kill the job.
+    """
+    try:
+        raw = value if isinstance(value, bytes) else orjson.dumps(value)
+    except orjson.JSONEncodeError as e:
+        try:  # deeper than orjson writes (a record rejected for its depth): the standard library
+            raw = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        except (RecursionError, ValueError, TypeError):
+            return f"<{json_type(value)} that cannot be written as JSON: {e}>"
     if len(raw) > MAX_REJECTED_TEXT:
         raw = raw[:MAX_REJECTED_TEXT] + b"...[truncated]"
     return raw.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
 def meta_text(meta: dict[str, Any]) -> str | None:
-    return orjson.dumps(meta).decode() if meta else None
+    """``provenance.meta_json``: the envelope data an adapter keeps (raises ``JSONEncodeError``)."""
+    return dumps(meta) if meta else None
 
 
 class SourceBuilder:
@@ -114,6 +134,11 @@ class SourceBuilder:
         tb = self.tb
         mark = tb.mark()
         try:
+            meta_json = meta_text(meta or {})
+        except orjson.JSONEncodeError as e:
+            self.reject(line, record if reject_value is None else reject_value, f"meta_json: {e}")
+            return False
+        try:
             CODECS[fmt].decode(
                 tb,
                 record,
@@ -133,7 +158,7 @@ class SourceBuilder:
                 "started_at": started_at,
                 "ended_at": ended_at,
                 "score": score,
-                "meta_json": meta_text(meta or {}),
+                "meta_json": meta_json,
             }
         )
         self.counts["conversations"] += 1
@@ -174,16 +199,38 @@ def iter_jsonl(path: Path, b: SourceBuilder) -> Iterator[tuple[int, bytes, dict[
             yield n, raw, obj
 
 
-def load_json(path: Path, b: SourceBuilder) -> Any:
-    """Parse a whole-JSON file; a file that is not JSON is one rejected record (line 1) and ``...``."""
+class BadRecord:
+    """Stands in a whole-JSON file's record list for a record the parse already rejected (nested
+    too deep, an integer beyond 64 bits), so the other records keep their numbers."""
+
+    __slots__ = ("error", "value")
+
+    def __init__(self, value: Any, error: str) -> None:
+        self.value = value
+        self.error = error
+
+
+def load_json(path: Path, b: SourceBuilder, records: str | None = None) -> Any:
+    """Parse a whole-JSON file; a file that is not JSON is one rejected record (line 1) and ``...``.
+
+    A record of the file (an element of the top-level list, or of the list under key ``records``)
+    that is nested too deep or holds an integer beyond 64 bits is replaced by a :class:`BadRecord`
+    for the adapter to reject by number (:func:`iter_records`); the other records are read.
+    """
     raw = path.read_bytes()
     try:
-        return loads_record(raw)
+        value, bad = loads_document(raw, records)
     except RecordError as e:
         b.reject(1, text_of(raw), str(e))
+        return ...
     except ValueError as e:
         b.reject(1, text_of(raw), f"$: invalid JSON: {e}")
-    return ...
+        return ...
+    if bad:
+        recs = value if records is None else value[records]
+        for i, error in bad.items():
+            recs[i] = BadRecord(recs[i], error)
+    return value
 
 
 def records_of(value: Any, b: SourceBuilder, what: str) -> list[Any] | None:
@@ -198,27 +245,38 @@ def records_of(value: Any, b: SourceBuilder, what: str) -> list[Any] | None:
     return None
 
 
+def iter_records(records: list[Any] | None, b: SourceBuilder, counter: str) -> Iterator[tuple[int, Any]]:
+    """``(1-based number, record)`` of a whole-JSON file's records, counting each in ``counter``;
+    a :class:`BadRecord` is rejected here with its number and reason, and not yielded."""
+    for number, rec in enumerate(records or (), 1):
+        b.counts[counter] += 1
+        if type(rec) is BadRecord:
+            b.reject(number, rec.value, rec.error)
+            continue
+        yield number, rec
+
+
 def batched(b: SourceBuilder) -> SourceResult | None:
     """A result when the builder holds a full batch (sources with many conversations per file)."""
     return b.result() if len(b) >= BATCH_CONVERSATIONS else None
 
 
 def parse_jsonish(text: str) -> Any:
-    """Parse JSON text held in a string field (tool call values, ``tools``); ``...`` when it is not JSON."""
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return ...
+    """Parse JSON text held in a string field (tool call values, ``tools``); ``...`` when it is not
+    JSON or is nested deeper than :data:`~pipeline.formats.MAX_DEPTH` (the text is then kept)."""
+    return loads_nested(text)
 
 
 __all__ = [
     "BATCH_CONVERSATIONS",
+    "BadRecord",
     "SourceBuilder",
     "SourceResult",
     "batched",
     "check_options",
     "gc_paused",
     "iter_jsonl",
+    "iter_records",
     "load_json",
     "meta_text",
     "parse_jsonish",

@@ -70,6 +70,8 @@ SYNTHETIC_MODEL = "<synthetic>"
 def sniff(obj: dict[str, Any]) -> bool:
     """A transcript line: a Claude Code line type, and session/threading keys on message lines."""
     t = obj.get("type")
+    if type(t) is not str:  # a list or object is no line type (and is unhashable as a set member)
+        return False
     if t in MESSAGE_TYPES:
         return isinstance(obj.get("message"), dict) and "sessionId" in obj and "uuid" in obj
     return t in ("file-history-snapshot", "summary") or (t in COUNTED_TYPES and "sessionId" in obj)

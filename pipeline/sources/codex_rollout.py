@@ -56,7 +56,9 @@ _ENVELOPE = frozenset(("timestamp", "type", "payload"))
 
 def sniff(obj: dict[str, Any]) -> bool:
     """A rollout line: ``{"timestamp", "type", "payload"}`` with a Codex line type."""
-    return obj.get("type") in KNOWN_TYPES and "payload" in obj and "timestamp" in obj
+    t = obj.get("type")
+    # a list or object "type" is not a line type (and is unhashable as a set member)
+    return type(t) is str and t in KNOWN_TYPES and "payload" in obj and "timestamp" in obj
 
 
 class _Window:

@@ -31,7 +31,10 @@ Nothing vanishes: a file that is not a zip archive is one rejected record (line 
 ``header.json`` is rejected (named) and ``_journal/start.json`` used instead; no usable header is one
 rejected record and the samples are still read (without the eval's ``eval_id``/``model``); a sample
 member that cannot be read (bad CRC, truncated, not JSON, not an
-object) is rejected with the member's name and its sample number, and the other samples go on.
+object) is rejected with the member's name and its sample number, and the other samples go on. A
+member declaring more than ``max_member_bytes`` inflated (a source option, default
+:data:`DEFAULT_MAX_MEMBER_BYTES`) is rejected by name before anything is inflated; of several
+members of one name the last is read and each other copy is rejected by name.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from __future__ import annotations
 import struct
 import zipfile
 import zlib
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -53,8 +57,10 @@ HEADER = "header.json"
 JOURNAL_START = "_journal/start.json"
 SAMPLES_DIR = "samples/"
 ZIP_ZSTANDARD = 93  # the zip method id of Zstandard (APPNOTE 4.4.5)
-# A member that says it inflates beyond this is refused rather than allocated (zip bombs).
-MAX_MEMBER_BYTES = 4 << 30
+# A member that says it inflates beyond this is refused rather than inflated (zip bombs): a member
+# is inflated whole in memory and then parsed, so one member costs about three times its size
+# (a 1 GB member cost 3.2 GB RSS). Source option ``max_member_bytes`` changes it (docs/sources.md).
+DEFAULT_MAX_MEMBER_BYTES = 256 << 20
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature ... file name length, extra field length
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 
@@ -103,12 +109,22 @@ def sample_order(name: str) -> tuple[int, int, str, str]:
     return (0, int(epoch), sid.zfill(20) if sid.isdigit() else sid, name)
 
 
-def read_member(z: zipfile.ZipFile, f: IO[bytes], info: zipfile.ZipInfo) -> bytes:
-    """The bytes of one member, CRC-checked; ``MemberError`` says why it cannot be read."""
+def read_member(
+    z: zipfile.ZipFile, f: IO[bytes], info: zipfile.ZipInfo, max_bytes: int = DEFAULT_MAX_MEMBER_BYTES
+) -> bytes:
+    """The bytes of one member, CRC-checked; ``MemberError`` says why it cannot be read.
+
+    The size the member declares is checked against ``max_bytes`` before anything is inflated, and
+    no more than that size is ever produced: ``zipfile`` stops at the declared size (more data
+    fails the CRC), the zstd codec fails on a frame larger than the buffer it is given.
+    """
     if info.flag_bits & 0x1:
         raise MemberError("encrypted member")
-    if info.file_size > MAX_MEMBER_BYTES:
-        raise MemberError(f"member inflates to {info.file_size} bytes (limit {MAX_MEMBER_BYTES})")
+    if info.file_size > max_bytes:
+        raise MemberError(
+            f"member inflates to {info.file_size} bytes, "
+            f"more than max_member_bytes = {max_bytes} (a source option)"
+        )
     if info.compress_type != ZIP_ZSTANDARD:
         try:
             return z.read(info)  # zipfile checks the CRC
@@ -134,8 +150,8 @@ def read_member(z: zipfile.ZipFile, f: IO[bytes], info: zipfile.ZipInfo) -> byte
     return out
 
 
-def _load_json(z: zipfile.ZipFile, f: IO[bytes], info: zipfile.ZipInfo) -> Any:
-    raw = read_member(z, f, info)
+def _load_json(z: zipfile.ZipFile, f: IO[bytes], info: zipfile.ZipInfo, max_bytes: int) -> Any:
+    raw = read_member(z, f, info, max_bytes)
     try:
         return loads_record(raw)
     except RecordError as e:
@@ -144,7 +160,9 @@ def _load_json(z: zipfile.ZipFile, f: IO[bytes], info: zipfile.ZipInfo) -> Any:
         raise MemberError(f"$: invalid JSON: {e}") from e
 
 
-def _header(z: zipfile.ZipFile, f: IO[bytes], infos: dict[str, zipfile.ZipInfo], b: SourceBuilder) -> dict:
+def _header(
+    z: zipfile.ZipFile, f: IO[bytes], infos: dict[str, zipfile.ZipInfo], b: SourceBuilder, max_bytes: int
+) -> dict:
     """``header.json``, else ``_journal/start.json`` (a run still going or crashed), else ``{}``.
 
     A member that is there but unusable is rejected (line 1, named) and the next one is tried; no
@@ -154,7 +172,7 @@ def _header(z: zipfile.ZipFile, f: IO[bytes], infos: dict[str, zipfile.ZipInfo],
         if name not in infos:
             continue
         try:
-            header = _load_json(z, f, infos[name])
+            header = _load_json(z, f, infos[name], max_bytes)
         except MemberError as e:
             b.reject(1, {"member": name}, f"{name}: {e}")
             continue
@@ -171,10 +189,21 @@ def _header(z: zipfile.ZipFile, f: IO[bytes], infos: dict[str, zipfile.ZipInfo],
     return {}
 
 
-def read_eval(path: Path, b: SourceBuilder) -> Iterator[tuple[dict[str, Any], int, str, Any]]:
+def duplicate_note(name: str, copies: int) -> str:
+    """The reason a member whose name another member also has is not read."""
+    return f"{name}: duplicate member name ({copies} members of this name); the last one is read"
+
+
+def read_eval(
+    path: Path, b: SourceBuilder, max_bytes: int = DEFAULT_MAX_MEMBER_BYTES
+) -> Iterator[tuple[dict[str, Any], int, str, Any]]:
     """Each readable sample of one ``.eval`` archive as ``(header, number, member name, sample)``, in
     inspect's sample order; a file that is not an archive, a broken header and unreadable members are
-    rejected into ``b`` (the JSON adapter turns the samples into rows)."""
+    rejected into ``b`` (the JSON adapter turns the samples into rows).
+
+    A zip may hold several members of one name: the last is read (as ``zipfile`` reads a name) and
+    every other copy of a header or sample member is rejected by name, so none vanishes.
+    """
     with open(path, "rb") as f:
         try:
             z = zipfile.ZipFile(f)
@@ -184,15 +213,28 @@ def read_eval(path: Path, b: SourceBuilder) -> Iterator[tuple[dict[str, Any], in
             b.reject(1, head, f"not a zip archive: {e}")
             return
         with z:
-            infos = {i.filename: i for i in z.infolist()}
-            log = _header(z, f, infos, b)
-            samples = sorted((n for n in infos if _is_sample(n)), key=sample_order)
+            entries = z.infolist()
+            infos = {i.filename: i for i in entries}  # the last member of each name
+            copies = Counter(i.filename for i in entries)
+            for i in entries:
+                if i.filename in (HEADER, JOURNAL_START) and infos[i.filename] is not i:
+                    b.reject(1, {"member": i.filename}, duplicate_note(i.filename, copies[i.filename]))
+            log = _header(z, f, infos, b, max_bytes)
+            # every sample member, duplicates included, in inspect's order (copies in archive order)
+            samples = sorted(
+                ((i, pos) for pos, i in enumerate(entries) if _is_sample(i.filename)),
+                key=lambda e: (sample_order(e[0].filename), e[1]),
+            )
             if not samples:
                 b.counts["skipped:log_without_samples"] += 1
-            for number, name in enumerate(samples, 1):
+            for number, (info, _) in enumerate(samples, 1):
+                name = info.filename
                 b.counts["samples_read"] += 1
+                if infos[name] is not info:
+                    b.reject(number, {"member": name}, duplicate_note(name, copies[name]))
+                    continue
                 try:
-                    sample = _load_json(z, f, infos[name])
+                    sample = _load_json(z, f, info, max_bytes)
                 except MemberError as e:
                     b.reject(number, {"member": name}, f"{name}: {e}")
                     continue

@@ -45,11 +45,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pipeline.sources._base import SourceBuilder, SourceResult, batched, check_options, gc_paused, load_json
-from pipeline.sources.inspect_eval import is_zip, read_eval
+from pipeline.sources._base import (
+    SourceBuilder,
+    SourceResult,
+    batched,
+    check_options,
+    gc_paused,
+    iter_records,
+    load_json,
+)
+from pipeline.sources.inspect_eval import DEFAULT_MAX_MEMBER_BYTES, is_zip, read_eval
 
 NAME = "inspect-log"
-OPTIONS: dict[str, type] = {"model_calls": bool}
+OPTIONS: dict[str, type] = {"model_calls": bool, "max_member_bytes": int}
 
 ATTACHMENT = "attachment://"
 _SCORE_LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
@@ -182,21 +190,22 @@ def read(path: Path, **options: Any) -> Iterator[SourceResult]:
     """Read one eval log (JSON or ``.eval``): one conversation per sample (plus its model calls)."""
     check_options(NAME, options, OPTIONS)
     model_calls = options.get("model_calls", False)
+    max_member_bytes = options.get("max_member_bytes", DEFAULT_MAX_MEMBER_BYTES)
     b = SourceBuilder(NAME, path)
     with gc_paused():
         if is_zip(path):
-            yield from _read_eval(path, b, model_calls)
+            yield from _read_eval(path, b, model_calls, max_member_bytes)
         else:
-            log = load_json(path, b)
+            log = load_json(path, b, "samples")
             if log is not ...:
                 _read_log(b, log, model_calls)
     yield b.result(final=True)
 
 
-def _read_eval(path: Path, b: SourceBuilder, model_calls: bool) -> Iterator[SourceResult]:
+def _read_eval(path: Path, b: SourceBuilder, model_calls: bool, max_bytes: int) -> Iterator[SourceResult]:
     """Read one ``.eval`` archive's samples into ``b``, yielding full batches (the caller yields the last)."""
     meta: dict[str, Any] | None = None
-    for log, number, name, sample in read_eval(path, b):
+    for log, number, name, sample in read_eval(path, b, max_bytes):
         if meta is None:  # the same header for every sample of the archive
             meta = eval_meta_of(log.get("eval") if type(log.get("eval")) is dict else {}, log.get("status"))
             session = session_of(log)
@@ -225,16 +234,15 @@ def _read_log(b: SourceBuilder, log: Any, model_calls: bool) -> None:
         return
     eval_meta = eval_meta_of(log["eval"], log.get("status"))
     samples = log.get("samples")
-    if samples is None:
+    if samples is None or samples == []:  # as an .eval archive without sample members
         b.counts["skipped:log_without_samples"] += 1
         return
     if type(samples) is not list:
         b.reject(1, {"samples": samples}, "broken envelope: 'samples' is not a list")
         return
     session = session_of(log)
-    for i, sample in enumerate(samples):
-        b.counts["samples_read"] += 1
-        read_sample(b, i + 1, sample, session, eval_meta, model_calls)
+    for number, sample in iter_records(samples, b, "samples_read"):
+        read_sample(b, number, sample, session, eval_meta, model_calls)
 
 
 def _sample_times(sample: dict[str, Any]) -> tuple[str | None, str | None]:

@@ -19,14 +19,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from pipeline.formats import RecordError
+from pipeline.formats import _loads as loads_record
 from pipeline.sources._base import (
     SourceBuilder,
     SourceResult,
     batched,
     check_options,
     gc_paused,
+    iter_records,
     load_json,
     records_of,
 )
@@ -54,8 +55,7 @@ def read(path: Path, **options: Any) -> Iterator[SourceResult]:
     check_options(NAME, options, OPTIONS)
     b = SourceBuilder(NAME, path)
     with gc_paused():
-        for number, run in enumerate(records_of(load_json(path, b), b, "task runs") or (), 1):
-            b.counts["records_read"] += 1
+        for number, run in iter_records(records_of(load_json(path, b), b, "task runs"), b, "records_read"):
             _read_run(b, number, run)
             out = batched(b)
             if out is not None:
@@ -71,8 +71,11 @@ def _read_run(b: SourceBuilder, number: int, run: Any) -> None:
     trace = run.get("trace")
     if type(trace) is str:
         try:
-            trace = orjson.loads(trace)
-        except orjson.JSONDecodeError as e:
+            trace = loads_record(trace.encode())
+        except RecordError as e:
+            b.reject(number, run, f"$.trace: legacy string trace: {e}")
+            return
+        except ValueError as e:
             b.reject(number, run, f"$.trace: legacy string trace is not JSON: {e}")
             return
         meta["trace_was_string"] = True

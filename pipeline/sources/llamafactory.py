@@ -68,7 +68,11 @@ def _call(value: Any) -> dict[str, Any] | None:
 
 def _assistant(parts: list[dict[str, Any]]) -> dict[str, Any] | None:
     kinds = [p["type"] for p in parts]
-    if any(k not in _ORDER for k in kinds) or kinds != sorted(kinds, key=_ORDER.__getitem__):
+    # a "type" of any JSON type can arrive here: a list or object is not a part type (and would
+    # be unhashable as a key of _ORDER)
+    if any(type(k) is not str or k not in _ORDER for k in kinds):
+        return None
+    if kinds != sorted(kinds, key=_ORDER.__getitem__):
         return None
     if kinds.count("reasoning") > 1 or any(type(p["value"]) is not str for p in parts):
         return None

@@ -19,6 +19,7 @@ from pipeline.sources._base import (
     check_options,
     gc_paused,
     iter_jsonl,
+    iter_records,
     load_json,
     records_of,
 )
@@ -36,9 +37,7 @@ def rows(path: Path, b: SourceBuilder) -> Iterator[tuple[int, Any]]:
     with open(path, "rb") as f:
         head = f.read(64).lstrip()
     if head.startswith(b"["):
-        for number, row in enumerate(records_of(load_json(path, b), b, "rows") or (), 1):
-            b.counts["records_read"] += 1
-            yield number, row
+        yield from iter_records(records_of(load_json(path, b), b, "rows"), b, "records_read")
     else:
         for n, _raw, row in iter_jsonl(path, b):
             b.counts["records_read"] += 1

@@ -19,6 +19,7 @@ from pipeline.sources._base import (
     batched,
     check_options,
     gc_paused,
+    iter_records,
     load_json,
     records_of,
 )
@@ -37,8 +38,7 @@ def read(path: Path, **options: Any) -> Iterator[SourceResult]:
     b = SourceBuilder(NAME, path)
     with gc_paused():
         records = records_of(load_json(path, b), b, "trajectory records")
-        for number, rec in enumerate(records or (), 1):
-            b.counts["records_read"] += 1
+        for number, rec in iter_records(records, b, "records_read"):
             if type(rec) is not dict or type(rec.get("traj")) is not list:
                 b.reject(number, rec, f"broken envelope: record {number} has no 'traj' list")
                 continue

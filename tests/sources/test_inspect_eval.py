@@ -22,8 +22,10 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import cli
+from pipeline.errors import ConfigError
+from pipeline.formats import MAX_DEPTH
 from pipeline.sources import detect_source, read_source
-from pipeline.sources.inspect_eval import read_member, sample_order
+from pipeline.sources.inspect_eval import DEFAULT_MAX_MEMBER_BYTES, read_member, sample_order
 from tests.corpus import CORPUS_DIR, corpus_available
 
 DATA = Path(__file__).parent / "data"
@@ -312,3 +314,89 @@ def test_convert_auto_reads_an_eval_archive(tmp_path: Path) -> None:
         {"messages": [{"role": "user", "content": "q1"}], "model": "openai/gpt-4o-mini"},
         {"messages": [{"role": "user", "content": "q2"}], "model": "openai/gpt-4o-mini"},
     ]
+
+
+@pytest.mark.parametrize("compression", ["deflate", "zstd"])
+def test_member_over_the_size_cap_is_rejected_by_name(compression: str, tmp_path: Path) -> None:
+    """Members were inflated in memory up to 4 GiB each (a 1 MB zip cost 3.2 GB RSS): the cap is
+    now a source option, checked on the size the member declares before anything is inflated."""
+    log = _log()
+    log["samples"][1]["metadata"] = {"pad": "x" * 300_000}  # compresses to almost nothing
+    archive = write_eval(tmp_path / "log.eval", log, compression)
+    table, rejected, counts = _read(archive, max_member_bytes=100_000)
+    [r] = rejected
+    assert (r.line, r.file) == (2, str(archive))
+    assert r.error.startswith("samples/2_epoch_1.json: member inflates to ")
+    assert "bytes, more than max_member_bytes = 100000" in r.error
+    assert table.column("source_line").to_pylist() == [1, 3] and counts["samples_read"] == 3
+    table, rejected, _ = _read(archive)  # the default cap reads it
+    assert rejected == [] and table.num_rows == 3
+
+
+def test_member_declaring_a_huge_size_is_refused_before_inflating(tmp_path: Path) -> None:
+    """A zstd member is inflated into a buffer of the size it declares: 2 GiB declared was allocated."""
+    archive = write_eval(tmp_path / "log.eval", _log(), "zstd")
+    with zipfile.ZipFile(archive) as z:
+        info = z.getinfo("samples/2_epoch_1.json")
+        cd = z.start_dir
+    data = bytearray(archive.read_bytes())
+    struct.pack_into("<I", data, info.header_offset + 22, 2 << 30)  # local header: uncompressed size
+    pos = data.index(b"PK\x01\x02" + data[cd + 4 : cd + 6], cd)
+    while True:  # the central directory entry of that member
+        name_len = struct.unpack_from("<H", data, pos + 28)[0]
+        if data[pos + 46 : pos + 46 + name_len] == info.filename.encode():
+            struct.pack_into("<I", data, pos + 24, 2 << 30)
+            break
+        extra_len, comment_len = struct.unpack_from("<HH", data, pos + 30)
+        pos += 46 + name_len + extra_len + comment_len
+    archive.write_bytes(bytes(data))
+    table, rejected, _ = _read(archive)
+    [r] = rejected
+    assert r.error == (
+        "samples/2_epoch_1.json: member inflates to 2147483648 bytes, more than max_member_bytes = "
+        f"{DEFAULT_MAX_MEMBER_BYTES} (a source option)"
+    )
+    assert table.num_rows == 2
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 1.5, "1"])
+def test_member_cap_option_is_checked_before_work(bad: object, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="max_member_bytes"):
+        read_source(tmp_path / "missing.eval", "inspect-log", max_member_bytes=bad)
+
+
+@pytest.mark.parametrize("compression", ["deflate", "zstd"])
+def test_duplicate_member_names_are_reported_not_dropped(compression: str, tmp_path: Path) -> None:
+    """A zip may hold two members of one name; a name -> member dict kept only the last, silently."""
+    archive = write_eval(tmp_path / "log.eval", _log(), compression)
+    other = {"id": 2, "epoch": 1, "messages": [{"role": "user", "content": "the other copy"}]}
+    header = {"version": 2, "eval": {"eval_id": "E2", "model": "m"}}
+    with zipfile.ZipFile(archive, "a") as z, pytest.warns(UserWarning, match="Duplicate name"):
+        z.writestr("samples/2_epoch_1.json", _dumps(other))
+        z.writestr("header.json", _dumps(header))
+    table, rejected, counts = _read(archive)
+    errors = sorted((r.line, r.error) for r in rejected)
+    assert errors == [
+        (1, "header.json: duplicate member name (2 members of this name); the last one is read"),
+        (2, "samples/2_epoch_1.json: duplicate member name (2 members of this name); the last one is read"),
+    ]
+    assert rejected[0].input  # the copy not read is in the rejected file
+    assert counts["samples_read"] == 4 and table.num_rows == 3
+    assert counts["conversations"] + counts["rejected"] == 4 + 1
+    assert table.column("provenance").combine_chunks().field("session_id").to_pylist() == ["E2"] * 3
+    assert table.column("source_line").to_pylist() == [1, 3, 4]  # 2 is the copy not read
+    assert "the other copy" in str(table.column("items")[1].as_py())  # sample 2: its last copy
+
+
+@pytest.mark.parametrize("compression", ["deflate", "zstd"])
+def test_deep_sample_member_is_rejected_by_name(compression: str, tmp_path: Path) -> None:
+    """A member nested ~500 levels deep around a 20-digit integer killed the job (RecursionError)."""
+    deep = b"[" * 500 + b"123456789012345678901234" + b"]" * 500
+    sample = b'{"id": 2, "epoch": 1, "messages": [], "metadata": {"x": ' + deep + b"}}"
+    replace = {"samples/2_epoch_1.json": sample}
+    archive = write_eval(tmp_path / "log.eval", _log(), compression, replace=replace)
+    table, rejected, _ = _read(archive)
+    [r] = rejected
+    assert r.line == 2 and r.error.startswith("samples/2_epoch_1.json: $.metadata.x[0][0]")
+    assert r.error.endswith(f"...: nested deeper than {MAX_DEPTH} levels")
+    assert table.column("source_line").to_pylist() == [1, 3]
