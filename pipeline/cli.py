@@ -1,7 +1,8 @@
 """The ``chatlake`` command: one thin function per command over the library.
 
-Exit codes: 0 success (rejected records do not fail a job: see the report), 1 a job that failed
-while running, 2 a bad command line or job configuration (nothing was done). No user error is a
+Exit codes: 0 success (some rejected records do not fail a job: see the report), 1 a job that failed
+while running or rejected every record it read (or more than its max_rejected_share; the run is
+still written), 2 a bad command line or job configuration (nothing was done). No user error is a
 traceback: an ``OSError`` (read-only output, full disk, ...) becomes one line (:class:`_Commands`).
 """
 
@@ -255,13 +256,16 @@ def _run_job(job: object, *, catalog: str | None, quiet: bool, as_json: bool, fr
              report: Path | None = None) -> None:  # fmt: skip
     from rich.console import Console
 
-    from pipeline.engine import JobFailed, run_job
+    from pipeline.engine import JobFailed, TooManyRejected, run_job
     from pipeline.engine.report import print_summary
 
+    rejected: TooManyRejected | None = None
     try:
         summary = run_job(job, catalog=catalog, progress=not (quiet or as_json), fresh=fresh)  # type: ignore[arg-type]
     except ConfigError as e:
         raise _BadConfig(str(e)) from None
+    except TooManyRejected as e:  # the run is written: report it as usual, then exit 1 saying why
+        rejected, summary = e, e.summary
     except JobFailed as e:
         raise click.ClickException(f"the job failed: {e}") from None
     if report is not None:
@@ -271,6 +275,8 @@ def _run_job(job: object, *, catalog: str | None, quiet: bool, as_json: bool, fr
         click.echo(orjson.dumps(summary).decode())
     elif not quiet:
         print_summary(summary, Console())
+    if rejected is not None:
+        raise _Failed(str(rejected), 1)
 
 
 @cli.command()
@@ -286,6 +292,13 @@ def _run_job(job: object, *, catalog: str | None, quiet: bool, as_json: bool, fr
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Override engine.workers.")
 @click.option("--engine", type=click.Choice(("local", "ray")), default=None, help="Override engine.kind.")
 @click.option(
+    "--max-rejected-share",
+    type=click.FloatRange(0, 1),
+    default=None,
+    help="Exit 1 when more than this share of the records read is rejected (overrides "
+    "loss.max_rejected_share; default: only when every record read is rejected).",
+)
+@click.option(
     "--fresh",
     is_flag=True,
     help="Delete the files chatlake wrote in the run directory and start over (refused, exit 2, for a "
@@ -299,6 +312,7 @@ def run(
     no_catalog: bool,
     workers: int | None,
     engine: str | None,
+    max_rejected_share: float | None,
     fresh: bool,
     quiet: bool,
     as_json: bool,
@@ -306,8 +320,9 @@ def run(
     """Run the job in JOB_FILE (TOML; see docs/jobs.md) into its run directory.
 
     A killed run resumes where it stopped when started again: finished shards are kept. Exit codes:
-    0 done (rejected records are counted, not fatal), 1 the job failed while running, 2 the job file
-    is wrong (nothing was done).
+    0 done (rejected records are counted), 1 the job failed while running or rejected every record
+    read (or more than --max-rejected-share of them; the run is still written), 2 the job file is
+    wrong (nothing was done).
 
     \b
     chatlake run jobs/eval-to-chat.toml
@@ -316,7 +331,8 @@ def run(
     from pipeline.jobs import load_job
 
     try:
-        job = load_job(job_file, {"engine.workers": workers, "engine.kind": engine})
+        overrides = {"engine.workers": workers, "engine.kind": engine}
+        job = load_job(job_file, {**overrides, "loss.max_rejected_share": max_rejected_share})
     except ConfigError as e:
         raise _BadConfig(str(e)) from None
     _run_job(job, catalog=None if no_catalog else catalog, quiet=quiet, as_json=as_json, fresh=fresh)

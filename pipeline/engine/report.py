@@ -30,6 +30,8 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
             console.print(f"  {n:,} x {reason}")
     if summary["records_with_losses"]:
         kinds = ", ".join(f"{k} {n:,}" for k, n in list(summary["losses_by_kind"].items())[:6])
+        if len(summary["losses_by_kind"]) > 6:
+            kinds += f", and {len(summary['losses_by_kind']) - 6} more"
         console.print(f"{summary['records_with_losses']:,} records lost something ({kinds})")
     redone = summary.get("shards_redone") or {}
     if redone:

@@ -74,6 +74,7 @@ class Job:
     workers: int = 2
     engine: str = "local"
     ray_address: str | None = None
+    max_rejected_share: float | None = None  # None: fail only when every record read was rejected
     source_text: str = ""  # the job file as given (kept in the catalog)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -241,6 +242,7 @@ def resolve(spec: JobSpec, base: Path, source_text: str = "") -> Job:
         workers=spec.engine.workers,
         engine=spec.engine.kind,
         ray_address=spec.engine.ray_address,
+        max_rejected_share=spec.loss.max_rejected_share,
         source_text=source_text,
     )
 
@@ -311,13 +313,14 @@ def convert_job(
     allow: list[str] | None = None,
     workers: int = 2,
     base: Path | None = None,
+    max_rejected_share: float | None = None,
 ) -> Job:
     """``chatlake convert --run-dir``: a one-step job (no transforms) from command-line flags."""
     doc = {
         "name": "convert",
         "inputs": [{"path": list(inputs), "format": source}],
         "output": {"path": run_dir, "target": target},
-        "loss": {"on_loss": on_loss, "allow": list(allow or [])},
+        "loss": {"on_loss": on_loss, "allow": list(allow or []), "max_rejected_share": max_rejected_share},
         "engine": {"workers": workers},
     }
     try:
