@@ -1,7 +1,7 @@
 """Running a job: prepare the run directory, plan shards, skip finished ones, execute, summarize.
 
 >>> from pipeline.jobs import load_job                       # doctest: +SKIP
->>> summary = run_job(load_job("job.toml"), catalog="chatlake.duckdb")
+>>> summary = run_job(load_job("job.toml"), catalog=default_catalog())  # pipeline.catalog
 >>> summary["read"] == summary["written"] + summary["rejected"]
 True
 """
