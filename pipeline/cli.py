@@ -358,8 +358,8 @@ def _run_path(run: str, catalog: str | None) -> Path:
     from pipeline.catalog import Catalog
 
     path = Path(run)
-    if path.exists():
-        return path
+    if path.exists() or len(path.parts) > 1:  # runs/r1: a path, whatever the catalog holds
+        return path  # the command says it does not exist
     cat = Catalog(catalog)
     found = cat.run_dir(run)
     if found is None:
