@@ -351,23 +351,14 @@ def _catalog_option(f: Callable[..., None]) -> Callable[..., None]:
 
 
 def _run_path(run: str, catalog: str | None) -> Path:
-    """RUN as given: a run directory, or a run id (or ``latest``) looked up in the catalog.
+    """RUN as given: a run directory, or a run id (or ``latest``) looked up in the catalog (exit 2
+    for a name that is neither; docs: :func:`pipeline.audit.locate.resolve_run`)."""
+    from pipeline.audit.locate import resolve_run
 
-    A path that exists wins; a name that is neither is a usage error (exit 2) saying both.
-    """
-    from pipeline.catalog import Catalog
-
-    path = Path(run)
-    if path.exists() or len(path.parts) > 1:  # runs/r1: a path, whatever the catalog holds
-        return path  # the command says it does not exist
-    cat = Catalog(catalog)
-    found = cat.run_dir(run)
-    if found is None:
-        raise click.UsageError(
-            f"{run!r} is neither a run directory nor a run id in the catalog {cat.path} "
-            "(`chatlake runs` lists the runs and their ids)"
-        )
-    return Path(found)
+    try:
+        return resolve_run(run, catalog)
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from None
 
 
 @cli.command()
