@@ -2,7 +2,8 @@
 
 Exit codes: 0 success (some rejected records do not fail a job: see the report), 1 a job that failed
 while running or rejected every record it read (or more than its max_rejected_share; the run is
-still written), 2 a bad command line or job configuration (nothing was done). No user error is a
+still written), 2 a bad command line or job configuration (nothing was done), 130 a job
+interrupted by Ctrl-C (finished shards are kept: run it again to resume). No user error is a
 traceback: an ``OSError`` (read-only output, full disk, ...) becomes one line (:class:`_Commands`).
 """
 
@@ -266,6 +267,12 @@ def _run_job(job: object, *, catalog: str | None, quiet: bool, as_json: bool, fr
         raise _BadConfig(str(e)) from None
     except TooManyRejected as e:  # the run is written: report it as usual, then exit 1 saying why
         rejected, summary = e, e.summary
+    except KeyboardInterrupt:  # Ctrl-C: click would print a bare "Aborted!"
+        again = "the same command again without --fresh" if fresh else "the same command again"
+        raise _Failed(
+            f"interrupted: the finished shards are kept in {job.run_dir}; run {again} to resume",  # type: ignore[attr-defined]
+            130,  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
+        ) from None
     except JobFailed as e:
         raise click.ClickException(f"the job failed: {e}") from None
     if report is not None:
@@ -492,7 +499,7 @@ def sql(run_arg: str, query: str, catalog: str | None, fmt: str) -> None:
     elif fmt == "markdown":
         click.echo(render_markdown("result", query, t))
     else:
-        click.echo(render_table("result", query, t), nl=False)
+        click.echo(render_table("", "", t), nl=False)
 
 
 @cli.command("export-hf")

@@ -41,7 +41,8 @@ PARQUET = "parquet"
 FORMATS = (*WIRE_FORMATS, PARQUET)
 AUTO = "auto"
 # --from also takes a source adapter (read per file, not in line chunks) or "auto" (detected per file)
-INPUT_FORMATS = (*FORMATS, *SOURCES, AUTO)
+# (each once: sharegpt is both a wire format and a source)
+INPUT_FORMATS = tuple(dict.fromkeys((*FORMATS, *SOURCES, AUTO)))
 
 
 @dataclass

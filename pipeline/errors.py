@@ -19,3 +19,11 @@ _PATH_PREFIX = re.compile(r"^\$[^:]*: ")
 def reason_of(error: str) -> str:
     """The reason of a rejection without its location, for counting (``$.input[3]: x`` -> ``x``)."""
     return _PATH_PREFIX.sub("", error)
+
+
+def a_or_an(word: str) -> str:
+    """``word`` with its indefinite article, for messages: ``an 'input_image'``, ``an INTEGER``,
+    ``an anthropic``, ``a chat``, ``a user``; quotes around the word are ignored."""
+    w = word.lstrip("'\"`").lower()
+    vowel = w[:1] in ("a", "e", "i", "o") or (w[:1] == "u" and not w.startswith(("us", "ur", "uni", "uti")))
+    return f"{'an' if vowel or w == 'hf' or w.startswith('hf_') else 'a'} {word}"

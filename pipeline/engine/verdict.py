@@ -15,6 +15,7 @@ sniffers), or the parameter of the step that rejected them. It is computed once,
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +70,31 @@ def _message(summary: dict[str, Any], job: Job, share: float) -> str:
     step = _top_step(job.run_dir) if stage == "transform" else None
     where = f"by step `{step}`" if step else f"at {stage}"
     line = f"{head} {where}: {reasons}"
-    hint = _step_hint(step) if step else _format_hint(job) if stage in ("read", "decode") else None
+    if step:
+        hint = _step_hint(step)
+    elif stage in ("read", "decode"):
+        hint = _format_hint(job)
+    elif stage == "loss_policy":
+        hint = _loss_hint(summary["rejected_by_reason"])
+    else:
+        hint = None
     return f"{line}; {hint}" if hint else line
+
+
+_REFUSED = re.compile(r"^loss: (\S+) \(on_loss = reject\)$")  # the loss policy's reason (engine.process)
+
+
+def _loss_hint(reasons: dict[str, int]) -> str | None:
+    """The loss kinds the policy refused, and the flags that accept them."""
+    kinds = sorted({m.group(1) for r in reasons if (m := _REFUSED.match(r))})
+    if not kinds:
+        return None
+    allow = ",".join(kinds)
+    listed = ", ".join(f'"{k}"' for k in kinds)
+    return (
+        f"to write them, accept those losses: `--allow-loss {allow}` or `--on-loss allow` "
+        f"(a job file: `[loss] allow = [{listed}]`)"
+    )
 
 
 def _rejected(run_dir: Path) -> ds.Dataset | None:

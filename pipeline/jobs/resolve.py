@@ -126,7 +126,8 @@ def step_name(spec: str | dict[str, Any]) -> str:
 
 
 def _format_names() -> list[str]:
-    return [*WIRE_FORMATS, CANONICAL, *sorted(SOURCES), "auto"]
+    """The input formats, each once (``sharegpt`` is both a wire format and a source adapter)."""
+    return list(dict.fromkeys([*WIRE_FORMATS, CANONICAL, *sorted(SOURCES), "auto"]))
 
 
 def _resolve_format(fmt: str, url: str, container: Container) -> tuple[str, Container]:

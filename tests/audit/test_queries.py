@@ -356,7 +356,7 @@ def test_worst_records_binds_n(fixture_run: FixtureRun) -> None:
     con = open_run(fixture_run.path)
     q = load_query("worst_records")
     _close(q.run(con, {"n": "3"}).to_pylist(), ref_worst_records(fixture_run, 3))
-    with pytest.raises(ConfigError, match="expected a INTEGER"):
+    with pytest.raises(ConfigError, match="expected an INTEGER"):
         q.run(con, {"n": "3; DROP TABLE x"})
     with pytest.raises(ConfigError, match="has no parameter 'm'"):
         q.run(con, {"m": "3"})

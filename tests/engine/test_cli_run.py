@@ -156,3 +156,41 @@ def test_commands_that_read_a_run_accept_its_id_or_latest(tmp_path: Path, args: 
     bad = CliRunner().invoke(cli, [*argv, "--catalog", catalog])
     assert bad.exit_code == 2 and "Traceback" not in bad.output
     assert "'no-such-run' is neither a run directory nor a run id in the catalog" in bad.output
+
+
+def test_ctrl_c_says_how_to_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.engine import local
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(local, "execute", interrupted)
+    catalog = str(tmp_path / "cat.duckdb")
+    res = CliRunner().invoke(cli, ["run", str(_job(tmp_path)), "--catalog", catalog, "-q"])
+    assert res.exit_code == 130, res.output
+    assert "Aborted!" not in res.output and "Traceback" not in res.output
+    kept = f"interrupted: the finished shards are kept in {tmp_path / 'run'}; "
+    assert kept + "run the same command again to resume" in res.output
+    fresh = CliRunner().invoke(cli, ["run", str(_job(tmp_path)), "--no-catalog", "-q", "--fresh"])
+    assert fresh.exit_code == 130 and "run the same command again without --fresh to resume" in fresh.output
+    [row] = CliRunner().invoke(cli, ["runs", "--catalog", catalog, "--json"]).output.splitlines()
+    assert orjson.loads(row)["status"] == "failed"
+
+
+def test_the_summary_says_how_many_loss_kinds_it_does_not_list() -> None:
+    import io
+
+    from rich.console import Console
+
+    from pipeline.engine.report import print_summary
+
+    kinds = {f"kind_{i}": 10 - i for i in range(8)}
+    summary = {"job": "j", "target": "chat", "status": "ok", "read": 3, "written": 3, "rejected": 0,
+               "shards": 1, "records_with_losses": 3, "losses_by_kind": kinds,
+               "run_dir": "runs/j"}  # fmt: skip
+    out = io.StringIO()
+    print_summary(summary, Console(file=out, width=200))
+    line = next(x for x in out.getvalue().splitlines() if "records lost something" in x)
+    assert line == (
+        "3 records lost something (kind_0 10, kind_1 9, kind_2 8, kind_3 7, kind_4 6, kind_5 5, and 2 more)"
+    )

@@ -107,3 +107,18 @@ def test_convert_run_dir_gets_the_same_verdict(tmp_path: Path) -> None:
     assert res.exit_code == 1, res.output
     assert f"all {len(CHAT)} records rejected at decode" in res.output
     assert (tmp_path / "run" / "summary.json").exists()
+
+
+def test_a_loss_policy_that_rejects_everything_names_the_kinds_to_allow(tmp_path: Path) -> None:
+    named = [orjson.dumps({"model": "m", "messages": [{"role": "user", "content": f"hi {i}", "name": "bob"}]})
+             for i in range(3)]  # fmt: skip
+    write_jsonl(tmp_path / "in.jsonl", named)  # a message name has no slot in Responses: loss `name`
+    job = write_job(tmp_path / "job.toml", [{"path": "in.jsonl", "format": "chat"}],
+                    {"path": "run", "target": "responses"}, loss={"on_loss": "reject"})  # fmt: skip
+    with pytest.raises(TooManyRejected) as e:
+        run_job(load_job(job))
+    assert e.value.summary["rejected_by_stage"] == {"loss_policy": 3}
+    assert str(e.value) == (
+        "all 3 records rejected at loss_policy: `loss: name (on_loss = reject)`; to write them, accept "
+        'those losses: `--allow-loss name` or `--on-loss allow` (a job file: `[loss] allow = ["name"]`)'
+    )
