@@ -21,9 +21,18 @@ def reason_of(error: str) -> str:
     return _PATH_PREFIX.sub("", error)
 
 
+# Words that take "an": a vowel sound (a, e, i, o; u except in "us..", "ur..", "uni..", "uti.."),
+# and "hf" (aitch). A plain regex, no lookaround, so Polars (Rust regex) runs the same rule.
+AN_WORD = r"^['\"`]?(?i:hf(?:$|[^a-z0-9])|[aeio]|u(?:$|[^srnt]|n(?:$|[^i])|t(?:$|[^i])))"
+_AN = re.compile(AN_WORD)
+
+
+def quoted(value: object) -> str:
+    """``value`` in single quotes, as messages name a type: ``'input_image'`` (``'None'`` for None)."""
+    return f"'{value}'"
+
+
 def a_or_an(word: str) -> str:
     """``word`` with its indefinite article, for messages: ``an 'input_image'``, ``an INTEGER``,
     ``an anthropic``, ``a chat``, ``a user``; quotes around the word are ignored."""
-    w = word.lstrip("'\"`").lower()
-    vowel = w[:1] in ("a", "e", "i", "o") or (w[:1] == "u" and not w.startswith(("us", "ur", "uni", "uti")))
-    return f"{'an' if vowel or w == 'hf' or w.startswith('hf_') else 'a'} {word}"
+    return f"{'an' if _AN.match(word) else 'a'} {word}"

@@ -17,15 +17,17 @@ PIPELINE = Path(__file__).resolve().parents[1] / "pipeline"
     [("INTEGER", "an INTEGER"), ("VARCHAR", "a VARCHAR"), ("anthropic", "an anthropic"), ("chat", "a chat"),
      ("responses", "a responses"), ("hf", "an hf"), ("'input_image'", "an 'input_image'"),
      ("'output_text'", "an 'output_text'"), ("'text'", "a 'text'"), ("user", "a user"),
-     ("unsupported", "an unsupported"), ("'image_url'", "an 'image_url'")],
+     ("unsupported", "an unsupported"), ("'image_url'", "an 'image_url'"), ("'hf'", "an 'hf'"),
+     ("'url'", "a 'url'"), ("'None'", "a 'None'")],
 )  # fmt: skip
 def test_a_or_an(word: str, expected: str) -> None:
     assert a_or_an(word) == expected
 
 
 def test_no_message_puts_a_before_a_placeholder() -> None:
-    """``f"a {x}"`` reads "a anthropic", "a INTEGER": messages use :func:`a_or_an` instead."""
-    pattern = re.compile(r"""\ba ['"]?\{""")
+    """``f"a {x}"`` reads "a anthropic", "a INTEGER"; ``lit("a '")`` + a column the same: messages
+    use :func:`a_or_an` (and the vectorized encoders its regex) instead."""
+    pattern = re.compile(r"""\ba ['"]?\{|"a '"\)""")
     found = [
         f"{p.relative_to(PIPELINE)}:{n}: {line.strip()}"
         for p in sorted(PIPELINE.rglob("*.py"))
@@ -37,3 +39,15 @@ def test_no_message_puts_a_before_a_placeholder() -> None:
 
 def test_reason_of_drops_the_location() -> None:
     assert reason_of("$.input[3]: not a string") == "not a string"
+
+
+def test_the_vectorized_article_is_the_same_rule() -> None:
+    import polars as pl
+
+    from pipeline.encoders.vectorized.responses_to_chat import _a_or_an_quoted
+    from pipeline.errors import quoted
+
+    words = ["input_image", "text", "output_text", "user", "unsupported", "hf", "url", "audio", "", None]
+    frame = pl.DataFrame({"t": words}, schema={"t": pl.String})
+    got = frame.select(_a_or_an_quoted(pl.col("t"))).to_series().to_list()
+    assert got == [a_or_an(quoted(w)) for w in words]

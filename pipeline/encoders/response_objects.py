@@ -54,7 +54,7 @@ from typing import Any
 
 from pipeline.encoders import to_anthropic, to_chat, to_responses
 from pipeline.encoders._context import CALLS, PART_LOSS_KINDS, Ctx
-from pipeline.errors import a_or_an
+from pipeline.errors import a_or_an, quoted
 from pipeline.losses import pointer
 
 FORMATS = frozenset(("responses", "chat", "anthropic"))
@@ -509,7 +509,7 @@ def _to_anthropic(ctx: Ctx, env: Envelope) -> dict[str, Any]:
                 ctx.lose(
                     _output_ptr(ctx),
                     "unknown_item",
-                    f"{a_or_an(repr(block.get('type')))} block has no slot in a Message",
+                    f"{a_or_an(quoted(block.get('type')))} block has no slot in a Message",
                 )
     if not blocks:  # read back as one message with no content
         ctx.lose(
@@ -548,7 +548,7 @@ def _output_items(ctx: Ctx, items: list[dict[str, Any]]) -> list[dict[str, Any]]
                 texts.append({"type": "output_text", "text": part.get("text", ""), "annotations": []})
             else:
                 ctx.lose(path, PART_LOSS_KINDS.get(part.get("type"), "unknown_field"),
-                         f"{a_or_an(repr(part.get('type')))} part has no slot in an output "
+                         f"{a_or_an(quoted(part.get('type')))} part has no slot in an output "
                          "message")  # fmt: skip
         if isinstance(content, str):
             ctx.lose(path + ("/content" if ctx.source == "chat" else ""), "content_form",

@@ -67,6 +67,7 @@ from pipeline.encoders.vectorized._json import (
     json_pointer_token,
     orjson_string,
 )
+from pipeline.errors import AN_WORD
 from pipeline.schema import BLOCK, CONVERSATION_SCHEMA, ITEM, cast_to_canonical
 
 INSTRUCTION_ITEMS_ERROR = "ValueError: converting instructions given as an item list is not supported yet"
@@ -182,6 +183,13 @@ def _frame(columns: dict[str, pa.Array]) -> pl.DataFrame:
     df = pl.from_arrow(pa.table(columns))
     assert isinstance(df, pl.DataFrame)
     return df
+
+
+def _a_or_an_quoted(word: pl.Expr) -> pl.Expr:
+    """``an 'input_image'`` / ``a 'text'``: :func:`pipeline.errors.a_or_an` of the quoted word,
+    by the same regex, for a column (null reads 'None', as the per-record path writes it)."""
+    q = pl.concat_str(pl.lit("'"), word.fill_null("None"), pl.lit("'"))
+    return pl.concat_str(pl.when(q.str.contains(AN_WORD)).then(pl.lit("an ")).otherwise(pl.lit("a ")), q)
 
 
 def _losses(
@@ -796,7 +804,7 @@ def _block_losses(blocks_eager: pl.DataFrame) -> list[pl.LazyFrame]:
         _losses(
             text.filter(bt.is_null() | (bt != pl.col("expected"))),
             path, "content_form",
-            pl.concat_str(lit("a '"), bt.fill_null("None"), lit("' part comes back as '"),
+            pl.concat_str(_a_or_an_quoted(bt), lit(" part comes back as '"),
                           pl.col("expected"), lit("'")),
             bstep=0, **common,
         ),
@@ -822,7 +830,7 @@ def _block_losses(blocks_eager: pl.DataFrame) -> list[pl.LazyFrame]:
             blocks.filter(pl.col("cls") == "drop"),
             path,
             bt.replace_strict(PART_LOSS_KINDS, default="unknown_field", return_dtype=pl.String),
-            pl.concat_str(lit("a '"), bt.fill_null("None"), lit("' part has no equivalent in Chat here")),
+            pl.concat_str(_a_or_an_quoted(bt), lit(" part has no equivalent in Chat here")),
             bstep=0, **common,
         ),
     ]  # fmt: skip
