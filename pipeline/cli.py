@@ -386,10 +386,14 @@ def runs(catalog: str | None, job: str | None, limit: int, as_json: bool) -> Non
     from pipeline.catalog import Catalog
     from pipeline.engine.report import print_runs
 
-    rows = Catalog(catalog).runs(limit=limit, job=job)
+    cat = Catalog(catalog)
+    rows = cat.runs(limit=limit, job=job)
     if as_json:
         for r in rows:
             click.echo(orjson.dumps(r).decode())
+    elif not rows:  # an empty table says nothing about where chatlake looked
+        which = f" of job {job!r}" if job else ""
+        click.echo(f"no runs{which} in the catalog {cat.path} (`chatlake run JOB.toml` registers one)")
     else:
         print_runs(rows, Console())
 

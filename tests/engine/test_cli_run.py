@@ -194,3 +194,10 @@ def test_the_summary_says_how_many_loss_kinds_it_does_not_list() -> None:
     assert line == (
         "3 records lost something (kind_0 10, kind_1 9, kind_2 8, kind_3 7, kind_4 6, kind_5 5, and 2 more)"
     )
+
+
+def test_runs_says_where_it_looked_when_there_are_none(tmp_path: Path) -> None:
+    catalog = str(tmp_path / "none.duckdb")
+    res = CliRunner().invoke(cli, ["runs", "--catalog", catalog])
+    assert res.exit_code == 0
+    assert res.output == f"no runs in the catalog {catalog} (`chatlake run JOB.toml` registers one)\n"
