@@ -1,4 +1,9 @@
-"""The run catalog: every job run registered in an embedded DuckDB file (``chatlake.duckdb``).
+"""The run catalog: every job run registered in an embedded DuckDB file.
+
+The default file is per user, so ``chatlake runs`` lists the same runs from any directory:
+``$XDG_DATA_HOME/chatlake/catalog.duckdb`` (``~/.local/share/chatlake/catalog.duckdb`` when
+``XDG_DATA_HOME`` is unset); ``CHATLAKE_CATALOG`` or ``--catalog`` names another
+(:func:`default_catalog`).
 
 A run is inserted when it starts (status ``running``) and updated when it ends (``ok`` or
 ``failed``), so a killed run stays visible as ``running``. ``chatlake runs`` lists them. The
@@ -10,6 +15,7 @@ Values are always bound as parameters.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +25,16 @@ from typing import Any
 import duckdb
 import orjson
 
-DEFAULT_CATALOG = "chatlake.duckdb"
+
+def default_catalog() -> Path:
+    """The catalog file to use when none is given: ``CHATLAKE_CATALOG``, else the per-user one."""
+    given = os.environ.get("CHATLAKE_CATALOG")
+    if given:
+        return Path(given)
+    # XDG Base Directory spec: a relative XDG_DATA_HOME is invalid and must be ignored
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share"
+    return base / "chatlake" / "catalog.duckdb"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -57,8 +72,8 @@ def _connect_retrying(path: str, read_only: bool, wait_s: float = 10.0) -> duckd
 class Catalog:
     """Runs recorded in one DuckDB file."""
 
-    def __init__(self, path: str | Path = DEFAULT_CATALOG) -> None:
-        self.path = str(path)
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = str(default_catalog() if path is None else path)
 
     @contextmanager
     def _connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -109,3 +124,15 @@ class Catalog:
                 [job, job, limit],
             ).fetchall()
         return [dict(zip(COLUMNS, r, strict=True)) for r in rows]
+
+    def run_dir(self, run_id: str) -> str | None:
+        """The run directory of ``run_id`` (or of ``latest``: the last run started), else None."""
+        if not Path(self.path).exists():
+            return None
+        with self._connect(read_only=True) as con:
+            row = con.execute(
+                "SELECT run_dir FROM runs WHERE run_id = ? OR ? = 'latest' "
+                "ORDER BY started_at DESC, run_id DESC LIMIT 1",
+                [run_id, run_id],
+            ).fetchone()
+        return None if row is None else str(row[0])

@@ -1,7 +1,9 @@
 """The ``chatlake`` command: one thin function per command over the library.
 
-Exit codes: 0 success (rejected records do not fail a job: see the report), 1 a job that failed
-while running, 2 a bad command line or job configuration (nothing was done). No user error is a
+Exit codes: 0 success (some rejected records do not fail a job: see the report), 1 a job that failed
+while running or rejected every record it read (or more than its max_rejected_share; the run is
+still written), 2 a bad command line or job configuration (nothing was done), 130 a job
+interrupted by Ctrl-C (finished shards are kept: run it again to resume). No user error is a
 traceback: an ``OSError`` (read-only output, full disk, ...) becomes one line (:class:`_Commands`).
 """
 
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import errno
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -346,13 +348,22 @@ def _run_job(job: object, *, catalog: str | None, quiet: bool, as_json: bool, fr
              report: Path | None = None) -> None:  # fmt: skip
     from rich.console import Console
 
-    from pipeline.engine import JobFailed, run_job
+    from pipeline.engine import JobFailed, TooManyRejected, run_job
     from pipeline.engine.report import print_summary
 
+    rejected: TooManyRejected | None = None
     try:
         summary = run_job(job, catalog=catalog, progress=not (quiet or as_json), fresh=fresh)  # type: ignore[arg-type]
     except ConfigError as e:
         raise _BadConfig(str(e)) from None
+    except TooManyRejected as e:  # the run is written: report it as usual, then exit 1 saying why
+        rejected, summary = e, e.summary
+    except KeyboardInterrupt:  # Ctrl-C: click would print a bare "Aborted!"
+        again = "the same command again without --fresh" if fresh else "the same command again"
+        raise _Failed(
+            f"interrupted: the finished shards are kept in {job.run_dir}; run {again} to resume",  # type: ignore[attr-defined]
+            130,  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
+        ) from None
     except JobFailed as e:
         raise click.ClickException(f"the job failed: {e}") from None
     _write_report(report, summary)
@@ -360,20 +371,28 @@ def _run_job(job: object, *, catalog: str | None, quiet: bool, as_json: bool, fr
         click.echo(orjson.dumps(summary).decode())
     elif not quiet:
         print_summary(summary, Console())
+    if rejected is not None:
+        raise _Failed(str(rejected), 1)
 
 
 @cli.command()
 @click.argument("job_file", type=click.Path(path_type=Path))
 @click.option(
     "--catalog",
-    default="chatlake.duckdb",
-    show_default=True,
-    envvar="CHATLAKE_CATALOG",
-    help="DuckDB run catalog to register the run in (env CHATLAKE_CATALOG).",
+    default=None,
+    help="DuckDB run catalog to register the run in (env CHATLAKE_CATALOG; default: "
+    "$XDG_DATA_HOME/chatlake/catalog.duckdb, i.e. ~/.local/share/chatlake/catalog.duckdb).",
 )
 @click.option("--no-catalog", is_flag=True, help="Do not register the run.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Override engine.workers.")
 @click.option("--engine", type=click.Choice(("local", "ray")), default=None, help="Override engine.kind.")
+@click.option(
+    "--max-rejected-share",
+    type=click.FloatRange(0, 1),
+    default=None,
+    help="Exit 1 when more than this share of the records read is rejected (overrides "
+    "loss.max_rejected_share; default: only when every record read is rejected).",
+)
 @click.option(
     "--fresh",
     is_flag=True,
@@ -384,10 +403,11 @@ def _run_job(job: object, *, catalog: str | None, quiet: bool, as_json: bool, fr
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as one JSON line (no progress).")
 def run(
     job_file: Path,
-    catalog: str,
+    catalog: str | None,
     no_catalog: bool,
     workers: int | None,
     engine: str | None,
+    max_rejected_share: float | None,
     fresh: bool,
     quiet: bool,
     as_json: bool,
@@ -395,8 +415,9 @@ def run(
     """Run the job in JOB_FILE (TOML; see docs/jobs.md) into its run directory.
 
     A killed run resumes where it stopped when started again: finished shards are kept. Exit codes:
-    0 done (rejected records are counted, not fatal), 1 the job failed while running, 2 the job file
-    is wrong (nothing was done).
+    0 done (rejected records are counted), 1 the job failed while running or rejected every record
+    read (or more than --max-rejected-share of them; the run is still written), 2 the job file is
+    wrong (nothing was done).
 
     \b
     chatlake run jobs/eval-to-chat.toml
@@ -405,21 +426,46 @@ def run(
     from pipeline.jobs import load_job
 
     try:
-        job = load_job(job_file, {"engine.workers": workers, "engine.kind": engine})
+        overrides = {"engine.workers": workers, "engine.kind": engine}
+        job = load_job(job_file, {**overrides, "loss.max_rejected_share": max_rejected_share})
     except ConfigError as e:
         raise _BadConfig(str(e)) from None
-    _run_job(job, catalog=None if no_catalog else catalog, quiet=quiet, as_json=as_json, fresh=fresh)
+    from pipeline.catalog import default_catalog
+
+    where = None if no_catalog else str(catalog or default_catalog())
+    _run_job(job, catalog=where, quiet=quiet, as_json=as_json, fresh=fresh)
+
+
+def _catalog_option(f: Callable[..., None]) -> Callable[..., None]:
+    """``--catalog``: the run catalog to read (env CHATLAKE_CATALOG, else the per-user default)."""
+    return click.option(
+        "--catalog",
+        default=None,
+        help="Run catalog (env CHATLAKE_CATALOG; default: ~/.local/share/chatlake/catalog.duckdb, "
+        "under $XDG_DATA_HOME when set).",
+    )(f)
+
+
+def _run_path(run: str, catalog: str | None) -> Path:
+    """RUN as given: a run directory, or a run id (or ``latest``) looked up in the catalog (exit 2
+    for a name that is neither; docs: :func:`pipeline.audit.locate.resolve_run`)."""
+    from pipeline.audit.locate import resolve_run
+
+    try:
+        return resolve_run(run, catalog)
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from None
 
 
 @cli.command()
-@click.option(
-    "--catalog", default="chatlake.duckdb", show_default=True, envvar="CHATLAKE_CATALOG", help="Run catalog."
-)
+@_catalog_option
 @click.option("--job", default=None, help="Only the runs of this job.")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per run.")
-def runs(catalog: str, job: str | None, limit: int, as_json: bool) -> None:
-    """List past runs, latest first: id, job, started, read / written / rejected, status.
+def runs(catalog: str | None, job: str | None, limit: int, as_json: bool) -> None:
+    """List past runs, latest first: id, run directory, started, read / written / rejected, status.
+
+    Their ids (or ``latest``) can stand for the run directory in audit, sql, export-hf and verify.
 
     \b
     chatlake runs --limit 5
@@ -429,10 +475,14 @@ def runs(catalog: str, job: str | None, limit: int, as_json: bool) -> None:
     from pipeline.catalog import Catalog
     from pipeline.engine.report import print_runs
 
-    rows = Catalog(catalog).runs(limit=limit, job=job)
+    cat = Catalog(catalog)
+    rows = cat.runs(limit=limit, job=job)
     if as_json:
         for r in rows:
             click.echo(orjson.dumps(r).decode())
+    elif not rows:  # an empty table says nothing about where chatlake looked
+        which = f" of job {job!r}" if job else ""
+        click.echo(f"no runs{which} in the catalog {cat.path} (`chatlake run JOB.toml` registers one)")
     else:
         print_runs(rows, Console())
 
@@ -448,15 +498,22 @@ def _params(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 @cli.command()
-@click.argument("run", type=click.Path(path_type=Path))
+@click.argument("run_arg", metavar="RUN")
+@_catalog_option
 @click.option("--query", "-Q", "names", multiple=True, help="Query from sql/ (repeatable; default all).")
 @click.option("--format", "fmt", type=click.Choice(("table", "csv", "json", "markdown")), default="table")
 @click.option("--param", "-p", "params", multiple=True, help="NAME=VALUE, bound by DuckDB (e.g. n=20).")
 @click.option("--html", "html_out", type=click.Path(path_type=Path), help="Also write the HTML report here.")
 def audit(
-    run: Path, names: tuple[str, ...], fmt: str, params: tuple[str, ...], html_out: Path | None
+    run_arg: str,
+    catalog: str | None,
+    names: tuple[str, ...],
+    fmt: str,
+    params: tuple[str, ...],
+    html_out: Path | None,
 ) -> None:
-    """Run the sql/ audit queries over a run directory (see docs/audit.md).
+    """Run the sql/ audit queries over a run (a directory, a run id from `chatlake runs`, or
+    `latest`; see docs/audit.md).
 
     \b
     chatlake audit runs/r1 --query worst_records --param n=20 --format markdown
@@ -466,6 +523,7 @@ def audit(
     from pipeline.audit.render import render_csv, render_json, render_markdown, render_table
 
     given = _params(params)
+    run = _run_path(run_arg, catalog)
     try:
         queries = load_queries(list(names))
         for q in queries:  # a parameter no selected query declares is a typo
@@ -499,12 +557,14 @@ def audit(
 
 
 @cli.command()
-@click.argument("run", type=click.Path(path_type=Path))
+@click.argument("run_arg", metavar="RUN")
 @click.argument("query")
+@_catalog_option
 @click.option("--format", "fmt", type=click.Choice(("table", "csv", "json", "markdown")), default="table")
-def sql(run: Path, query: str, fmt: str) -> None:
-    """Run ad-hoc SQL over a run, with the conversations/items/losses/rejected/summary views and
-    the audit facts (records, top_losses, record_counts, item_counts, phase_counts, loss_counts).
+def sql(run_arg: str, query: str, catalog: str | None, fmt: str) -> None:
+    """Run ad-hoc SQL over a run (a directory, a run id from `chatlake runs`, or `latest`), with
+    the conversations/items/losses/rejected/summary views and the audit facts (records,
+    top_losses, record_counts, item_counts, phase_counts, loss_counts).
 
     \b
     chatlake sql runs/r1 "SELECT kind, count(*) FROM losses GROUP BY ALL"
@@ -515,6 +575,7 @@ def sql(run: Path, query: str, fmt: str) -> None:
     from pipeline.audit import open_run
     from pipeline.audit.render import render_csv, render_json, render_markdown, render_table
 
+    run = _run_path(run_arg, catalog)
     try:
         with _reading(run):
             con = open_run(run)
@@ -531,27 +592,30 @@ def sql(run: Path, query: str, fmt: str) -> None:
     elif fmt == "markdown":
         click.echo(render_markdown("result", query, t))
     else:
-        click.echo(render_table("result", query, t), nl=False)
+        click.echo(render_table("", "", t), nl=False)
 
 
 @cli.command("export-hf")
-@click.argument("run", type=click.Path(path_type=Path))
+@click.argument("run_arg", metavar="RUN")
 @click.argument("out_dir", type=click.Path(path_type=Path))
+@_catalog_option
 @click.option("--style", type=click.Choice(("trl", "openai")), default="trl", show_default=True)
 @click.option("--split-by", help="A conversations column whose values name the splits (default: train).")
 @click.option("--shard-rows", type=int, default=100_000, show_default=True, help="Rows per Parquet shard.")
 @click.option("--push", "repo_id", help="Upload to this Hub dataset repo (needs a configured token).")
 @click.option("--dry-run", is_flag=True, help="With --push: check the token and list, upload nothing.")
 def export_hf(
-    run: Path,
+    run_arg: str,
     out_dir: Path,
+    catalog: str | None,
     style: str,
     split_by: str | None,
     shard_rows: int,
     repo_id: str | None,
     dry_run: bool,
 ) -> None:
-    """Export a run's written records as a Hugging Face dataset (see docs/export.md).
+    """Export a run's written records (RUN: a directory, a run id from `chatlake runs`, or `latest`)
+    as a Hugging Face dataset (see docs/export.md).
 
     \b
     chatlake export-hf runs/r1 out/hf --split-by source_format
@@ -559,6 +623,7 @@ def export_hf(
     from pipeline.audit.views import check_run_files
     from pipeline.sinks.hf_dataset import ExportConfig, export, push
 
+    run = _run_path(run_arg, catalog)
     cfg = ExportConfig(run, out_dir, style, split_by, shard_rows, repo_id)
     try:
         cfg.validate()
@@ -580,13 +645,16 @@ def export_hf(
 
 
 @cli.command()
-@click.argument("run", type=click.Path(path_type=Path))
-def verify(run: Path) -> None:
-    """Check a run directory end to end (docs/run-layout.md): every shard listed and complete, rows,
-    bytes and sha256 as listed, no stray files, read == written + rejected per shard and in total,
-    every loss and output line belonging to a written record of its shard.
+@click.argument("run_arg", metavar="RUN")
+@_catalog_option
+def verify(run_arg: str, catalog: str | None) -> None:
+    """Check a run (a directory, a run id from `chatlake runs`, or `latest`) end to end
+    (docs/run-layout.md): every shard listed and complete, rows, bytes and sha256 as listed, no
+    stray files, read == written + rejected per shard and in total, every loss and output line
+    belonging to a written record of its shard.
 
-    Exit 0 with one OK line, 1 with the list of what is wrong, 2 when RUN is not a directory.
+    Exit 0 with one OK line, 1 with the list of what is wrong, 2 when RUN is not a directory
+    (nor a run id in the catalog).
 
     \b
     chatlake verify runs/r1
@@ -594,6 +662,7 @@ def verify(run: Path) -> None:
     from pipeline.engine.verify import ok_line
     from pipeline.engine.verify import verify as check
 
+    run = _run_path(run_arg, catalog)
     if not run.is_dir():
         raise _Failed(f"run directory {str(run)!r} does not exist", 2)
     problems = check(run)

@@ -19,3 +19,20 @@ _PATH_PREFIX = re.compile(r"^\$[^:]*: ")
 def reason_of(error: str) -> str:
     """The reason of a rejection without its location, for counting (``$.input[3]: x`` -> ``x``)."""
     return _PATH_PREFIX.sub("", error)
+
+
+# Words that take "an": a vowel sound (a, e, i, o; u except in "us..", "ur..", "uni..", "uti.."),
+# and "hf" (aitch). A plain regex, no lookaround, so Polars (Rust regex) runs the same rule.
+AN_WORD = r"^['\"`]?(?i:hf(?:$|[^a-z0-9])|[aeio]|u(?:$|[^srnt]|n(?:$|[^i])|t(?:$|[^i])))"
+_AN = re.compile(AN_WORD)
+
+
+def quoted(value: object) -> str:
+    """``value`` in single quotes, as messages name a type: ``'input_image'`` (``'None'`` for None)."""
+    return f"'{value}'"
+
+
+def a_or_an(word: str) -> str:
+    """``word`` with its indefinite article, for messages: ``an 'input_image'``, ``an INTEGER``,
+    ``an anthropic``, ``a chat``, ``a user``; quotes around the word are ignored."""
+    return f"{'an' if _AN.match(word) else 'a'} {word}"

@@ -88,3 +88,10 @@ def test_allow_loss_with_unknown_kind_exits_2(tmp_path: Path) -> None:
         ],
     )
     assert result.exit_code == 2 and "unknown loss kinds ['bogus']" in result.output
+
+
+def test_convert_from_lists_each_format_once() -> None:
+    """sharegpt is a wire format and a source: --from's choices (and its error) name it once."""
+    res = CliRunner().invoke(cli, ["convert", "x.jsonl", "--from", "nope", "--to", "chat", "-o", "y.jsonl"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert res.output.count("'sharegpt'") == 1, res.output

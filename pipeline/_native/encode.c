@@ -141,6 +141,23 @@ static void put(St *st, Buf *b, const void *src, size_t n) {
 
 static void puts_(St *st, Buf *b, const char *s) { put(st, b, s, strlen(s)); }
 
+/* The article before a quoted word, as pipeline.errors.a_or_an(quoted(word)) chooses it: its regex
+   AN_WORD on "'word'" (the closing quote follows the word, so "end of text" never applies here).
+   NULL reads 'None' (Python's str of None). */
+static int lower_(char c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
+static int alnum_(char c) { c = (char)lower_(c); return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+static const char *article_quoted(const char *w, size_t n) {
+    if (!w) return "a '";
+    char c0 = n > 0 ? (char)lower_(w[0]) : '\'';
+    char c1 = n > 1 ? (char)lower_(w[1]) : '\'';
+    char c2 = n > 2 ? (char)lower_(w[2]) : '\'';
+    int an = c0 == 'a' || c0 == 'e' || c0 == 'i' || c0 == 'o'
+        || (c0 == 'h' && c1 == 'f' && !alnum_(c2))
+        || (c0 == 'u' && ((c1 != 's' && c1 != 'r' && c1 != 'n' && c1 != 't')
+                          || ((c1 == 'n' || c1 == 't') && c2 != 'i')));
+    return an ? "an '" : "a '";
+}
+
 static void put_i64(St *st, Buf *b, int64_t v) {
     char tmp[24];
     size_t k = sizeof tmp;
@@ -677,7 +694,7 @@ static int text_part(Enc *e, int64_t i, int64_t j, int64_t k, int allow_media, i
         const char *expected = assistant ? "output_text" : "input_text";
         if (!str_eq(t, tl, expected)) {
             e->tmp.len = 0;
-            puts_(st, &e->tmp, "a '");
+            puts_(st, &e->tmp, article_quoted(t, tl));
             if (t) put(st, &e->tmp, t, tl);
             else puts_(st, &e->tmp, "None");
             puts_(st, &e->tmp, "' part comes back as '");
@@ -790,7 +807,7 @@ static int text_part(Enc *e, int64_t i, int64_t j, int64_t k, int allow_media, i
     }
     /* ctx.lose_part(path, t, "Chat here") */
     e->tmp.len = 0;
-    puts_(st, &e->tmp, "a '");
+    puts_(st, &e->tmp, article_quoted(t, tl));
     put(st, &e->tmp, t, tl);
     puts_(st, &e->tmp, "' part has no equivalent in Chat here");
     lose(e, path.p, path.len, part_loss_kind(t, tl), e->tmp.p, e->tmp.len);
@@ -923,9 +940,11 @@ static int tools_json_once(Enc *e, Buf *b) {
             int function = is_str(t, "function"), custom = is_str(t, "custom");
             if (!function && !custom) {
                 e->tmp.len = 0;
-                puts_(st, &e->tmp, "a '");
-                if (!t || yyjson_is_null(t)) puts_(st, &e->tmp, "None");
-                else if (yyjson_is_str(t)) put(st, &e->tmp, yyjson_get_str(t), yyjson_get_len(t));
+                if (!t || yyjson_is_null(t)) puts_(st, &e->tmp, "a 'None");
+                else if (yyjson_is_str(t)) {
+                    puts_(st, &e->tmp, article_quoted(yyjson_get_str(t), yyjson_get_len(t)));
+                    put(st, &e->tmp, yyjson_get_str(t), yyjson_get_len(t));
+                }
                 else {
                     free(out.p);
                     free(path.p);

@@ -6,7 +6,17 @@
 [{'kind': 'item_id', 'losses': 120, 'records': 40, 'share_of_written': 0.4}]
 """
 
+from pipeline.audit.locate import notebook_run, resolve_run
 from pipeline.audit.queries import Query, load_queries, load_query, query_names
 from pipeline.audit.views import define_views, open_run
 
-__all__ = ["Query", "define_views", "load_queries", "load_query", "open_run", "query_names"]
+__all__ = [
+    "Query",
+    "define_views",
+    "load_queries",
+    "load_query",
+    "notebook_run",
+    "open_run",
+    "query_names",
+    "resolve_run",
+]

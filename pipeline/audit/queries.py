@@ -28,7 +28,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, a_or_an
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 
@@ -58,14 +58,14 @@ class Param:
         try:
             value = _CONVERTERS[self.type](text)
         except (ValueError, KeyError):
-            raise ConfigError(f"--param {self.name}={text!r}: expected a {self.type} value") from None
+            raise ConfigError(f"--param {self.name}={text!r}: expected {a_or_an(self.type)} value") from None
         if self.type in _INT_RANGES:
             low, high = _INT_RANGES[self.type]
             low, high = max(low, self.low if self.low is not None else low), min(
                 high, self.high if self.high is not None else high)  # fmt: skip
             if not low <= value <= high:
                 raise ConfigError(
-                    f"--param {self.name}={text}: out of range; {self.name} is a {self.type} "
+                    f"--param {self.name}={text}: out of range; {self.name} is {a_or_an(self.type)} "
                     f"from {low} to {high}"
                 )
         return value

@@ -54,11 +54,13 @@ def render_markdown(name: str, question: str, result: pa.Table) -> str:
 
 
 def render_csv(result: pa.Table) -> str:
+    """CSV for other tools: floats in full (the shortest text that reads back as the same float,
+    not the 6 digits people get), null as an empty field."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(result.column_names)
     for row in result.to_pylist():
-        w.writerow(["" if v is None else cell(v) for v in row.values()])
+        w.writerow(["" if v is None else repr(v) if isinstance(v, float) else cell(v) for v in row.values()])
     return buf.getvalue()
 
 
@@ -68,11 +70,13 @@ def render_json(results: dict[str, pa.Table]) -> str:
 
 
 def render_table(name: str, question: str, result: pa.Table, width: int = 160) -> str:
-    """A terminal table (rich), titled with the query name and its question."""
+    """A terminal table (rich), titled with the query name and its question (untitled when both
+    are empty: ``chatlake sql`` does not echo the query the user just typed)."""
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{name}: {question}", title_justify="left", show_lines=False)
+    title = f"{name}: {question}" if question else name or None
+    table = Table(title=title, title_justify="left", show_lines=False)
     for f in result.schema:
         table.add_column(f.name, justify="right" if _numeric(f.type) else "left", overflow="fold")
     for row in result.to_pylist():

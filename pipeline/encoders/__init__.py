@@ -24,6 +24,7 @@ import pyarrow as pa
 from pipeline.encoders import response_objects, to_anthropic, to_chat, to_hf, to_responses, to_sharegpt
 from pipeline.encoders._context import Ctx
 from pipeline.encoders.edits import drop_stale_state
+from pipeline.errors import a_or_an
 from pipeline.formats import CODECS, gc_paused
 from pipeline.formats._common import ConversationView
 from pipeline.losses import Loss
@@ -80,8 +81,8 @@ def convert_table(table: pa.Table, target: str, *, as_bytes: bool = False) -> li
                         out.append(
                             Converted(
                                 None,
-                                error=f"converting a {view.source_format[r]} response object to {target} "
-                                "is not supported yet; convert request bodies",
+                                error=f"converting {a_or_an(view.source_format[r])} response object to "
+                                f"{target} is not supported yet; convert request bodies",
                             )
                         )
                         continue

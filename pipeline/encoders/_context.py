@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import orjson
 
+from pipeline.errors import a_or_an, quoted
 from pipeline.formats import hf, sharegpt
 from pipeline.formats._common import ConversationView
 from pipeline.losses import Loss, pointer
@@ -268,7 +269,7 @@ class Ctx:
     def lose_part(self, path: str, part_type: str | None, target: str) -> None:
         """A content part ``target`` cannot hold is dropped."""
         kind = PART_LOSS_KINDS.get(part_type or "", "unknown_field")
-        self.lose(path, kind, f"a '{part_type}' part has no equivalent in {target}")
+        self.lose(path, kind, f"{a_or_an(quoted(part_type))} part has no equivalent in {target}")
 
     def lose_item(self, base: str, kind: str, target: str) -> None:
         """An item kind ``target`` cannot express is dropped."""

@@ -54,6 +54,7 @@ from typing import Any
 
 from pipeline.encoders import to_anthropic, to_chat, to_responses
 from pipeline.encoders._context import CALLS, PART_LOSS_KINDS, Ctx
+from pipeline.errors import a_or_an, quoted
 from pipeline.losses import pointer
 
 FORMATS = frozenset(("responses", "chat", "anthropic"))
@@ -339,7 +340,7 @@ def _envelope_losses(ctx: Ctx, extra: dict[str, Any], target: str) -> None:
     """Top-level keys of the source response that the target does not carry."""
     for key in extra:  # source order
         if key not in ENVELOPE_KEYS[ctx.source]:
-            ctx.lose(pointer(key), "response_field", f"'{key}' has no slot in a {target} response")
+            ctx.lose(pointer(key), "response_field", f"'{key}' has no slot in {a_or_an(target)} response")
     tag, value = TAGS[ctx.source]
     if extra.get(tag, ...) != value:
         ctx.lose(pointer(tag), "response_field", f"comes back as {tag} {value!r}")
@@ -508,7 +509,7 @@ def _to_anthropic(ctx: Ctx, env: Envelope) -> dict[str, Any]:
                 ctx.lose(
                     _output_ptr(ctx),
                     "unknown_item",
-                    f"a '{block.get('type')}' block has no slot in a Message",
+                    f"{a_or_an(quoted(block.get('type')))} block has no slot in a Message",
                 )
     if not blocks:  # read back as one message with no content
         ctx.lose(
@@ -547,7 +548,8 @@ def _output_items(ctx: Ctx, items: list[dict[str, Any]]) -> list[dict[str, Any]]
                 texts.append({"type": "output_text", "text": part.get("text", ""), "annotations": []})
             else:
                 ctx.lose(path, PART_LOSS_KINDS.get(part.get("type"), "unknown_field"),
-                         f"a '{part.get('type')}' part has no slot in an output message")  # fmt: skip
+                         f"{a_or_an(quoted(part.get('type')))} part has no slot in an output "
+                         "message")  # fmt: skip
         if isinstance(content, str):
             ctx.lose(path + ("/content" if ctx.source == "chat" else ""), "content_form",
                      "the content string becomes an output_text part")  # fmt: skip
@@ -592,7 +594,7 @@ def _blank_texts(ctx: Ctx) -> None:
 def encode(ctx: Ctx, target: str) -> dict[str, Any]:
     """Convert one canonical response row to ``target``'s response object (see the module docstring)."""
     if not supported(ctx.source, target):
-        raise ValueError(f"converting a {ctx.source} response object to {target} is not supported yet")
+        raise ValueError(f"converting {a_or_an(ctx.source)} response object to {target} is not supported yet")
     extra = ctx.top_extra()
     while ctx.start < ctx.end and ctx.source == "responses" and ctx.v.section[ctx.start] != "output":
         ctx.start += 1  # instructions echoed as items come first; reported with /instructions

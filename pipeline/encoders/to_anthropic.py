@@ -63,6 +63,7 @@ import orjson
 from pipeline.encoders import from_dataset, to_hf
 from pipeline.encoders._context import CALLS, OUTPUTS, Ctx, keys_except
 from pipeline.encoders.call_ids import CallIds
+from pipeline.errors import a_or_an, quoted
 from pipeline.losses import pointer
 from pipeline.schema import FORM_ABSENT, FORM_NULL, FORM_PARTS, FORM_STRING
 
@@ -129,7 +130,9 @@ def _text_block(ctx: Ctx, i: int, j: int, path: str, where: str) -> dict[str, An
         ctx.lose(path, "refusal", "a refusal became plain text (Anthropic has no refusal part)")
     elif t != _text_type_back(ctx, where):
         ctx.lose(
-            path + "/type", "content_form", f"a '{t}' part comes back as '{_text_type_back(ctx, where)}'"
+            path + "/type",
+            "content_form",
+            f"{a_or_an(quoted(t))} part comes back as '{_text_type_back(ctx, where)}'",
         )
     ann = c.annotations[j]
     if ctx.source == "responses" and where == "assistant" and t != "refusal":
@@ -884,7 +887,7 @@ def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
             )
             out.append(new)
         else:
-            ctx.lose(path, "tools", f"a '{t}' tool has no equivalent in Anthropic")
+            ctx.lose(path, "tools", f"{a_or_an(quoted(t))} tool has no equivalent in Anthropic")
     if not isinstance(raw, list) or (raw and not out):  # an empty list stays one
         ctx.lose("/tools", "tools", "no tool Anthropic can declare")
     return out

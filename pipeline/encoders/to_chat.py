@@ -22,6 +22,7 @@ import orjson
 from pipeline.encoders import anthropic_round_trip, from_dataset, to_hf
 from pipeline.encoders._context import CALLS, OUTPUTS, Ctx, anthropic_image_url, keys_except, openai_top_extra
 from pipeline.encoders.call_ids import CallIds
+from pipeline.errors import a_or_an, quoted
 from pipeline.losses import pointer
 from pipeline.schema import FORM_ABSENT, FORM_NULL, FORM_PARTS, FORM_STRING
 
@@ -46,7 +47,7 @@ def _text_part(ctx: Ctx, i: int, j: int, k: int, allow_media: bool) -> dict[str,
             "output_text" if ctx.v.role[i] == "assistant" and ctx.v.type[i] == "message" else "input_text"
         )
         if ctx.source == "responses" and t != expected:
-            ctx.lose(path, "content_form", f"a '{t}' part comes back as '{expected}'")
+            ctx.lose(path, "content_form", f"{a_or_an(quoted(t))} part comes back as '{expected}'")
         # output_text comes back with "annotations": [], so an empty list is not a loss
         empty_annotations = expected == "output_text" and c.annotations[j] == b"[]"
         ctx.lose_block_keys(j, path, {"type", "text"} | ({"annotations"} if empty_annotations else set()))
@@ -349,7 +350,7 @@ def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
                 custom["format"] = fmt
             out.append({"type": "custom", "custom": custom})
         else:
-            ctx.lose(path, "tools", f"a '{t}' tool has no equivalent in Chat")
+            ctx.lose(path, "tools", f"{a_or_an(quoted(t))} tool has no equivalent in Chat")
     return out
 
 

@@ -34,6 +34,7 @@ import orjson
 
 from pipeline.encoders._context import CALLS, OUTPUTS, Ctx, item_ptr, keys_except
 from pipeline.encoders.call_ids import pair_outputs, report_way_back
+from pipeline.errors import a_or_an, quoted
 from pipeline.formats import hf, sharegpt
 from pipeline.formats._common import BlockView
 from pipeline.losses import pointer
@@ -176,7 +177,7 @@ def _block_text(ctx: Ctx, c: BlockView, j: int, path: str, target: str) -> str |
     if t not in TEXT_TYPES:
         kind = "image" if t in ("input_image", "image", "image_url") else "file" if t in (
             "input_file", "document", "file") else "unknown_field"  # fmt: skip
-        ctx.lose(path, kind, f"a '{t}' part has no place in {target} text")
+        ctx.lose(path, kind, f"{a_or_an(quoted(t))} part has no place in {target} text")
         return None
     if t == "refusal":
         ctx.lose(path, "refusal", "a refusal became plain text")
@@ -393,7 +394,7 @@ def _schema(ctx: Ctx, tool: Any, path: str) -> dict[str, Any] | None:
         return fn
     if t is None and isinstance(tool.get("name"), str):  # a bare schema (ShareGPT, some HF rows)
         return dict(tool)
-    ctx.lose(path, "tools", f"a '{t}' tool has no equivalent here")
+    ctx.lose(path, "tools", f"{a_or_an(quoted(t))} tool has no equivalent here")
     return None
 
 

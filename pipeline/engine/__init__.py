@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["SUMMARY", "JobFailed", "run_job"]
+__all__ = ["SUMMARY", "JobFailed", "TooManyRejected", "run_job"]
 
 
 def __getattr__(name: str) -> Any:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 
 def print_summary(summary: dict[str, Any], console: Console) -> None:
@@ -30,6 +33,8 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
             console.print(f"  {n:,} x {reason}")
     if summary["records_with_losses"]:
         kinds = ", ".join(f"{k} {n:,}" for k, n in list(summary["losses_by_kind"].items())[:6])
+        if len(summary["losses_by_kind"]) > 6:
+            kinds += f", and {len(summary['losses_by_kind']) - 6} more"
         console.print(f"{summary['records_with_losses']:,} records lost something ({kinds})")
     redone = summary.get("shards_redone") or {}
     if redone:
@@ -46,15 +51,35 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         console.print(f"losses: {summary['losses_file']}")
 
 
+def _short_path(path: str) -> str:
+    """A run directory as short as it can be said: relative to the current directory, or ``~/...``."""
+    p = Path(path)
+    for base, prefix in ((Path.cwd(), ""), (Path.home(), "~/")):
+        try:
+            return prefix + str(p.relative_to(base))
+        except ValueError:
+            continue
+    return path
+
+
 def print_runs(rows: list[dict[str, Any]], console: Console) -> None:
-    table = Table(title="chatlake runs")
-    for col in ("run_id", "job", "started", "read", "written", "rejected", "status"):
-        table.add_column(col, justify="right" if col in ("read", "written", "rejected") else "left")
+    """The catalog's runs, latest first, each with its run directory under its id.
+
+    Fits an 80-column terminal: the job and the start time are in the run id
+    (``JOB-YYYYMMDDTHHMMSS-xxxxxx``), so they get no column of their own (``--json`` has them),
+    the run directory shares the id's cell, and there are no vertical rules.
+    """
+    table = Table(title="chatlake runs", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("run id / directory", overflow="fold")
+    for col in ("read", "written", "rejected"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
 
     def n(v: Any) -> str:
         return "-" if v is None else f"{v:,}"
 
     for r in rows:
-        counts = (n(r["read"]), n(r["written"]), n(r["rejected"]))
-        table.add_row(r["run_id"], r["job"], r["started_at"], *counts, r["status"])
+        where = Text(r["run_id"])
+        where.append("\n" + _short_path(r["run_dir"]), style="dim")
+        table.add_row(where, n(r["read"]), n(r["written"]), n(r["rejected"]), r["status"])
     console.print(table)

@@ -1,7 +1,7 @@
 """Running a job: prepare the run directory, plan shards, skip finished ones, execute, summarize.
 
 >>> from pipeline.jobs import load_job                       # doctest: +SKIP
->>> summary = run_job(load_job("job.toml"), catalog="chatlake.duckdb")
+>>> summary = run_job(load_job("job.toml"), catalog=default_catalog())  # pipeline.catalog
 >>> summary["read"] == summary["written"] + summary["rejected"]
 True
 """
@@ -31,11 +31,24 @@ from .progress import JobProgress
 from .rundir import SUMMARY
 from .shards import Shard, plan
 from .summary import summarize
+from .verdict import judge
 from .writers import folders
 
 
 class JobFailed(RuntimeError):
     """A job that failed while running (exit code 1); finished shards stay listed for a resume."""
+
+
+class TooManyRejected(JobFailed):
+    """A job that ran to the end but rejected too many records (:mod:`.verdict`; exit code 1).
+
+    Its outputs and ``summary.json`` are written as usual; ``summary`` is that summary, and the
+    message is the verdict's one line (how many, where, why, and what to try).
+    """
+
+    def __init__(self, summary: dict[str, Any]) -> None:
+        super().__init__(summary["verdict"]["message"])
+        self.summary = summary
 
 
 def _now() -> str:
@@ -75,6 +88,8 @@ def run_job(
 ) -> dict[str, Any]:
     """Run ``job`` into ``job.run_dir``, resuming a killed run of the same job; returns the summary.
 
+    Raises :class:`TooManyRejected` (a :class:`JobFailed`) after writing the run when its records
+    were all rejected, or more than ``job.max_rejected_share`` of them (:mod:`.verdict`).
     Raises :class:`JobFailed` (the run is recorded as failed) when something breaks while running,
     ConfigError before any work: a run directory that cannot be written, that another run holds
     (:mod:`.lock`), or that ``fresh`` may not empty.
@@ -153,11 +168,16 @@ def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: 
         shards_redone=redone,
         timings_s={"total": round(time.perf_counter() - t0, 3)},
     )
+    summary["verdict"] = judge(summary, job)
+    if not summary["verdict"]["ok"]:
+        summary["status"] = "rejected"
     manifest.save()
     write_atomic(job.run_dir / SUMMARY, orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
     if summary["read"] != summary["written"] + summary["rejected"]:
         counts = {k: summary[k] for k in ("read", "written", "rejected")}
         raise JobFailed(f"counts do not add up: {counts}")
     if cat is not None:
-        cat.finish(run_id, summary, "ok")
+        cat.finish(run_id, summary, summary["status"], summary["verdict"]["message"])
+    if not summary["verdict"]["ok"]:
+        raise TooManyRejected(summary)
     return summary

@@ -18,6 +18,8 @@ shard_records = 10000        # input records (lines) per shard
 
 [loss]
 on_loss = "allow"            # or "reject"; allow = ["item_id"] accepts those kinds under reject
+max_rejected_share = 0.5     # fail (exit 1) when more than this share of the records is rejected
+                             # (unset: fail only when every record read was rejected)
 
 [engine]
 kind = "local"               # or "ray"
@@ -60,6 +62,7 @@ class OutputSpec(_Strict):
 class LossSpec(_Strict):
     on_loss: Literal["allow", "reject"] = "allow"
     allow: list[str] = Field(default_factory=list)
+    max_rejected_share: float | None = Field(default=None, ge=0, le=1)
 
 
 class EngineSpec(_Strict):

@@ -75,6 +75,7 @@ class Job:
     engine: str = "local"
     ray_address: str | None = None
     layout: str = "run"  # engine.writers.RUN, or SINGLE_FILE for convert/transform -o FILE
+    max_rejected_share: float | None = None  # None: fail only when every record read was rejected
     source_text: str = ""  # the job file as given (kept in the catalog)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -127,7 +128,8 @@ def step_name(spec: str | dict[str, Any]) -> str:
 
 
 def _format_names() -> list[str]:
-    return [*WIRE_FORMATS, CANONICAL, *sorted(SOURCES), "auto"]
+    """The input formats, each once (``sharegpt`` is both a wire format and a source adapter)."""
+    return list(dict.fromkeys([*WIRE_FORMATS, CANONICAL, *sorted(SOURCES), "auto"]))
 
 
 def _resolve_format(fmt: str, url: str, container: Container) -> tuple[str, Container]:
@@ -246,6 +248,7 @@ def resolve(spec: JobSpec, base: Path, source_text: str = "") -> Job:
         workers=spec.engine.workers,
         engine=spec.engine.kind,
         ray_address=spec.engine.ray_address,
+        max_rejected_share=spec.loss.max_rejected_share,
         source_text=source_text,
     )
 
@@ -319,6 +322,7 @@ def convert_job(
     steps: list[str] | None = None,
     layout: str = "run",
     shard_records: int | None = None,
+    max_rejected_share: float | None = None,
 ) -> Job:
     """``chatlake convert`` / ``transform``: a job (steps optional) from command-line flags.
 
@@ -331,7 +335,7 @@ def convert_job(
         "steps": list(steps or []),
         "output": {"path": run_dir, "target": target,
                    **({"shard_records": shard_records} if shard_records else {})},
-        "loss": {"on_loss": on_loss, "allow": list(allow or [])},
+        "loss": {"on_loss": on_loss, "allow": list(allow or []), "max_rejected_share": max_rejected_share},
         "engine": {"workers": workers},
     }  # fmt: skip
     try:

@@ -54,7 +54,8 @@ _ROW_SNIFFERS = (
 )
 
 
-def _row_source(obj: Any) -> str | None:
+def row_source(obj: Any) -> str | None:
+    """The one source whose row sniffer matches the decoded JSON value ``obj``, else None."""
     hits = [name for name, sniff in _ROW_SNIFFERS if sniff(obj)] if type(obj) is dict else []
     return hits[0] if len(hits) == 1 else None
 
@@ -91,7 +92,7 @@ def detect_source(path: Path) -> str | None:
                 obj = orjson.loads(raw)
             except orjson.JSONDecodeError:
                 continue
-            name = _row_source(obj)
+            name = row_source(obj)
             if name is not None:
                 found.add(name)
     if n == 0 and len(found) == 1 and next(iter(found)) in _WHOLE_FILE:
@@ -109,9 +110,9 @@ def _from_json(path: Path) -> str | None:
     except orjson.JSONDecodeError:
         return None
     if type(value) is dict:
-        return _row_source(value)
+        return row_source(value)
     if type(value) is list and value:
-        names = {_row_source(v) for v in value[:SNIFF_LINES]}
+        names = {row_source(v) for v in value[:SNIFF_LINES]}
         if len(names) == 1:
             return names.pop()
     return None

@@ -70,6 +70,16 @@ AUDIT_RECORDS: list[dict[str, Any]] = [
             },
         ]
     },
+    {  # calls and outputs without call ids pair by position: an output before any call finds none,
+        # the call after it is answered, the last call is not (the healthy id-less case is in CASES)
+        "input": [
+            {"role": "user", "content": "go"},
+            {"type": "function_call_output", "output": "too early"},
+            {"type": "function_call", "name": "sh", "arguments": "{}"},
+            {"type": "function_call_output", "output": "ok"},
+            {"type": "function_call", "name": "sh", "arguments": "{}"},
+        ]
+    },
 ]
 
 

@@ -31,7 +31,7 @@ def test_audit_csv_and_markdown(fixture_run: FixtureRun) -> None:
     assert lines[0] == "kind,losses,records,share_of_written"
     assert (
         lines[1]
-        == f"{ref[0]['kind']},{ref[0]['losses']},{ref[0]['records']},{ref[0]['share_of_written']:.6g}"
+        == f"{ref[0]['kind']},{ref[0]['losses']},{ref[0]['records']},{ref[0]['share_of_written']!r}"
     )
     assert len(lines) == len(ref) + 1
     res = CliRunner().invoke(
@@ -52,13 +52,13 @@ def test_bad_arguments_exit_2(fixture_run: FixtureRun, tmp_path: Path) -> None:
     run = str(fixture_run.path)
     for args, message in [
         (["audit", run, "-Q", "nope"], "no audit query 'nope'"),
-        (["audit", run, "-Q", "worst_records", "-p", "n=ten"], "expected a INTEGER value"),
+        (["audit", run, "-Q", "worst_records", "-p", "n=ten"], "expected an INTEGER value"),
         (["audit", run, "-Q", "phase_coverage", "-p", "n=3"], "no selected query has this parameter"),
         (["audit", run, "-p", "n"], "write it as NAME=VALUE"),
         (["audit", str(tmp_path / "none")], "does not exist"),
         (["audit", run, "-Q", "worst_records", "-p", "n=-1"],
-         "n=-1: out of range; n is a INTEGER from 0 to 2147483647"),
-        (["audit", run, "-Q", "worst_records", "-p", "n=12345678901234567890"], "n is a INTEGER from 0 to"),
+         "n=-1: out of range; n is an INTEGER from 0 to 2147483647"),
+        (["audit", run, "-Q", "worst_records", "-p", "n=12345678901234567890"], "n is an INTEGER from 0 to"),
         (["audit", run, "-Q", "../sql/worst_records"], "no audit query '../sql/worst_records'"),
         (["audit", run, "-Q", "/work/main/sql/worst_records"], "no audit query"),
         (["audit", run, "-Q", "sub/../worst_records"], "no audit query"),
@@ -102,3 +102,21 @@ def test_a_damaged_shard_is_one_line_naming_it(fixture_run: FixtureRun, tmp_path
         lines = res.output.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"Error: {run} is "), (args, res.output)
         assert "part-00000.parquet: " in lines[0] and named in lines[0], (args, res.output)
+
+
+def test_csv_writes_floats_in_full(fixture_run: FixtureRun) -> None:
+    """6 significant digits are for people (table, markdown); CSV is read back by other tools."""
+    query = "SELECT 1/3 AS x, 2.5 AS y"
+    res = CliRunner().invoke(cli, ["sql", str(fixture_run.path), "--format", "csv", query])
+    assert (res.exit_code, res.output) == (0, f"x,y\n{1 / 3!r},2.5\n")
+    assert res.output.splitlines()[1].split(",")[0] == "0.3333333333333333"
+    table = CliRunner().invoke(cli, ["sql", str(fixture_run.path), "SELECT 1/3 AS x"])
+    assert "0.333333" in table.output and "0.3333333" not in table.output
+
+
+def test_sql_does_not_echo_the_query_as_a_title(fixture_run: FixtureRun) -> None:
+    query = "SELECT count(*) AS conversations_written FROM conversations WHERE n_items > 0"
+    res = CliRunner().invoke(cli, ["sql", str(fixture_run.path), query])
+    assert res.exit_code == 0, res.output
+    assert "conversations_written" in res.output
+    assert "SELECT" not in res.output and "n_items" not in res.output

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import cli
@@ -104,3 +105,99 @@ def test_a_job_file_that_is_not_utf8_exits_2_in_one_line(tmp_path: Path) -> None
         f"Error: the job file {str(tmp_path / 'job.toml')!r} is not UTF-8 text (byte 0xe9 at offset 11); "
         "save it as UTF-8"
     ]
+
+
+def test_runs_fits_80_columns_and_shows_the_run_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = _job(tmp_path)
+    monkeypatch.chdir(tmp_path)  # the run directory is shown relative to the current directory
+    catalog = str(tmp_path / "cat.duckdb")
+    assert CliRunner().invoke(cli, ["run", str(job), "--catalog", catalog, "-q"]).exit_code == 0
+    res = CliRunner(env={"COLUMNS": "80"}).invoke(cli, ["runs", "--catalog", catalog])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert max(len(line) for line in lines) <= 80, res.output
+    [row] = CliRunner().invoke(cli, ["runs", "--catalog", catalog, "--json"]).output.splitlines()
+    run_id, run_dir = orjson.loads(row)["run_id"], orjson.loads(row)["run_dir"]
+    assert any(line.strip().startswith(run_id) for line in lines), res.output  # not folded
+    assert run_dir == str(tmp_path / "run") and any(line.strip() == "run" for line in lines), res.output
+
+
+def test_run_uses_the_per_user_catalog_from_any_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    job = _job(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert CliRunner().invoke(cli, ["run", str(job), "-q"]).exit_code == 0
+    assert (tmp_path / "data" / "chatlake" / "catalog.duckdb").is_file()
+    assert not (tmp_path / "chatlake.duckdb").exists()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    res = CliRunner().invoke(cli, ["runs", "--json"])
+    assert res.exit_code == 0 and orjson.loads(res.output)["job"] == "test-job"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["verify", "{run}"], ["audit", "{run}", "-Q", "rejected_records_by_reason"],
+     ["sql", "{run}", "SELECT read FROM summary"], ["export-hf", "{run}", "{out}"]],
+)  # fmt: skip
+def test_commands_that_read_a_run_accept_its_id_or_latest(tmp_path: Path, args: list[str]) -> None:
+    catalog = str(tmp_path / "cat.duckdb")
+    assert CliRunner().invoke(cli, ["run", str(_job(tmp_path)), "--catalog", catalog, "-q"]).exit_code == 0
+    [row] = CliRunner().invoke(cli, ["runs", "--catalog", catalog, "--json"]).output.splitlines()
+    for i, run in enumerate((orjson.loads(row)["run_id"], "latest", str(tmp_path / "run"))):
+        argv = [a.format(run=run, out=tmp_path / f"hf{i}") for a in args]
+        res = CliRunner().invoke(cli, [*argv, "--catalog", catalog])
+        assert res.exit_code == 0, (run, res.output)
+    argv = [a.format(run="no-such-run", out=tmp_path / "x") for a in args]
+    bad = CliRunner().invoke(cli, [*argv, "--catalog", catalog])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
+    assert "'no-such-run' is neither a run directory nor a run id in the catalog" in bad.output
+
+
+def test_ctrl_c_says_how_to_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.engine import local
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(local, "execute", interrupted)
+    catalog = str(tmp_path / "cat.duckdb")
+    res = CliRunner().invoke(cli, ["run", str(_job(tmp_path)), "--catalog", catalog, "-q"])
+    assert res.exit_code == 130, res.output
+    assert "Aborted!" not in res.output and "Traceback" not in res.output
+    kept = f"interrupted: the finished shards are kept in {tmp_path / 'run'}; "
+    assert kept + "run the same command again to resume" in res.output
+    fresh = CliRunner().invoke(cli, ["run", str(_job(tmp_path)), "--no-catalog", "-q", "--fresh"])
+    assert fresh.exit_code == 130 and "run the same command again without --fresh to resume" in fresh.output
+    [row] = CliRunner().invoke(cli, ["runs", "--catalog", catalog, "--json"]).output.splitlines()
+    assert orjson.loads(row)["status"] == "failed"
+
+
+def test_the_summary_says_how_many_loss_kinds_it_does_not_list() -> None:
+    import io
+
+    from rich.console import Console
+
+    from pipeline.engine.report import print_summary
+
+    kinds = {f"kind_{i}": 10 - i for i in range(8)}
+    summary = {"job": "j", "target": "chat", "status": "ok", "read": 3, "written": 3, "rejected": 0,
+               "shards": 1, "records_with_losses": 3, "losses_by_kind": kinds,
+               "run_dir": "runs/j"}  # fmt: skip
+    out = io.StringIO()
+    print_summary(summary, Console(file=out, width=200))
+    line = next(x for x in out.getvalue().splitlines() if "records lost something" in x)
+    assert line == (
+        "3 records lost something (kind_0 10, kind_1 9, kind_2 8, kind_3 7, kind_4 6, kind_5 5, and 2 more)"
+    )
+
+
+def test_runs_says_where_it_looked_when_there_are_none(tmp_path: Path) -> None:
+    catalog = str(tmp_path / "none.duckdb")
+    res = CliRunner().invoke(cli, ["runs", "--catalog", catalog])
+    assert res.exit_code == 0
+    assert res.output == f"no runs in the catalog {catalog} (`chatlake run JOB.toml` registers one)\n"

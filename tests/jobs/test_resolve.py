@@ -72,6 +72,14 @@ def test_unknown_format(src: Path, tmp_path: Path) -> None:
            inputs=[{"path": "in.jsonl", "format": "openai"}])  # fmt: skip
 
 
+def test_unknown_format_lists_each_format_once(src: Path, tmp_path: Path) -> None:
+    job = write_job(tmp_path / "job.toml", [{"path": "in.jsonl", "format": "openai"}], OK_OUTPUT)
+    with pytest.raises(ConfigError) as e:
+        load_job(job)
+    names = str(e.value).split("use one of ", 1)[1].split(", ")
+    assert "sharegpt" in names and len(names) == len(set(names)), names
+
+
 def test_compressed_input(src: Path, tmp_path: Path) -> None:
     (tmp_path / "in.jsonl.gz").write_bytes(b"\x1f\x8b")
     _fails(tmp_path, "is compressed; decompress it first", inputs=[{"path": "in.jsonl.gz", "format": "chat"}])

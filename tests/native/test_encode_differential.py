@@ -298,3 +298,20 @@ def test_repeated_tool_sets() -> None:
     assert res.native.to_pylist() == [True, True, True, False, False, True, True, True, True, True]
     per_row = [sum(1 for r in res.losses.column("row").to_pylist() if r == k) for k in range(len(sets))]
     assert per_row[0] == per_row[1] == per_row[2] == per_row[5] == per_row[9] == 3
+
+
+ARTICLE_WORDS = ["input_image", "text", "output_text", "user", "unsupported", "hf", "Hf-x", "hf1", "url",
+                 "audio", "", "u", "un", "unit", "ut", "utility", "us", "Emb", "x"]  # fmt: skip
+
+
+def test_the_article_before_a_type_is_the_per_record_one() -> None:
+    """The compiled encoder writes "an 'input_image'" / "a 'text'" as pipeline.errors.a_or_an does."""
+    records = [
+        {"input": [{"role": "user", "content": [{"type": "text" if w == "" else "input_text", "text": "x"}]}],
+         "tools": [{"type": w or None, "name": "t"}]}
+        for w in ARTICLE_WORDS
+    ]  # fmt: skip
+    res = compare_encode(decode_records(records, "responses").table)
+    assert all(res.native.to_pylist())
+    details = [d for d in res.losses.column("detail").to_pylist() if "tool has no equivalent" in d]
+    assert any(d.startswith("an 'unsupported'") for d in details), details
