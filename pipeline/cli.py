@@ -203,7 +203,9 @@ def convert(
         _run_job(job, catalog=None, quiet=quiet, as_json=False, fresh=False, report=report)
         return
     assert output is not None
-    summary = _single_file(names, source, target, output, report, policy=policy, workers=workers, quiet=quiet)
+    summary, verdict = _single_file(
+        names, source, target, output, report, policy=policy, workers=workers, quiet=quiet
+    )
     summary.update({"from": source, "to": target})
     _write_report(report, summary)
     if not quiet:
@@ -212,6 +214,8 @@ def convert(
         from pipeline.engine.report import print_summary
 
         print_summary(summary, Console())
+    if verdict is not None:
+        raise click.ClickException(verdict)
 
 
 def _check_report(report: Path | None, inputs: list[str], run_dir: Path) -> None:
@@ -235,9 +239,14 @@ def _single_file(
     inputs: list[str], source: str, target: str, output: Path, report: Path | None, *,
     policy: LossPolicy | None = None, workers: int | None = None, steps: list[str] | None = None,
     quiet: bool = False,
-) -> dict[str, object]:  # fmt: skip
-    """Run convert/transform -o FILE on the engine (single-file layout, docs/run-layout.md)."""
-    from pipeline.engine import JobFailed
+) -> tuple[dict[str, object], str | None]:  # fmt: skip
+    """Run convert/transform -o FILE on the engine (single-file layout, docs/run-layout.md).
+
+    Returns the summary and, when the run rejected too many records (engine/verdict.py), the
+    verdict's one line: the files are in place all the same, and the caller exits 1 with it after
+    its usual report.
+    """
+    from pipeline.engine import JobFailed, TooManyRejected
     from pipeline.engine.single_file import check_paths, prepare, run_single_file, staging_dir
     from pipeline.engine.writers import SINGLE_FILE
     from pipeline.jobs import convert_job
@@ -256,7 +265,9 @@ def _single_file(
     except ConfigError as e:
         raise click.UsageError(str(e)) from None
     try:
-        return run_single_file(job, output, progress=not quiet)
+        return run_single_file(job, output, progress=not quiet), None
+    except TooManyRejected as e:
+        return e.summary, str(e)
     except ConfigError as e:
         raise _BadConfig(str(e)) from None
     except JobFailed as e:
@@ -324,7 +335,7 @@ def transform(
     except ConfigError as e:
         raise click.UsageError(str(e)) from None
     names = [str(p) for p in inputs]
-    summary = _single_file(names, source, PARQUET, output, None, steps=list(specs), quiet=quiet)
+    summary, verdict = _single_file(names, source, PARQUET, output, None, steps=list(specs), quiet=quiet)
     if strict and summary["rejected"]:
         first = first_rejected(summary) or {}
         raise click.ClickException(
@@ -338,6 +349,8 @@ def transform(
         )
         for reason, n in list(dict(summary["rejected_by_reason"]).items())[:5]:  # type: ignore[call-overload]
             click.echo(f"  {n} x {reason}")
+    if verdict is not None:
+        raise click.ClickException(verdict)
 
 
 class _BadConfig(click.ClickException):

@@ -156,7 +156,10 @@ def compute(d: Path) -> dict[str, str]:
         runner = CliRunner()
         for name, argv in _commands(inp):
             res = runner.invoke(cli, [*argv, "--quiet"], catch_exceptions=False)
-            assert res.exit_code == 0, (name, res.output)
+            # a command that rejected every record still writes its files, then exits 1 saying why
+            # (engine/verdict.py): Chat cases -> Anthropic under --on-loss reject all lose something
+            assert res.exit_code == 0 or (res.exit_code == 1 and "records rejected" in res.output), (
+                name, res.output)  # fmt: skip
             for role, f in _files(argv).items():
                 table[f"{name}/{role}"] = digest(d / f, d) if (d / f).exists() else "absent"
         argv = ["run", str(_sample_job(d)), "--no-catalog", "--quiet"]

@@ -265,14 +265,20 @@ def run_single_file(job: Job, output: Path, *, progress: bool = False) -> dict[s
 
     The summary is the engine's (docs/run-layout.md) without ``run_dir``, plus ``output``,
     ``rejected_file`` and ``losses_file`` (null for Parquet output).
+
+    A run that rejected too many records (:class:`~pipeline.engine.run.TooManyRejected`) still puts
+    its files in place, like any finished run, and then raises with the summary completed.
     """
-    from .run import run_job
+    from .run import TooManyRejected, run_job
 
     prepare(job)
     joiner = _Joiner(job, _temp_paths(job, final_paths(output, job.target))["output"])
     joiner.start()
+    verdict: TooManyRejected | None = None
     try:
         summary = run_job(job, progress=progress)
+    except TooManyRejected as e:  # finished: its files go in place like any other run's
+        verdict, summary = e, e.summary
     except BaseException:
         joiner.stopped.set()
         joiner.join()
@@ -283,6 +289,8 @@ def run_single_file(job: Job, output: Path, *, progress: bool = False) -> dict[s
     summary["output"] = str(finals["output"])
     summary["rejected_file"] = str(finals["rejected"])
     summary["losses_file"] = str(finals["losses"]) if "losses" in finals else None
+    if verdict is not None:
+        raise verdict
     return summary
 
 

@@ -212,3 +212,20 @@ def test_allow_loss_accepts_only_the_listed_kinds(tmp_path: Path) -> None:
 def test_unknown_loss_kind_is_a_config_error() -> None:
     with pytest.raises(ValueError, match="unknown loss kinds"):
         LossPolicy("reject", frozenset({"nope"}))
+
+
+@pytest.mark.parametrize("command", ["convert", "transform"])
+def test_a_run_that_rejects_everything_writes_its_files_and_exits_1(command: str, tmp_path: Path) -> None:
+    """A wrong --from rejects every line: the files are in place (nothing half-done to resume), the
+    summary is printed, and the command exits 1 with the verdict's one line instead of exit 0."""
+    src = _write_jsonl(tmp_path / "in.jsonl", [orjson.dumps(rec) for _, rec in CASES["chat"]])
+    out = tmp_path / ("out.jsonl" if command == "convert" else "out.parquet")
+    argv = (["convert", str(src), "--from", "responses", "--to", "chat"] if command == "convert"
+            else ["transform", str(src), "--from", "responses", "--step", "turns"])  # fmt: skip
+    res = CliRunner().invoke(cli, [*argv, "-o", str(out)])
+    assert res.exit_code == 1, res.output
+    assert f"all {len(CASES['chat'])} records rejected" in res.output
+    assert "run the command again to resume" not in res.output and "Traceback" not in res.output
+    assert out.is_file() and not (tmp_path / f"{out.name}.partial").exists()
+    rejected = out.with_name(out.name + (".rejected.jsonl" if command == "convert" else ".rejected.parquet"))
+    assert rejected.is_file()
