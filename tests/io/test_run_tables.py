@@ -27,9 +27,9 @@ LINES = [
 ]
 
 
-def _cli(*args: str) -> None:
+def _cli(*args: str, code: int = 0) -> None:
     res = CliRunner().invoke(cli, [*args, "-q"], catch_exceptions=False)
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == code, res.output
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -99,7 +99,7 @@ def test_refused_record_reason_and_input_from_parquet(tmp_path: Path, monkeypatc
     (tmp_path / "in.jsonl").write_bytes(LINES[1] + b"\n")
     _cli("convert", "in.jsonl", "--from", "chat", "--to", "parquet", "-o", "c.parquet")
     _cli("convert", "c.parquet", "--from", "parquet", "--to", "responses", "--on-loss", "reject",
-         "-o", "o.jsonl")  # fmt: skip
+         "-o", "o.jsonl", code=1)  # its one record is refused: every record rejected exits 1  # fmt: skip
     [row] = _jsonl(tmp_path / "o.jsonl.rejected.jsonl")
     assert (row["stage"], row["reason"]) == ("loss_policy", "loss: name (on_loss = reject)")
     assert (row["input_format"], row["input_encoding"]) == ("chat", "utf-8")
