@@ -59,6 +59,10 @@ NAME = "anthropic"
 _CALLS = {"tool_use": "function_call", "server_tool_use": "server_tool_use", "mcp_tool_use": "mcp_tool_use"}
 # Block types that become an item of their own (besides every "*_tool_result").
 _ITEM_BLOCKS = frozenset((*_CALLS, "tool_result", "thinking", "redacted_thinking", "compaction"))
+# MessageParam's roles, and "system": agent logs record a leading system message, which the way
+# back folds into the top-level system (reported as system_position).
+ROLES = ("user", "assistant", "system")
+_ROLES_TEXT = ", ".join(repr(r) for r in ROLES)
 _REQUEST_KEYS = frozenset(("messages", "system"))
 _RESPONSE_KEYS = frozenset(("content",))
 
@@ -72,11 +76,21 @@ def _is_result(btype: str) -> bool:
     return btype == "tool_result" or btype.endswith("_tool_result")
 
 
+def _got(block: dict[str, Any], key: str) -> str:
+    """What ``block[key]`` is, for an error message ("nothing" when absent)."""
+    return json_type(block[key]) if key in block else "nothing"
+
+
 def _decode_item_block(cols: b.ItemCols, block: dict[str, Any], row: list[Any], path: str) -> None:
     btype = block["type"]
     row[I_NATIVE] = btype
     has_content = False
     if btype in _CALLS:
+        # name and input are required by the API; there is no value to write back for them
+        if type(block.get("name")) is not str:
+            raise RecordError(f"{path}.name", f"expected string, got {_got(block, 'name')}")
+        if "input" not in block:
+            raise RecordError(f"{path}.input", "expected object, got nothing")
         row[b.I_TYPE] = _CALLS[btype]
         for k, v in block.items():
             if k == "id":
@@ -149,6 +163,8 @@ def decode_message(
         role = msg.get("role")
         if type(role) is not str:
             raise RecordError(path, "message without role")
+        if role not in ROLES:
+            raise RecordError(f"{path}.role", f"expected one of {_ROLES_TEXT}, got {role!r}")
         content = msg.get("content", ...)
         rest = {k: v for k, v in msg.items() if k != "role" and k != "content"}
         wrapper = b.dumps(rest) if rest else None
@@ -168,8 +184,11 @@ def decode_message(
     for j, block in enumerate(content):
         if type(block) is not dict:
             raise not_object(f"{path}.content[{j}]", block)
-        btype = block.get("type")
-        if type(btype) is str and (btype in _ITEM_BLOCKS or btype.endswith("_tool_result")):
+        btype = block.get("type", ...)
+        if type(btype) is not str:  # every block param requires it; no format could write it back
+            got = "nothing" if btype is ... else json_type(btype)
+            raise RecordError(f"{path}.content[{j}].type", f"expected string, got {got}")
+        if btype in _ITEM_BLOCKS or btype.endswith("_tool_result"):
             if pending is not None:
                 b.close_item(cols, pending, True, False)
                 pending = None

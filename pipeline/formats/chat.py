@@ -29,6 +29,7 @@ from pipeline.formats._common import (
     ItemView,
     RecordError,
     add_chat_message,
+    json_type,
     list_at,
     not_object,
     splice,
@@ -40,6 +41,10 @@ NAME = "chat"
 _REQUEST_KEYS = frozenset(("messages",))
 _RESPONSE_KEYS = frozenset(("choices",))
 _CALL_KINDS = frozenset(("function_call", "custom_tool_call"))
+# The roles of ChatCompletionMessageParam (the SDK's request message union); a completion's message
+# is an assistant message of the same shape.
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+_ROLES_TEXT = ", ".join(repr(r) for r in ROLES)
 
 
 def is_response(rec: dict[str, Any]) -> bool:
@@ -51,8 +56,12 @@ def _decode_tool_call(
 ) -> None:
     if type(tc) is not dict:
         raise not_object(path, tc)
-    native = tc.get("type")
-    custom = native == "custom" or (native is None and "custom" in tc and "function" not in tc)
+    native = tc.get("type", ...)
+    if native is not ... and native not in ("function", "custom"):
+        got = repr(native) if type(native) is str else json_type(native)
+        raise RecordError(f"{path}.type", f"expected 'function' or 'custom', got {got}")
+    # the API requires "type"; older logs omit it and the payload key says which call it is
+    custom = native == "custom" or (native is ... and "custom" in tc and "function" not in tc)
     if custom:
         sub_key, value_key, value_slot = "custom", "input", I_INPUT
         row = [section, group, j, "custom_tool_call", *OPEN_TAIL]
@@ -82,15 +91,27 @@ def _decode_tool_call(
             b.keep(row, k, v)
     if sub_key not in tc:
         raise RecordError(path, f"tool call without '{sub_key}'")
+    for key in ("name", value_key):  # both required by the API; a missing one has no value to write back
+        value = tc[sub_key].get(key, ...)
+        if type(value) is not str:
+            got = "nothing" if value is ... else json_type(value)
+            raise RecordError(f"{path}.{sub_key}.{key}", f"expected string, got {got}")
     b.close_item(cols, row, False, False)
 
 
 def decode_message(
     cols: b.ItemCols, msg: Any, section: str, group: int, path: str, wrapper: str | None
 ) -> None:
-    """Append one Chat message (head item plus its tool calls) to ``cols``."""
+    """Append one Chat message (head item plus its tool calls) to ``cols``.
+
+    A role the API does not have, and tool calls on a message that is not the assistant's, reject
+    the record: no other format could carry them back unchanged."""
     role, tool_calls = add_chat_message(cols, msg, section, group, path, wrapper, False)
+    if role not in ROLES:
+        raise RecordError(f"{path}.role", f"expected one of {_ROLES_TEXT}, got {role!r}")
     if tool_calls is not None:
+        if role != "assistant":
+            raise RecordError(f"{path}.tool_calls", f"only an assistant message has tool calls, not {role!r}")
         for j, tc in enumerate(tool_calls):
             _decode_tool_call(cols, tc, role, section, group, j, f"{path}.tool_calls[{j}]")
 

@@ -52,6 +52,10 @@ PAYLOAD_KEY = {
 # Tool outputs in the wild hold objects too (Codex); keep them verbatim rather than reject.
 _LENIENT_PAYLOAD = frozenset(("function_call_output", "custom_tool_call_output"))
 
+# The roles of a message item (EasyInputMessage, input Message, ResponseOutputMessage).
+ROLES = ("user", "assistant", "system", "developer")
+_ROLES_TEXT = ", ".join(repr(r) for r in ROLES)
+
 _REQUEST_KEYS = frozenset(("input", "instructions"))
 _RESPONSE_KEYS = frozenset(("output", "instructions"))
 
@@ -74,8 +78,12 @@ def decode_item(cols: b.ItemCols, item: Any, section: str, index: int, path: str
         kind = "item_reference"
     else:
         raise RecordError(path, "item has neither 'type' nor 'role'")
-    if kind == "message" and type(item.get("role")) is not str:
-        raise RecordError(path, "message without role")
+    if kind == "message":
+        role = item.get("role")
+        if type(role) is not str:
+            raise RecordError(path, "message without role")
+        if role not in ROLES:
+            raise RecordError(f"{path}.role", f"expected one of {_ROLES_TEXT}, got {role!r}")
     row = [section, index, None, kind, *OPEN_TAIL]
     payload_key = PAYLOAD_KEY.get(kind)
     has_content = has_summary = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from pipeline.formats import decode_records
 from tests.cases import CHAT
@@ -51,3 +52,58 @@ def test_tool_message_without_id_and_provider_extras_are_kept() -> None:
         "function": {"thought_signature": "sig"},
         "extra_content": {"google": {}},
     }
+
+
+# Malformed records the Chat API does not accept: rejected at decode, the reason naming the field
+# (found by the A -> B -> A fuzzer, tests/encoders/test_fuzz_round_trip.py; issue 15 item 4).
+_CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+INVALID = [
+    ({"messages": [{"role": "", "content": "x"}]}, "$.messages[0].role: expected one of"),
+    ({"messages": [{"role": "Human", "content": "x"}]}, "$.messages[0].role: expected one of"),
+    (
+        {"choices": [{"index": 0, "message": {"role": "", "content": "x"}}]},
+        "$.choices[0].message.role: expected one of",
+    ),
+    (
+        {"messages": [{"role": "user", "content": "x", "tool_calls": [_CALL]}]},
+        "$.messages[0].tool_calls: only an assistant message has tool calls, not 'user'",
+    ),
+    (
+        {"messages": [{"role": "assistant", "tool_calls": [{**_CALL, "type": "integer"}]}]},
+        "$.messages[0].tool_calls[0].type: expected 'function' or 'custom', got 'integer'",
+    ),
+    (
+        {"messages": [{"role": "assistant", "tool_calls": [{**_CALL, "type": None}]}]},
+        "$.messages[0].tool_calls[0].type: expected 'function' or 'custom', got null",
+    ),
+    (
+        {"messages": [{"role": "assistant", "tool_calls": [{**_CALL, "function": {"arguments": "{}"}}]}]},
+        "$.messages[0].tool_calls[0].function.name: expected string, got nothing",
+    ),
+    (
+        {"messages": [{"role": "assistant", "tool_calls": [{**_CALL, "function": {"name": "f"}}]}]},
+        "$.messages[0].tool_calls[0].function.arguments: expected string, got nothing",
+    ),
+    (
+        {"messages": [{"role": "assistant", "tool_calls": [{**_CALL, "function": {"name": None}}]}]},
+        "$.messages[0].tool_calls[0].function.name: expected string, got null",
+    ),
+    (
+        {"messages": [{"role": "assistant", "tool_calls": [{"type": "custom", "custom": {"name": "g"}}]}]},
+        "$.messages[0].tool_calls[0].custom.input: expected string, got nothing",
+    ),
+]
+
+
+@pytest.mark.parametrize(("record", "error"), INVALID)
+def test_records_the_chat_api_rejects_are_rejected_at_decode(record: dict, error: str) -> None:
+    res = decode_records([record], "chat")
+    assert [r.error[: len(error)] for r in res.rejected] == [error]
+    assert res.table.num_rows == 0
+
+
+def test_a_tool_call_without_type_is_still_read_by_its_payload_key() -> None:
+    """Older logs omit the call's type; the payload key says which it is, and it comes back without."""
+    call = {"id": "c1", "function": {"name": "f", "arguments": "{}"}}
+    res = decode_records([{"messages": [{"role": "assistant", "tool_calls": [call]}]}], "chat")
+    assert res.rejected == []

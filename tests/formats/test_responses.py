@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import pytest
 
 from pipeline.formats import decode_records
 from tests.cases import RESPONSES
@@ -91,3 +92,19 @@ def test_response_object_top_level_fields() -> None:
     assert orjson.loads(row["tools"])[0]["parameters"] is None
     extra = orjson.loads(row["extra_json"])
     assert extra["usage"]["total_tokens"] == 7 and extra["input_transformations"] is None
+
+
+# Malformed records the Responses API does not accept: rejected at decode, the reason naming the
+# field (found by the A -> B -> A fuzzer, tests/encoders/test_fuzz_round_trip.py).
+INVALID = [
+    ({"input": [{"role": "", "content": "x"}]}, "$.input[0].role: expected one of"),
+    ({"input": [{"role": "tool", "content": "x"}]}, "$.input[0].role: expected one of"),
+    ({"input": [{"type": "message", "role": "function", "content": []}]}, "$.input[0].role: expected one of"),
+    ({"output": [{"type": "message", "role": "USER", "content": []}]}, "$.output[0].role: expected one of"),
+]
+
+
+@pytest.mark.parametrize(("record", "error"), INVALID)
+def test_records_the_responses_api_rejects_are_rejected_at_decode(record: dict, error: str) -> None:
+    res = decode_records([record], "responses")
+    assert [r.error[: len(error)] for r in res.rejected] == [error]
