@@ -88,7 +88,31 @@ INVALID = [
         {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f"}]}]},
         "$.messages[0].content[0].input: expected object, got nothing",
     ),
+    (
+        {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "name": "f", "input": "x"}]}]},
+        "$.messages[0].content[0].input: expected object, got string",
+    ),
+    (
+        {"messages": [{"role": "user", "content": [{"type": "output_text", "text": "x"}]}]},
+        "$.messages[0].content[0].type: 'output_text' is not an Anthropic block type",
+    ),
     ({"content": [{"text": "x"}], "role": "assistant"}, "$.content[0].type: expected string, got nothing"),
+    ({"messages": [{"role": "user"}]}, "$.messages[0].content: expected string or array, got nothing"),
+    ({"messages": [], "tools": [{"input_schema": {}}]}, "$.tools[0].name: expected string, got nothing"),
+    ({"messages": [], "tools": [{"name": "f"}]}, "$.tools[0].input_schema: expected object, got nothing"),
+    (
+        {"messages": [], "tools": [{"name": "f", "input_schema": {}, "description": -1}]},
+        "$.tools[0].description: expected string, got number",
+    ),
+    ({"messages": [], "tools": [{"type": "web_search_20250305"}]}, "$.tools[0].name: expected string"),
+    (
+        {"messages": [{"role": "assistant", "content": [{"type": "tool_result", "tool_use_id": "t"}]}]},
+        "$.messages[0].content[0].type: a 'assistant' message does not take 'tool_result'",
+    ),
+    (
+        {"messages": [{"role": "system", "content": [{"type": "tool_use", "name": "f", "input": {}}]}]},
+        "$.messages[0].content[0].type: a 'system' message does not take 'tool_use'",
+    ),
 ]
 
 

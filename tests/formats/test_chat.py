@@ -77,6 +77,45 @@ INVALID = [
         "$.messages[0].tool_calls[0].type: expected 'function' or 'custom', got null",
     ),
     (
+        {"messages": [{"role": "assistant", "tool_calls": [{"id": "c", "function": _CALL["function"]}]}]},
+        "$.messages[0].tool_calls[0].type: expected 'function' or 'custom', got nothing",
+    ),
+    ({"messages": [{"role": "user"}]}, "$.messages[0].content: expected string or array, got nothing"),
+    ({"messages": [{"role": "tool", "tool_call_id": "c"}]}, "$.messages[0].content: expected string or"),
+    ({"messages": [{"role": "function", "content": "x"}]}, "$.messages[0].name: expected string"),
+    ({"messages": [{"role": "user", "content": [{"text": "x"}]}]}, "$.messages[0].content[0].type: expected"),
+    ({"messages": [{"role": "user", "content": [{}]}]}, "$.messages[0].content[0].type: expected string"),
+    (
+        {"messages": [{"role": "assistant", "content": [{"type": "refusal", "text": "x"}]}]},
+        "$.messages[0].content[0].refusal: expected string, got nothing",
+    ),
+    (
+        {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": 2.5}}]}]},
+        "$.messages[0].content[0].image_url.url: expected string, got number",
+    ),
+    (
+        {"messages": [], "tools": [{"type": "function", "function": {"parameters": {}}}]},
+        "$.tools[0].function.name: expected string, got nothing",
+    ),
+    ({"messages": [], "tools": [{"type": "function"}]}, "$.tools[0].function: expected object, got nothing"),
+    (
+        {"messages": [{"role": "user", "content": "x", "refusal": "no"}]},
+        "$.messages[0].refusal: only an assistant message has a refusal, not 'user'",
+    ),
+    ({"messages": [{"role": "assistant", "refusal": {}}]}, "$.messages[0].refusal: expected string"),
+    (
+        {"messages": [{"role": "developer", "content": [{"type": "image_url", "image_url": {"url": "u"}}]}]},
+        "$.messages[0].content[0].type: a 'developer' message does not take 'image_url' parts",
+    ),
+    (
+        {"messages": [{"role": "user", "content": [{"type": "input_text", "text": "x"}]}]},
+        "$.messages[0].content[0].type: 'input_text' is not a Chat part type",
+    ),
+    (
+        {"messages": [{"role": "user", "content": [{"type": "refusal", "refusal": "no"}]}]},
+        "$.messages[0].content[0].type: a 'user' message does not take 'refusal' parts",
+    ),
+    (
         {"messages": [{"role": "assistant", "tool_calls": [{**_CALL, "function": {"arguments": "{}"}}]}]},
         "$.messages[0].tool_calls[0].function.name: expected string, got nothing",
     ),
@@ -102,8 +141,10 @@ def test_records_the_chat_api_rejects_are_rejected_at_decode(record: dict, error
     assert res.table.num_rows == 0
 
 
-def test_a_tool_call_without_type_is_still_read_by_its_payload_key() -> None:
-    """Older logs omit the call's type; the payload key says which it is, and it comes back without."""
-    call = {"id": "c1", "function": {"name": "f", "arguments": "{}"}}
-    res = decode_records([{"messages": [{"role": "assistant", "tool_calls": [call]}]}], "chat")
-    assert res.rejected == []
+
+def test_tool_call_id_pairs_only_on_a_tool_message() -> None:
+    """On another message it is an unknown key: kept verbatim, so conversions report it."""
+    rec = {"messages": [{"role": "user", "content": "x", "tool_call_id": "c1"}]}
+    [item] = decode_records([rec], "chat").table.column("items").to_pylist()[0]
+    assert item["call_id"] is None
+    assert orjson.loads(item["extra_json"]) == {"tool_call_id": "c1"}

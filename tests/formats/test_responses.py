@@ -101,6 +101,28 @@ INVALID = [
     ({"input": [{"role": "tool", "content": "x"}]}, "$.input[0].role: expected one of"),
     ({"input": [{"type": "message", "role": "function", "content": []}]}, "$.input[0].role: expected one of"),
     ({"output": [{"type": "message", "role": "USER", "content": []}]}, "$.output[0].role: expected one of"),
+    ({"input": [{"role": "user"}]}, "$.input[0].content: expected string or array, got nothing"),
+    ({"input": [{"type": True, "role": "user", "content": "x"}]}, "$.input[0].type: expected string"),
+    (
+        {"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": True}]},
+        "$.input[0].arguments: expected string, got boolean",
+    ),
+    ({"input": [{"type": "function_call", "arguments": "{}"}]}, "$.input[0].name: expected string"),
+    ({"input": [], "tools": [{"type": "function", "parameters": {}}]}, "$.tools[0].name: expected string"),
+    ({"input": [], "tools": [{"name": "f"}]}, "$.tools[0].type: expected string, got nothing"),
+    ({"input": None}, "$.input: expected string or array, got null"),
+    (
+        {"input": [{"role": "user", "content": [{"type": "output_text", "text": "x"}]}]},
+        "$.input[0].content[0].type: a 'user' message does not take 'output_text' parts",
+    ),
+    (
+        {"input": [{"role": "developer", "content": [{"type": "refusal", "refusal": "no"}]}]},
+        "$.input[0].content[0].type: a 'developer' message does not take 'refusal' parts",
+    ),
+    (
+        {"input": [{"role": "assistant", "content": [{"type": "refusal", "refusal": True}]}]},
+        "$.input[0].content[0].refusal: expected string, got boolean",
+    ),
 ]
 
 
@@ -108,3 +130,8 @@ INVALID = [
 def test_records_the_responses_api_rejects_are_rejected_at_decode(record: dict, error: str) -> None:
     res = decode_records([record], "responses")
     assert [r.error[: len(error)] for r in res.rejected] == [error]
+
+
+def test_a_response_object_keeps_its_null_output() -> None:
+    """Only a request's input must be a string or a list."""
+    assert decode_records([{"output": None}], "responses").rejected == []

@@ -1024,6 +1024,16 @@ def _item_losses(items_eager: pl.DataFrame) -> list[pl.LazyFrame]:
             **pos,
         )
     )
+    out.append(
+        _losses(
+            msgs.filter(raw_assistant & (form == "absent")),
+            base,
+            "content_form",
+            "an assistant message without content has no item on the way back",
+            step=31,
+            **pos,
+        )
+    )
     parts = msgs.filter(raw_assistant & (form == "parts"))
     nulls = pl.col("null_fields").list
     out.append(
