@@ -150,6 +150,10 @@ def _tool_call(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None, ids: C
     }
 
 
+# An output item's modelled keys a tool message has no slot for (a call's keys on an output too).
+_OUTPUT_LOST = ("name", "id", "status", "namespace", "phase", "arguments", "input", "encrypted_content")
+
+
 def _tool_message(ctx: Ctx, i: int, call_id: str, calls: from_dataset.DatasetCalls | None) -> dict[str, Any]:
     """Output ``i`` as a ``tool`` message answering ``call_id`` (its own, or its call's: CallIds)."""
     base = ctx.item_ptr(i)
@@ -166,7 +170,7 @@ def _tool_message(ctx: Ctx, i: int, call_id: str, calls: from_dataset.DatasetCal
     ctx.lose_fields(
         i,
         base,
-        ("id", "status", "namespace", "phase") if calls else ("name", "id", "status", "namespace", "phase"),
+        ("id", "status", "namespace", "phase") if calls else _OUTPUT_LOST,
     )
     ctx.lose_extra(i, base)
     return msg

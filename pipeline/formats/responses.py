@@ -125,6 +125,11 @@ def decode_item(cols: b.ItemCols, item: Any, section: str, index: int, path: str
                 row[I_FORM] = FORM_STRING
                 cols.content.rows.append((None, v, None, None, None, None, None, None))
                 has_content = True
+            elif kind in _LENIENT_PAYLOAD and type(v) is list and not all(_typed(p) for p in v):
+                j = next(j for j, p in enumerate(v) if not _typed(p))
+                if type(v[j]) is not dict:
+                    raise not_object(f"{path}.{k}[{j}]", v[j])
+                raise RecordError(f"{path}.{k}[{j}].type", f"expected string, got {got(v[j], 'type')}")
             elif kind in _LENIENT_PAYLOAD and type(v) is not list and v is not None:
                 b.keep(row, k, v)
                 row[I_FORM] = FORM_ABSENT
@@ -143,6 +148,11 @@ def decode_item(cols: b.ItemCols, item: Any, section: str, index: int, path: str
     b.close_item(cols, row, has_content, has_summary)
 
 
+def _typed(part: Any) -> bool:
+    """A content part with a string type (a tool output's parts need one, as message parts do)."""
+    return type(part) is dict and type(part.get("type")) is str
+
+
 def _check_part(part: Any, role: str, path: str) -> None:
     """A string type; output content (output_text, refusal) only in an assistant message: the
     other roles' input content has no such part, and a target would write it back as input text.
@@ -151,6 +161,8 @@ def _check_part(part: Any, role: str, path: str) -> None:
         raise not_object(path, part)
     require(part, "type", path)  # every content part has one; the way back would write another
     ptype = part["type"]
+    if ptype == "image_url":  # Chat's image part: the way back writes an input_image
+        raise RecordError(f"{path}.type", "'image_url' is not a Responses content type (input_image)")
     if ptype in ("output_text", "refusal"):
         if role != "assistant":
             raise RecordError(f"{path}.type", f"a {role!r} message does not take {ptype!r} parts")

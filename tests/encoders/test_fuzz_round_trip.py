@@ -318,7 +318,17 @@ PINNED_REJECTED = [
         "$.messages[0].content[0].input",
     ),
 ]
+PINNED_REJECTED += [
+    (
+        "responses",
+        {"input": [{"role": "user", "content": [{"type": "image_url", "image_url": "u"}]}]},
+        "$.input[0]",
+    ),
+    ("responses", {"input": [{**_OUT, "output": [{"text": "x"}]}]}, "$.input[0].output[0].type"),
+]
 PINNED_REPORTED = [
+    # a call's keys on an output item
+    ("responses", {"input": [_CALL, {**_OUT, "arguments": "{}"}]}),
     # a tool_call_id on a user message is an unknown key there (the checker once misaligned it)
     ("chat", {"messages": [{"role": "user", "content": "hi", "tool_call_id": "c"}]}),
     # a Responses function tool without strict / parameters: the way back from Chat sets them null
@@ -374,3 +384,28 @@ def test_pinned_failures_report_every_change(fmt: str, record: dict[str, Any]) -
         if b != fmt:
             problems, refused = round_trips([record], fmt, b)
             assert (problems, refused) == ([None], Counter()), b
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not fixed yet: an id-less tool_result pairs with the oldest unanswered call (call_ids.py) "
+    "although that call's own result follows; the way back keeps the first result and drops the "
+    "real one, while the report names the id-less one as the orphan",
+)
+def test_pinned_id_less_result_before_its_calls_own_result() -> None:
+    uses = [{"type": "tool_use", "id": c, "name": "f", "input": {}} for c in ("a", "b")]
+    results = [
+        {"type": "tool_result", "tool_use_id": "b", "content": "rb"},
+        {"type": "tool_result", "tool_use_id": None, "content": "rn"},
+        {"type": "tool_result", "tool_use_id": "a", "content": "ra"},
+    ]
+    record = {
+        "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": uses},
+            {"role": "user", "content": results},
+            {"role": "assistant", "content": "done"},
+        ]
+    }
+    problems, _ = round_trips([record], "anthropic", "chat")
+    assert problems == [None]

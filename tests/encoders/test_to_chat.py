@@ -23,3 +23,21 @@ def test_a_responses_function_tool_without_strict_or_parameters_reports_the_fill
     assert back.record["tools"] == [{**tool, "parameters": None, "strict": None}]
     assert uncovered(record, back.record, there.losses) == []
     check_equal(table)  # the vectorized path reports the same
+
+
+def test_a_call_key_on_a_responses_output_is_reported() -> None:
+    """A function_call_output carrying a call's keys (arguments, input): a tool message has no slot
+    (found by the fuzzer as an unreported change)."""
+    call = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+    out = {"type": "function_call_output", "call_id": "c", "output": "x", "arguments": "{}", "input": "i"}
+    record = {"input": [call, out]}
+    table = decode_records([record], "responses").table
+    [there] = convert_table(table, "chat")
+    # the kinds are those of the keys on a call (Ctx.FIELD_KINDS)
+    assert [(x.path, x.kind) for x in there.losses] == [
+        ("/input/1/arguments", "argument_string"),
+        ("/input/1/input", "custom_tool"),
+    ]
+    [back] = convert_table(decode_records([there.record], "chat").table, "responses")
+    assert uncovered(record, back.record, there.losses) == []
+    check_equal(table)

@@ -112,6 +112,15 @@ INVALID = [
     ({"input": [], "tools": [{"name": "f"}]}, "$.tools[0].type: expected string, got nothing"),
     ({"input": None}, "$.input: expected string or array, got null"),
     (
+        {"input": [{"role": "user", "content": [{"type": "image_url", "image_url": "u"}]}]},
+        "$.input[0].content[0].type: 'image_url' is not a Responses content type",
+    ),
+    (
+        {"input": [{"type": "function_call_output", "call_id": "c", "output": [{"text": "x"}]}]},
+        "$.input[0].output[0].type: expected string, got nothing",
+    ),
+    ({"input": [{"role": "user", "content": [{"text": "x"}]}]}, "$.input[0].content[0].type: expected"),
+    (
         {"input": [{"role": "user", "content": [{"type": "output_text", "text": "x"}]}]},
         "$.input[0].content[0].type: a 'user' message does not take 'output_text' parts",
     ),

@@ -64,7 +64,14 @@ import pyarrow.compute as pc
 
 from pipeline.encoders import convert_table
 from pipeline.encoders._context import PART_LOSS_KINDS, Ctx
-from pipeline.encoders.to_chat import IMAGE_DETAILS, RENAMED_KEYS, SAME_KEYS, _tool_choice, _tools
+from pipeline.encoders.to_chat import (
+    _OUTPUT_LOST,
+    IMAGE_DETAILS,
+    RENAMED_KEYS,
+    SAME_KEYS,
+    _tool_choice,
+    _tools,
+)
 from pipeline.encoders.vectorized._json import (
     json_elements,
     json_keys,
@@ -1101,7 +1108,7 @@ def _item_losses(items_eager: pl.DataFrame) -> list[pl.LazyFrame]:
     outs = items.filter(pl.col("is_out"))  # (an id-less output's row takes the fallback: no loss here)
     out.append(_losses(outs.filter(form.is_in(["null", "absent"])), base + "/output", "content_form",
                        "Chat tool messages need content; wrote ''", step=15, **pos))  # fmt: skip
-    out += _lose_fields(outs, ("name", "id", "status", "namespace", "phase"), step=20)
+    out += _lose_fields(outs, _OUTPUT_LOST, step=20)
     out.append(_extra_losses(items_eager, pl.col("is_out"), step=40))
     out.append(
         _losses(
