@@ -88,7 +88,7 @@ def _decode_item_block(cols: b.ItemCols, block: dict[str, Any], row: list[Any], 
     if btype in _CALLS:
         # name and input are required by the API; there is no value to write back for them
         require(block, "name", path)
-        require(block, "input", path, dict, nullable=True)  # a null input is recorded as null
+        require(block, "input", path, dict)
         row[b.I_TYPE] = _CALLS[btype]
         for k, v in block.items():
             if k == "id":

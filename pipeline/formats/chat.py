@@ -149,7 +149,12 @@ def _check_tools(rec: dict[str, Any]) -> None:
         kind = tool.get("type")
         if kind in ("function", "custom"):
             require(tool, kind, path, dict)
-            return tool[kind], f"{path}.{kind}"
+            spec = tool[kind]
+            if kind == "custom" and not choice and "format" in spec:  # the way back rebuilds it
+                require(spec, "format", f"{path}.custom", dict)
+                if spec["format"].get("type") == "grammar":
+                    require(spec["format"], "grammar", f"{path}.custom.format", dict)
+            return spec, f"{path}.{kind}"
         return None
 
     check_tools(rec, name_of)

@@ -148,6 +148,9 @@ def decode_item(cols: b.ItemCols, item: Any, section: str, index: int, path: str
     b.close_item(cols, row, has_content, has_summary)
 
 
+_FOREIGN_PARTS = frozenset(("text", "image_url"))
+
+
 def _typed(part: Any) -> bool:
     """A content part with a string type (a tool output's parts need one, as message parts do)."""
     return type(part) is dict and type(part.get("type")) is str
@@ -161,8 +164,8 @@ def _check_part(part: Any, role: str, path: str) -> None:
         raise not_object(path, part)
     require(part, "type", path)  # every content part has one; the way back would write another
     ptype = part["type"]
-    if ptype == "image_url":  # Chat's image part: the way back writes an input_image
-        raise RecordError(f"{path}.type", "'image_url' is not a Responses content type (input_image)")
+    if ptype in _FOREIGN_PARTS:  # Chat's parts: the way back writes input_text / input_image
+        raise RecordError(f"{path}.type", f"{ptype!r} is not a Responses content type")
     if ptype in ("output_text", "refusal"):
         if role != "assistant":
             raise RecordError(f"{path}.type", f"a {role!r} message does not take {ptype!r} parts")
@@ -174,6 +177,8 @@ def _tool_name(tool: dict[str, Any], path: str, choice: bool = False) -> Any:
     """Function and custom tools (and a tool_choice naming one) hold their name; hosted tools
     (web_search, ...) have none."""
     require(tool, "type", path)
+    if tool["type"] == "custom" and not choice and "format" in tool:  # the way back rebuilds it
+        require(tool, "format", path, dict)
     return (tool, path) if tool["type"] in ("function", "custom") else None
 
 

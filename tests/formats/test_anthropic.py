@@ -93,6 +93,10 @@ INVALID = [
         "$.messages[0].content[0].input: expected object, got string",
     ),
     (
+        {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "name": "f", "input": None}]}]},
+        "$.messages[0].content[0].input: expected object, got null",
+    ),
+    (
         {"messages": [{"role": "user", "content": [{"type": "output_text", "text": "x"}]}]},
         "$.messages[0].content[0].type: 'output_text' is not an Anthropic block type",
     ),

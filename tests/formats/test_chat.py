@@ -99,6 +99,10 @@ INVALID = [
     ),
     ({"messages": [], "tools": [{"type": "function"}]}, "$.tools[0].function: expected object, got nothing"),
     (
+        {"messages": [], "tools": [{"type": "custom", "custom": {"format": {"type": "grammar"}}}]},
+        "$.tools[0].custom.format.grammar: expected object",
+    ),
+    (
         {"messages": [{"role": "user", "content": "x", "refusal": "no"}]},
         "$.messages[0].refusal: only an assistant message has a refusal, not 'user'",
     ),

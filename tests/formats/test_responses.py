@@ -111,6 +111,8 @@ INVALID = [
     ({"input": [], "tools": [{"type": "function", "parameters": {}}]}, "$.tools[0].name: expected string"),
     ({"input": [], "tools": [{"name": "f"}]}, "$.tools[0].type: expected string, got nothing"),
     ({"input": None}, "$.input: expected string or array, got null"),
+    ({"input": [{"role": "user", "content": [{"type": "text"}]}]}, "$.input[0].content[0].type: 'text'"),
+    ({"input": [], "tools": [{"type": "custom", "name": "g", "format": None}]}, "$.tools[0].format:"),
     (
         {"input": [{"role": "user", "content": [{"type": "image_url", "image_url": "u"}]}]},
         "$.input[0].content[0].type: 'image_url' is not a Responses content type",
