@@ -114,9 +114,9 @@ _ROLE_PARTS = {
 }
 _KNOWN_PARTS = frozenset(("text", *_PARTS))
 _PARTS_TEXT = ", ".join(repr(t) for t in ("text", *_PARTS))
-# Responses' text part types: the way back from Responses / Anthropic writes them as Chat "text"
-# parts. Other unknown types (logs hold "reasoning" parts) stay, and conversions report them.
-FOREIGN_TEXT = frozenset(("input_text", "output_text"))
+# Responses' part types: the way back from Responses / Anthropic writes them as Chat "text" /
+# "image_url" parts. Other unknown types (logs hold "reasoning" parts) stay, conversions report them.
+FOREIGN_TEXT = frozenset(("input_text", "output_text", "input_image"))
 
 
 def _check_part(part: Any, role: str, path: str) -> None:

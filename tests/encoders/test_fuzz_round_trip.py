@@ -327,6 +327,13 @@ PINNED_REJECTED += [
     ),
     ("responses", {"input": [{**_OUT, "output": [{"text": "x"}]}]}, "$.input[0].output[0].type"),
 ]
+PINNED_REJECTED.append(
+    (
+        "chat",
+        {"messages": [{"role": "user", "content": [{"type": "input_image", "image_url": "u"}]}]},
+        "$.messages[0]",
+    )
+)
 PINNED_REPORTED = [
     # a call's keys on an output item
     ("responses", {"input": [_CALL, {**_OUT, "arguments": "{}"}]}),
