@@ -1604,8 +1604,13 @@ ANTHROPIC_RESPONSE_BLOCK: S[JsonDict] = _union(ANTHROPIC_BLOCKS, ANTHROPIC_RESPO
 _A_REQUEST_BLOCK = ANTHROPIC_REQUEST_BLOCK
 _A_RESPONSE_BLOCK = ANTHROPIC_RESPONSE_BLOCK
 
-_A_CONVERSATION_MESSAGE = obj(
-    {"role": st.sampled_from(["user", "assistant"]), "content": st.one_of(TEXT, _lists(_A_REQUEST_BLOCK))}
+# A tool_result belongs in a user message (the decoder rejects it elsewhere).
+_A_ASSISTANT_BLOCK = _union(
+    ANTHROPIC_BLOCKS, {k: w for k, w in ANTHROPIC_REQUEST_BLOCK_WEIGHTS.items() if k != "tool_result"}
+)
+_A_CONVERSATION_MESSAGE = st.one_of(
+    obj({"role": _typed("user"), "content": st.one_of(TEXT, _lists(_A_REQUEST_BLOCK))}),
+    obj({"role": _typed("assistant"), "content": st.one_of(TEXT, _lists(_A_ASSISTANT_BLOCK))}),
 )
 _A_SYSTEM_MESSAGE = obj({"role": _typed("system"), "content": st.one_of(TEXT, _lists(_A_TEXT, max_size=3))})
 #: One request message (``user``/``assistant`` with any blocks, or a mid-conversation ``system``).

@@ -502,9 +502,12 @@ static const Field CALL_UNUSED[] = {
     FIELD("phase", "phase", phase), FIELD("encrypted_content", "encrypted_reasoning", encrypted_content),
     {NULL, NULL, 0},
 };
+/* to_chat._OUTPUT_LOST: an output item's keys a tool message has no slot for (a call's keys too) */
 static const Field OUT_UNUSED[] = {
     FIELD("name", "name", name), FIELD("id", "item_id", id), FIELD("status", "status", status),
-    FIELD("namespace", "namespace", namespace_), FIELD("phase", "phase", phase), {NULL, NULL, 0},
+    FIELD("namespace", "namespace", namespace_), FIELD("phase", "phase", phase),
+    FIELD("arguments", "argument_string", arguments), FIELD("input", "custom_tool", input),
+    FIELD("encrypted_content", "encrypted_reasoning", encrypted_content), {NULL, NULL, 0},
 };
 
 /* Ctx.lose_fields: each field item i had (a value or an explicit null) has no slot. */
@@ -973,6 +976,21 @@ static int tools_json_once(Enc *e, Buf *b) {
                 puts_(st, &e->tmp, "' has no slot in Chat");
                 lose(e, e->tmp2.p, e->tmp2.len, "tools", e->tmp.p, e->tmp.len);
             }
+            if (function) { /* the way back sets them (required on Responses): to_chat._tools */
+                static const char *const required[] = {"parameters", "strict", NULL};
+                for (const char *const *rq = required; *rq; rq++) {
+                    if (yyjson_obj_get(tool, *rq)) continue;
+                    e->tmp2.len = 0;
+                    put(st, &e->tmp2, path.p, path.len);
+                    put(st, &e->tmp2, "/", 1);
+                    puts_(st, &e->tmp2, *rq);
+                    e->tmp.len = 0;
+                    puts_(st, &e->tmp, "absent '");
+                    puts_(st, &e->tmp, *rq);
+                    puts_(st, &e->tmp, "' comes back null");
+                    lose(e, e->tmp2.p, e->tmp2.len, "filled_default", e->tmp.p, e->tmp.len);
+                }
+            }
             put(st, &out, kept ? "," : "", kept ? 1 : 0);
             kept++;
             puts_(st, &out, function ? "{\"type\":\"function\",\"function\":{" : "{\"type\":\"custom\",\"custom\":{");
@@ -1291,6 +1309,9 @@ static int encode_row(Enc *e) {
             }
             if (assistant && str_eq(cform, cfl, "string") && !nonempty)
                 lose_s(e, base.p, base.len, "content_form", "an empty assistant text has no item on the way back");
+            if (assistant && str_eq(cform, cfl, "absent"))
+                lose_s(e, base.p, base.len, "content_form",
+                       "an assistant message without content has no item on the way back");
             if (assistant && parts) {
                 size_t bl = base.len;
                 if (!col_valid(&e->id, i) && !has_null(&e->inulls, &e->inull_names, i, "id")) {

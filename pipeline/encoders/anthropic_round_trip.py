@@ -21,7 +21,7 @@ a ``tool_use`` nobody answers                  ``unanswered_call``         the b
 a ``tool_result`` with no call before it       ``orphan_output``           the block
 a ``tool_result`` after text                   ``tool_output_order``       the block
 ``{"type": "text", "text": " "}``              ``empty_text``              the block
-a ``tool_use`` inside a user message           ``message_split``           the message
+a ``tool_use`` inside a user message           ``message_split``           the message (alone too)
 first message ``role: "system"``               ``system_position``         the message, ``/system``
 no ``max_tokens``                              ``filled_default``          ``/max_tokens``
 ============================================  =========================  ==========================
@@ -198,9 +198,13 @@ def report(ctx: Ctx, *, media_in_results: bool, emitted: set[int] | None = None)
                 ctx.lose(pa, "message_merge", "the next message of the same role comes back joined to it")
         for s in turn.segs:
             where.setdefault(ctx.message_ptr(s.i), set()).add(n)
+    roles = {ctx.message_ptr(s.i): ctx.v.role[s.i] for turn in turns for s in turn.segs}
     for ptr, ns in where.items():
         if len(ns) > 1:
             ctx.lose(ptr, "message_split", "its blocks come back as separate messages (by role)")
+        elif roles[ptr] in ("user", "assistant") and turns[next(iter(ns))].role != roles[ptr]:
+            # only its tool_use comes back (its other blocks were dropped): in an assistant message
+            ctx.lose(ptr, "message_split", "it comes back as a message of the other role")
     kept = set(where) | {ctx.message_ptr(s.i) for s in leading}
     reported = {loss.path for loss in ctx.losses}
     for i in range(ctx.start, ctx.end):

@@ -441,6 +441,7 @@ def _result_seg(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None, ids: 
         _item_keys_lost(ctx, i, ("output", "name"))
     else:
         _item_keys_lost(ctx, i, ("output",))
+    ctx.lose_fields(i, base, ("arguments", "input", "encrypted_content"))  # a call's keys on an output
     seg.blocks.append(block)
     seg.paths.append(base)
     return seg

@@ -101,6 +101,8 @@ def _message_losses(ctx: Ctx, i: int) -> None:
             and not v.content.text[v.content_off[i]]
         ):
             ctx.lose(base, "content_form", "an empty assistant text has no item on the way back")
+        if v.role[i] == "assistant" and v.content_form[i] == FORM_ABSENT:
+            ctx.lose(base, "content_form", "an assistant message without content has no item on the way back")
         if v.role[i] == "assistant" and v.content_form[i] == FORM_PARTS:
             # an assistant part list comes back as an output message, whose id and status are required
             if v.id[i] is None and "id" not in nulls:
@@ -147,6 +149,10 @@ def _tool_call(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None, ids: C
     }
 
 
+# An output item's modelled keys a tool message has no slot for (a call's keys on an output too).
+_OUTPUT_LOST = ("name", "id", "status", "namespace", "phase", "arguments", "input", "encrypted_content")
+
+
 def _tool_message(ctx: Ctx, i: int, call_id: str, calls: from_dataset.DatasetCalls | None) -> dict[str, Any]:
     """Output ``i`` as a ``tool`` message answering ``call_id`` (its own, or its call's: CallIds)."""
     base = ctx.item_ptr(i)
@@ -163,7 +169,7 @@ def _tool_message(ctx: Ctx, i: int, call_id: str, calls: from_dataset.DatasetCal
     ctx.lose_fields(
         i,
         base,
-        ("id", "status", "namespace", "phase") if calls else ("name", "id", "status", "namespace", "phase"),
+        ("id", "status", "namespace", "phase") if calls else _OUTPUT_LOST,
     )
     ctx.lose_extra(i, base)
     return msg
@@ -335,6 +341,9 @@ def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
             fn = {k2: tool[k2] for k2 in ("name", "description", "parameters", "strict") if k2 in tool}
             for extra in keys_except(tool, {"name", "description", "parameters", "strict", "type"}):
                 ctx.lose(path + pointer(extra), "tools", f"tool '{extra}' has no slot in Chat")
+            for required in ("parameters", "strict"):  # the way back sets them (required on Responses)
+                if required not in tool:
+                    ctx.lose(path + "/" + required, "filled_default", f"absent '{required}' comes back null")
             out.append({"type": "function", "function": fn})
         elif ctx.source == "responses" and t == "custom":
             custom = {k2: tool[k2] for k2 in ("name", "description") if k2 in tool}

@@ -52,6 +52,41 @@ def list_at(rec: dict[str, Any], key: str) -> list[Any]:
     return value
 
 
+def got(obj: dict[str, Any], key: str) -> str:
+    """What ``obj[key]`` is, for an error message: its JSON type, or "nothing" when absent."""
+    return json_type(obj[key]) if key in obj else "nothing"
+
+
+def require(obj: dict[str, Any], key: str, path: str, kind: type = str, *, nullable: bool = False) -> None:
+    """Reject the record unless ``obj[key]`` is a ``kind`` (a field the wire format requires, that
+    no other format could write back as it was); ``path`` locates ``obj``. ``nullable``: an
+    explicit null is accepted too (the decoder records it; logs in the wild hold it)."""
+    value = obj.get(key, ...)
+    if type(value) is not kind and not (nullable and value is None):
+        want = {str: "string", dict: "object", list: "array"}[kind]
+        raise RecordError(f"{path}.{key}", f"expected {want}, got {got(obj, key)}")
+
+
+def check_tools(rec: dict[str, Any], name_of: Any) -> None:
+    """Reject a ``tools`` list whose tools lack a string name, and a ``tool_choice`` naming a tool
+    without a string name: every target needs the name, and would fill an empty one.
+    ``name_of(value, path)`` gives the object that holds the name and its path (None: the value
+    has none to check, a hosted tool, a ``tool_choice`` of "auto")."""
+    tools = rec.get("tools")
+    if type(tools) is list:
+        for k, tool in enumerate(tools):
+            if type(tool) is not dict:  # encoders report it ("not a tool object")
+                continue
+            holder = name_of(tool, f"$.tools[{k}]")
+            if holder is not None:
+                require(holder[0], "name", holder[1])
+    choice = rec.get("tool_choice")
+    if type(choice) is dict and type(choice.get("type")) is str:
+        holder = name_of(choice, "$.tool_choice", True)
+        if holder is not None:
+            require(holder[0], "name", holder[1])
+
+
 def add_instructions(tb: b.TableBuilder, value: Any) -> bool:
     """Close the row's instructions when ``value`` is absent (``...``), null or a string.
 
@@ -177,7 +212,7 @@ def add_chat_message(
             has_content = add_content(cols.content, row, v, f"{path}.content")
         elif k == "name":
             b.set_str(row, I_NAME, k, v)
-        elif k == "tool_call_id":
+        elif k == "tool_call_id" and row[3] == "function_call_output":  # elsewhere it pairs nothing
             b.set_str(row, I_CALL_ID, k, v)
         elif k == "tool_calls" and type(v) is list and v:
             tool_calls = v

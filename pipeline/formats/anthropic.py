@@ -46,9 +46,11 @@ from pipeline.formats._common import (
     add_content,
     add_instructions,
     block_row,
+    check_tools,
     json_type,
     list_at,
     not_object,
+    require,
     splice,
 )
 from pipeline.formats._record import RowEnd, make_decode
@@ -59,6 +61,13 @@ NAME = "anthropic"
 _CALLS = {"tool_use": "function_call", "server_tool_use": "server_tool_use", "mcp_tool_use": "mcp_tool_use"}
 # Block types that become an item of their own (besides every "*_tool_result").
 _ITEM_BLOCKS = frozenset((*_CALLS, "tool_result", "thinking", "redacted_thinking", "compaction"))
+# MessageParam's roles, and "system": agent logs record a leading system message, which the way
+# back folds into the top-level system (reported as system_position).
+ROLES = ("user", "assistant", "system")
+_ROLES_TEXT = ", ".join(repr(r) for r in ROLES)
+# OpenAI text part types: the way back from Chat / Responses writes them as "text" blocks (a
+# refusal as text too), so an Anthropic record holding one could not come back as it was.
+_FOREIGN_TEXT = frozenset(("input_text", "output_text", "refusal"))
 _REQUEST_KEYS = frozenset(("messages", "system"))
 _RESPONSE_KEYS = frozenset(("content",))
 
@@ -77,6 +86,9 @@ def _decode_item_block(cols: b.ItemCols, block: dict[str, Any], row: list[Any], 
     row[I_NATIVE] = btype
     has_content = False
     if btype in _CALLS:
+        # name and input are required by the API; there is no value to write back for them
+        require(block, "name", path)
+        require(block, "input", path, dict)
         row[b.I_TYPE] = _CALLS[btype]
         for k, v in block.items():
             if k == "id":
@@ -149,7 +161,11 @@ def decode_message(
         role = msg.get("role")
         if type(role) is not str:
             raise RecordError(path, "message without role")
+        if role not in ROLES:
+            raise RecordError(f"{path}.role", f"expected one of {_ROLES_TEXT}, got {role!r}")
         content = msg.get("content", ...)
+        if content is ...:  # required; no target could write back its absence
+            raise RecordError(f"{path}.content", "expected string or array, got nothing")
         rest = {k: v for k, v in msg.items() if k != "role" and k != "content"}
         wrapper = b.dumps(rest) if rest else None
     if type(content) is not list:
@@ -168,8 +184,17 @@ def decode_message(
     for j, block in enumerate(content):
         if type(block) is not dict:
             raise not_object(f"{path}.content[{j}]", block)
-        btype = block.get("type")
-        if type(btype) is str and (btype in _ITEM_BLOCKS or btype.endswith("_tool_result")):
+        btype = block.get("type", ...)
+        if type(btype) is not str:  # every block param requires it; no format could write it back
+            got = "nothing" if btype is ... else json_type(btype)
+            raise RecordError(f"{path}.content[{j}].type", f"expected string, got {got}")
+        if (btype == "tool_result" and role not in ("user", None)) or (btype in _CALLS and role == "system"):
+            # the way back puts them where they belong (a user / an assistant message): no loss
+            # kind says so, and the API rejects them anyway
+            raise RecordError(f"{path}.content[{j}].type", f"a {role!r} message does not take {btype!r}")
+        if btype in _FOREIGN_TEXT:
+            raise RecordError(f"{path}.content[{j}].type", f"{btype!r} is not an Anthropic block type")
+        if btype in _ITEM_BLOCKS or btype.endswith("_tool_result"):
             if pending is not None:
                 b.close_item(cols, pending, True, False)
                 pending = None
@@ -196,9 +221,22 @@ def decode_message(
         b.close_item(cols, row, True, False)
 
 
+def _tool_name(tool: dict[str, Any], path: str, choice: bool = False) -> Any:
+    """Every tool has a string name; a custom tool (no type, or "custom") an object input_schema
+    and, if any, a string description. A tool_choice of type "tool" names its tool."""
+    if choice:
+        return (tool, path) if tool["type"] == "tool" else None
+    if tool.get("type", "custom") == "custom":
+        require(tool, "input_schema", path, dict)
+        if "description" in tool:
+            require(tool, "description", path)
+    return tool, path
+
+
 def _walk(tb: b.TableBuilder, rec: dict[str, Any]) -> RowEnd:
     """A request body (``system`` + ``messages``) or a message object (``content``)."""
     response = "messages" not in rec and "content" in rec
+    check_tools(rec, _tool_name)
     system = rec.get("system", ...)
     if not add_instructions(tb, system):
         if type(system) is not list:

@@ -29,8 +29,11 @@ from pipeline.formats._common import (
     ItemView,
     RecordError,
     add_chat_message,
+    check_tools,
+    got,
     list_at,
     not_object,
+    require,
     splice,
 )
 from pipeline.formats._record import RowEnd, make_decode
@@ -40,6 +43,10 @@ NAME = "chat"
 _REQUEST_KEYS = frozenset(("messages",))
 _RESPONSE_KEYS = frozenset(("choices",))
 _CALL_KINDS = frozenset(("function_call", "custom_tool_call"))
+# The roles of ChatCompletionMessageParam (the SDK's request message union); a completion's message
+# is an assistant message of the same shape.
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+_ROLES_TEXT = ", ".join(repr(r) for r in ROLES)
 
 
 def is_response(rec: dict[str, Any]) -> bool:
@@ -52,7 +59,10 @@ def _decode_tool_call(
     if type(tc) is not dict:
         raise not_object(path, tc)
     native = tc.get("type")
-    custom = native == "custom" or (native is None and "custom" in tc and "function" not in tc)
+    if native not in ("function", "custom"):  # required: the way back would write one
+        what = repr(native) if type(native) is str else got(tc, "type")
+        raise RecordError(f"{path}.type", f"expected 'function' or 'custom', got {what}")
+    custom = native == "custom"
     if custom:
         sub_key, value_key, value_slot = "custom", "input", I_INPUT
         row = [section, group, j, "custom_tool_call", *OPEN_TAIL]
@@ -82,15 +92,99 @@ def _decode_tool_call(
             b.keep(row, k, v)
     if sub_key not in tc:
         raise RecordError(path, f"tool call without '{sub_key}'")
+    for key in ("name", value_key):  # both required by the API; a missing one has no value to write back
+        require(tc[sub_key], key, f"{path}.{sub_key}")
     b.close_item(cols, row, False, False)
+
+
+# A Chat content part's type -> the key it requires (and that key's JSON type).
+_PARTS: dict[str, tuple[str, type]] = {
+    # not "text": logs in the wild hold {"type": "text", "value": ...} (reported on conversion)
+    "refusal": ("refusal", str),
+    "image_url": ("image_url", dict),
+    "input_audio": ("input_audio", dict),
+    "file": ("file", dict),
+}
+
+
+# The known part types each role's message takes (ChatCompletion*MessageParam content parts).
+_ROLE_PARTS = {
+    "user": frozenset(("text", "image_url", "input_audio", "file")),
+    "assistant": frozenset(("text", "refusal")),
+}
+_KNOWN_PARTS = frozenset(("text", *_PARTS))
+_PARTS_TEXT = ", ".join(repr(t) for t in ("text", *_PARTS))
+# Responses' part types: the way back from Responses / Anthropic writes them as Chat "text" /
+# "image_url" parts. Other unknown types (logs hold "reasoning" parts) stay, conversions report them.
+FOREIGN_TEXT = frozenset(("input_text", "output_text", "input_image"))
+
+
+def _check_part(part: Any, role: str, path: str) -> None:
+    """Reject a content part the API rejects that another format would rewrite: no string type, a
+    known type the role's message does not take (an image in a system message: the way back drops
+    it), another format's text part (input_text), or a known type without its payload (an image
+    without its URL). Other unknown types are reported on conversion."""
+    if type(part) is not dict:
+        raise not_object(path, part)
+    require(part, "type", path)
+    ptype = part["type"]
+    if ptype in FOREIGN_TEXT:
+        raise RecordError(f"{path}.type", f"{ptype!r} is not a Chat part type (expected {_PARTS_TEXT})")
+    if ptype in _KNOWN_PARTS and ptype not in _ROLE_PARTS.get(role, ("text",)):
+        raise RecordError(f"{path}.type", f"a {role!r} message does not take {ptype!r} parts")
+    need = _PARTS.get(ptype)
+    if need is not None:
+        require(part, need[0], path, need[1])
+        if part["type"] == "image_url":
+            require(part["image_url"], "url", f"{path}.image_url")
+            if "detail" in part["image_url"]:  # a string the API does not take is reported
+                require(part["image_url"], "detail", f"{path}.image_url", nullable=True)
+
+
+def _check_tools(rec: dict[str, Any]) -> None:
+    """A function or custom tool (and a tool_choice naming one) needs its ``function`` /
+    ``custom`` object and a string name."""
+
+    def name_of(tool: dict[str, Any], path: str, choice: bool = False) -> Any:
+        kind = tool.get("type")
+        if kind in ("function", "custom"):
+            require(tool, kind, path, dict)
+            spec = tool[kind]
+            if kind == "custom" and not choice and "format" in spec:  # the way back rebuilds it
+                require(spec, "format", f"{path}.custom", dict)
+                if spec["format"].get("type") == "grammar":
+                    require(spec["format"], "grammar", f"{path}.custom.format", dict)
+            return spec, f"{path}.{kind}"
+        return None
+
+    check_tools(rec, name_of)
 
 
 def decode_message(
     cols: b.ItemCols, msg: Any, section: str, group: int, path: str, wrapper: str | None
 ) -> None:
-    """Append one Chat message (head item plus its tool calls) to ``cols``."""
+    """Append one Chat message (head item plus its tool calls) to ``cols``.
+
+    A role the API does not have, and tool calls on a message that is not the assistant's, reject
+    the record: no other format could carry them back unchanged."""
     role, tool_calls = add_chat_message(cols, msg, section, group, path, wrapper, False)
+    if role not in ROLES:
+        raise RecordError(f"{path}.role", f"expected one of {_ROLES_TEXT}, got {role!r}")
+    if "content" not in msg and role != "assistant":  # only the assistant's content is optional
+        raise RecordError(f"{path}.content", "expected string or array, got nothing")
+    if role == "function":
+        require(msg, "name", path)
+    if "refusal" in msg:  # only ChatCompletionAssistantMessageParam has it: a string or null
+        if role != "assistant":
+            raise RecordError(f"{path}.refusal", f"only an assistant message has a refusal, not {role!r}")
+        require(msg, "refusal", path, nullable=True)
+    content = msg.get("content")
+    if type(content) is list:
+        for j, part in enumerate(content):
+            _check_part(part, role, f"{path}.content[{j}]")
     if tool_calls is not None:
+        if role != "assistant":
+            raise RecordError(f"{path}.tool_calls", f"only an assistant message has tool calls, not {role!r}")
         for j, tc in enumerate(tool_calls):
             _decode_tool_call(cols, tc, role, section, group, j, f"{path}.tool_calls[{j}]")
 
@@ -100,6 +194,7 @@ def _walk(tb: b.TableBuilder, rec: dict[str, Any]) -> RowEnd:
     on its message's wrapper_json)."""
     response = "choices" in rec and "messages" not in rec
     key = "choices" if response else "messages"
+    _check_tools(rec)
     tb.close_instructions(FORM_ABSENT)
     value = list_at(rec, key)
     cols = tb.items

@@ -19,8 +19,11 @@ from pipeline.formats._common import (
     add_blocks,
     add_content,
     add_instructions,
+    check_tools,
+    got,
     json_type,
     not_object,
+    require,
 )
 from pipeline.formats._record import RowEnd, make_decode
 from pipeline.schema import FORM_ABSENT, FORM_NULL, FORM_PARTS, FORM_STRING
@@ -52,6 +55,17 @@ PAYLOAD_KEY = {
 # Tool outputs in the wild hold objects too (Codex); keep them verbatim rather than reject.
 _LENIENT_PAYLOAD = frozenset(("function_call_output", "custom_tool_call_output"))
 
+# The roles of a message item (EasyInputMessage, input Message, ResponseOutputMessage).
+ROLES = ("user", "assistant", "system", "developer")
+_ROLES_TEXT = ", ".join(repr(r) for r in ROLES)
+
+# String keys the API requires on the items every target models (call_id: a missing one is
+# generated and reported, see docs/conversion.md#calls-without-ids).
+_REQUIRED = {
+    "function_call": ("name", "arguments"),
+    "custom_tool_call": ("name", "input"),
+}
+
 _REQUEST_KEYS = frozenset(("input", "instructions"))
 _RESPONSE_KEYS = frozenset(("output", "instructions"))
 
@@ -74,8 +88,25 @@ def decode_item(cols: b.ItemCols, item: Any, section: str, index: int, path: str
         kind = "item_reference"
     else:
         raise RecordError(path, "item has neither 'type' nor 'role'")
-    if kind == "message" and type(item.get("role")) is not str:
-        raise RecordError(path, "message without role")
+    if kind == "message":
+        role = item.get("role")
+        if type(role) is not str:
+            raise RecordError(path, "message without role")
+        if role not in ROLES:
+            raise RecordError(f"{path}.role", f"expected one of {_ROLES_TEXT}, got {role!r}")
+        content = item.get("content")
+        # required; a user / system / developer message without it could not come back as it was
+        # (logs hold assistant messages without content: they come back as they were)
+        if type(content) not in (str, list) and not (role == "assistant" and "content" not in item):
+            raise RecordError(f"{path}.content", f"expected string or array, got {got(item, 'content')}")
+        if type(content) is list:
+            for j, part in enumerate(content):
+                _check_part(part, role, f"{path}.content[{j}]")
+    elif kind in _REQUIRED:
+        for key in _REQUIRED[kind]:
+            require(item, key, path, nullable=True)
+    if "type" in item and type(native) is not str and native is not None:
+        raise RecordError(f"{path}.type", f"expected string, got {json_type(native)}")
     row = [section, index, None, kind, *OPEN_TAIL]
     payload_key = PAYLOAD_KEY.get(kind)
     has_content = has_summary = False
@@ -94,6 +125,11 @@ def decode_item(cols: b.ItemCols, item: Any, section: str, index: int, path: str
                 row[I_FORM] = FORM_STRING
                 cols.content.rows.append((None, v, None, None, None, None, None, None))
                 has_content = True
+            elif kind in _LENIENT_PAYLOAD and type(v) is list and not all(_typed(p) for p in v):
+                j = next(j for j, p in enumerate(v) if not _typed(p))
+                if type(v[j]) is not dict:
+                    raise not_object(f"{path}.{k}[{j}]", v[j])
+                raise RecordError(f"{path}.{k}[{j}].type", f"expected string, got {got(v[j], 'type')}")
             elif kind in _LENIENT_PAYLOAD and type(v) is not list and v is not None:
                 b.keep(row, k, v)
                 row[I_FORM] = FORM_ABSENT
@@ -112,12 +148,47 @@ def decode_item(cols: b.ItemCols, item: Any, section: str, index: int, path: str
     b.close_item(cols, row, has_content, has_summary)
 
 
+_FOREIGN_PARTS = frozenset(("text", "image_url"))
+
+
+def _typed(part: Any) -> bool:
+    """A content part with a string type (a tool output's parts need one, as message parts do)."""
+    return type(part) is dict and type(part.get("type")) is str
+
+
+def _check_part(part: Any, role: str, path: str) -> None:
+    """A string type; output content (output_text, refusal) only in an assistant message: the
+    other roles' input content has no such part, and a target would write it back as input text.
+    A refusal needs its string."""
+    if type(part) is not dict:
+        raise not_object(path, part)
+    require(part, "type", path)  # every content part has one; the way back would write another
+    ptype = part["type"]
+    if ptype in _FOREIGN_PARTS:  # Chat's parts: the way back writes input_text / input_image
+        raise RecordError(f"{path}.type", f"{ptype!r} is not a Responses content type")
+    if ptype in ("output_text", "refusal"):
+        if role != "assistant":
+            raise RecordError(f"{path}.type", f"a {role!r} message does not take {ptype!r} parts")
+        if ptype == "refusal":
+            require(part, "refusal", path)
+
+
+def _tool_name(tool: dict[str, Any], path: str, choice: bool = False) -> Any:
+    """Function and custom tools (and a tool_choice naming one) hold their name; hosted tools
+    (web_search, ...) have none."""
+    require(tool, "type", path)
+    if tool["type"] == "custom" and not choice and "format" in tool:  # the way back rebuilds it
+        require(tool, "format", path, dict)
+    return (tool, path) if tool["type"] in ("function", "custom") else None
+
+
 def _walk(tb: b.TableBuilder, rec: dict[str, Any]) -> RowEnd:
     """A request body (``input``) or a Response object (``output``); ``instructions`` as a string,
     or as items that go to the items column (form ``items``)."""
     response = "output" in rec and "input" not in rec
     key = "output" if response else "input"
     cols = tb.items
+    check_tools(rec, _tool_name)
     instr = rec.get("instructions", ...)
     if not add_instructions(tb, instr):
         if type(instr) is not list:
@@ -143,8 +214,10 @@ def _walk(tb: b.TableBuilder, rec: dict[str, Any]) -> RowEnd:
         items_form = FORM_PARTS
         for i, item in enumerate(value):
             decode_item(cols, item, key, i, f"$.{key}[{i}]")
-    elif value is None:
+    elif value is None and response:
         items_form = FORM_NULL
+    elif value is None:  # a request's input is a string or a list; no target could write null back
+        raise RecordError(f"$.{key}", "expected string or array, got null")
     else:
         raise RecordError(f"$.{key}", f"expected string or array, got {json_type(value)}")
     if response:

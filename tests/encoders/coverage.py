@@ -18,8 +18,12 @@ def _key(x: Any) -> bytes:
 def _shape(x: Any) -> Any:
     """What an element *is* (kind, role, call id), so changed elements still align."""
     if isinstance(x, dict):
-        kind = x.get("type") or ("message" if "role" in x else None)
-        return (kind, x.get("role"), x.get("call_id"), x.get("tool_call_id"), x.get("tool_use_id"))
+        # anything with a role is a message, whatever else its "type" key says (a Claude Code
+        # message carries "type": "message"; an unknown value there is a key like any other)
+        kind = "message" if "role" in x else x.get("type")
+        # a tool_call_id pairs only a tool message: elsewhere it is a key like any other
+        tool_call_id = x.get("tool_call_id") if x.get("role") == "tool" else None
+        return (kind, x.get("role"), x.get("call_id"), tool_call_id, x.get("tool_use_id"))
     return type(x).__name__
 
 

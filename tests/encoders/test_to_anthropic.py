@@ -593,3 +593,12 @@ def test_id_less_dataset_calls_get_the_same_ids_in_every_target(fmt: str) -> Non
     assert [b["id"] for b in anthropic.record["messages"][1]["content"]] == [want]
     assert [c["id"] for c in chat.record["messages"][1]["tool_calls"]] == [want]
     assert [i["call_id"] for i in responses.record["input"] if "call_id" in i] == [want, want]
+
+
+def test_a_call_key_on_a_responses_output_is_reported() -> None:
+    """A function_call_output carrying a call's key: a tool_result has no slot for it (found by
+    tests/encoders/test_fuzz_round_trip.py as an unreported change)."""
+    call = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+    out = {"type": "function_call_output", "call_id": "c", "output": "x", "arguments": "{}"}
+    [there] = convert_table(decode_records([{"input": [call, out]}], "responses").table, "anthropic")
+    assert ("/input/1/arguments", "argument_string") in [(x.path, x.kind) for x in there.losses]

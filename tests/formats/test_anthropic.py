@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from pipeline.formats import decode_records
 from tests.cases import ANTHROPIC
@@ -62,3 +63,64 @@ def test_message_keys_beyond_role_and_content_ride_on_the_first_item() -> None:
         "model": "claude",
         "usage": {"output_tokens": 1},
     }
+
+
+# Malformed records the Messages API does not accept: rejected at decode, the reason naming the
+# field (found by the A -> B -> A fuzzer, tests/encoders/test_fuzz_round_trip.py). A "system"
+# message is kept: it joins the top-level system on the way back (system_position).
+INVALID = [
+    ({"messages": [{"role": "", "content": "x"}]}, "$.messages[0].role: expected one of"),
+    ({"messages": [{"role": "developer", "content": "x"}]}, "$.messages[0].role: expected one of"),
+    ({"messages": [{"role": "tool", "content": "x"}]}, "$.messages[0].role: expected one of"),
+    (
+        {"messages": [{"role": "user", "content": [{"text": "x"}]}]},
+        "$.messages[0].content[0].type: expected string, got nothing",
+    ),
+    (
+        {"messages": [{"role": "user", "content": [{"type": None, "text": "x"}]}]},
+        "$.messages[0].content[0].type: expected string, got null",
+    ),
+    (
+        {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "input": {}}]}]},
+        "$.messages[0].content[0].name: expected string, got nothing",
+    ),
+    (
+        {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f"}]}]},
+        "$.messages[0].content[0].input: expected object, got nothing",
+    ),
+    (
+        {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "name": "f", "input": "x"}]}]},
+        "$.messages[0].content[0].input: expected object, got string",
+    ),
+    (
+        {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "name": "f", "input": None}]}]},
+        "$.messages[0].content[0].input: expected object, got null",
+    ),
+    (
+        {"messages": [{"role": "user", "content": [{"type": "output_text", "text": "x"}]}]},
+        "$.messages[0].content[0].type: 'output_text' is not an Anthropic block type",
+    ),
+    ({"content": [{"text": "x"}], "role": "assistant"}, "$.content[0].type: expected string, got nothing"),
+    ({"messages": [{"role": "user"}]}, "$.messages[0].content: expected string or array, got nothing"),
+    ({"messages": [], "tools": [{"input_schema": {}}]}, "$.tools[0].name: expected string, got nothing"),
+    ({"messages": [], "tools": [{"name": "f"}]}, "$.tools[0].input_schema: expected object, got nothing"),
+    (
+        {"messages": [], "tools": [{"name": "f", "input_schema": {}, "description": -1}]},
+        "$.tools[0].description: expected string, got number",
+    ),
+    ({"messages": [], "tools": [{"type": "web_search_20250305"}]}, "$.tools[0].name: expected string"),
+    (
+        {"messages": [{"role": "assistant", "content": [{"type": "tool_result", "tool_use_id": "t"}]}]},
+        "$.messages[0].content[0].type: a 'assistant' message does not take 'tool_result'",
+    ),
+    (
+        {"messages": [{"role": "system", "content": [{"type": "tool_use", "name": "f", "input": {}}]}]},
+        "$.messages[0].content[0].type: a 'system' message does not take 'tool_use'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("record", "error"), INVALID)
+def test_records_the_messages_api_rejects_are_rejected_at_decode(record: dict, error: str) -> None:
+    res = decode_records([record], "anthropic")
+    assert [r.error[: len(error)] for r in res.rejected] == [error]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from pipeline.formats import decode_records
 from tests.cases import CHAT
@@ -51,3 +52,103 @@ def test_tool_message_without_id_and_provider_extras_are_kept() -> None:
         "function": {"thought_signature": "sig"},
         "extra_content": {"google": {}},
     }
+
+
+# Malformed records the Chat API does not accept: rejected at decode, the reason naming the field
+# (found by the A -> B -> A fuzzer, tests/encoders/test_fuzz_round_trip.py; issue 15 item 4).
+_CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+INVALID = [
+    ({"messages": [{"role": "", "content": "x"}]}, "$.messages[0].role: expected one of"),
+    ({"messages": [{"role": "Human", "content": "x"}]}, "$.messages[0].role: expected one of"),
+    (
+        {"choices": [{"index": 0, "message": {"role": "", "content": "x"}}]},
+        "$.choices[0].message.role: expected one of",
+    ),
+    (
+        {"messages": [{"role": "user", "content": "x", "tool_calls": [_CALL]}]},
+        "$.messages[0].tool_calls: only an assistant message has tool calls, not 'user'",
+    ),
+    (
+        {"messages": [{"role": "assistant", "tool_calls": [{**_CALL, "type": "integer"}]}]},
+        "$.messages[0].tool_calls[0].type: expected 'function' or 'custom', got 'integer'",
+    ),
+    (
+        {"messages": [{"role": "assistant", "tool_calls": [{**_CALL, "type": None}]}]},
+        "$.messages[0].tool_calls[0].type: expected 'function' or 'custom', got null",
+    ),
+    (
+        {"messages": [{"role": "assistant", "tool_calls": [{"id": "c", "function": _CALL["function"]}]}]},
+        "$.messages[0].tool_calls[0].type: expected 'function' or 'custom', got nothing",
+    ),
+    ({"messages": [{"role": "user"}]}, "$.messages[0].content: expected string or array, got nothing"),
+    ({"messages": [{"role": "tool", "tool_call_id": "c"}]}, "$.messages[0].content: expected string or"),
+    ({"messages": [{"role": "function", "content": "x"}]}, "$.messages[0].name: expected string"),
+    ({"messages": [{"role": "user", "content": [{"text": "x"}]}]}, "$.messages[0].content[0].type: expected"),
+    ({"messages": [{"role": "user", "content": [{}]}]}, "$.messages[0].content[0].type: expected string"),
+    (
+        {"messages": [{"role": "assistant", "content": [{"type": "refusal", "text": "x"}]}]},
+        "$.messages[0].content[0].refusal: expected string, got nothing",
+    ),
+    (
+        {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": 2.5}}]}]},
+        "$.messages[0].content[0].image_url.url: expected string, got number",
+    ),
+    (
+        {"messages": [], "tools": [{"type": "function", "function": {"parameters": {}}}]},
+        "$.tools[0].function.name: expected string, got nothing",
+    ),
+    ({"messages": [], "tools": [{"type": "function"}]}, "$.tools[0].function: expected object, got nothing"),
+    (
+        {"messages": [], "tools": [{"type": "custom", "custom": {"format": {"type": "grammar"}}}]},
+        "$.tools[0].custom.format.grammar: expected object",
+    ),
+    (
+        {"messages": [{"role": "user", "content": "x", "refusal": "no"}]},
+        "$.messages[0].refusal: only an assistant message has a refusal, not 'user'",
+    ),
+    ({"messages": [{"role": "assistant", "refusal": {}}]}, "$.messages[0].refusal: expected string"),
+    (
+        {"messages": [{"role": "developer", "content": [{"type": "image_url", "image_url": {"url": "u"}}]}]},
+        "$.messages[0].content[0].type: a 'developer' message does not take 'image_url' parts",
+    ),
+    (
+        {"messages": [{"role": "user", "content": [{"type": "input_text", "text": "x"}]}]},
+        "$.messages[0].content[0].type: 'input_text' is not a Chat part type",
+    ),
+    (
+        {"messages": [{"role": "user", "content": [{"type": "refusal", "refusal": "no"}]}]},
+        "$.messages[0].content[0].type: a 'user' message does not take 'refusal' parts",
+    ),
+    (
+        {"messages": [{"role": "assistant", "tool_calls": [{**_CALL, "function": {"arguments": "{}"}}]}]},
+        "$.messages[0].tool_calls[0].function.name: expected string, got nothing",
+    ),
+    (
+        {"messages": [{"role": "assistant", "tool_calls": [{**_CALL, "function": {"name": "f"}}]}]},
+        "$.messages[0].tool_calls[0].function.arguments: expected string, got nothing",
+    ),
+    (
+        {"messages": [{"role": "assistant", "tool_calls": [{**_CALL, "function": {"name": None}}]}]},
+        "$.messages[0].tool_calls[0].function.name: expected string, got null",
+    ),
+    (
+        {"messages": [{"role": "assistant", "tool_calls": [{"type": "custom", "custom": {"name": "g"}}]}]},
+        "$.messages[0].tool_calls[0].custom.input: expected string, got nothing",
+    ),
+]
+
+
+@pytest.mark.parametrize(("record", "error"), INVALID)
+def test_records_the_chat_api_rejects_are_rejected_at_decode(record: dict, error: str) -> None:
+    res = decode_records([record], "chat")
+    assert [r.error[: len(error)] for r in res.rejected] == [error]
+    assert res.table.num_rows == 0
+
+
+
+def test_tool_call_id_pairs_only_on_a_tool_message() -> None:
+    """On another message it is an unknown key: kept verbatim, so conversions report it."""
+    rec = {"messages": [{"role": "user", "content": "x", "tool_call_id": "c1"}]}
+    [item] = decode_records([rec], "chat").table.column("items").to_pylist()[0]
+    assert item["call_id"] is None
+    assert orjson.loads(item["extra_json"]) == {"tool_call_id": "c1"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import pytest
 
 from pipeline.formats import decode_records
 from tests.cases import RESPONSES
@@ -91,3 +92,57 @@ def test_response_object_top_level_fields() -> None:
     assert orjson.loads(row["tools"])[0]["parameters"] is None
     extra = orjson.loads(row["extra_json"])
     assert extra["usage"]["total_tokens"] == 7 and extra["input_transformations"] is None
+
+
+# Malformed records the Responses API does not accept: rejected at decode, the reason naming the
+# field (found by the A -> B -> A fuzzer, tests/encoders/test_fuzz_round_trip.py).
+INVALID = [
+    ({"input": [{"role": "", "content": "x"}]}, "$.input[0].role: expected one of"),
+    ({"input": [{"role": "tool", "content": "x"}]}, "$.input[0].role: expected one of"),
+    ({"input": [{"type": "message", "role": "function", "content": []}]}, "$.input[0].role: expected one of"),
+    ({"output": [{"type": "message", "role": "USER", "content": []}]}, "$.output[0].role: expected one of"),
+    ({"input": [{"role": "user"}]}, "$.input[0].content: expected string or array, got nothing"),
+    ({"input": [{"type": True, "role": "user", "content": "x"}]}, "$.input[0].type: expected string"),
+    (
+        {"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": True}]},
+        "$.input[0].arguments: expected string, got boolean",
+    ),
+    ({"input": [{"type": "function_call", "arguments": "{}"}]}, "$.input[0].name: expected string"),
+    ({"input": [], "tools": [{"type": "function", "parameters": {}}]}, "$.tools[0].name: expected string"),
+    ({"input": [], "tools": [{"name": "f"}]}, "$.tools[0].type: expected string, got nothing"),
+    ({"input": None}, "$.input: expected string or array, got null"),
+    ({"input": [{"role": "user", "content": [{"type": "text"}]}]}, "$.input[0].content[0].type: 'text'"),
+    ({"input": [], "tools": [{"type": "custom", "name": "g", "format": None}]}, "$.tools[0].format:"),
+    (
+        {"input": [{"role": "user", "content": [{"type": "image_url", "image_url": "u"}]}]},
+        "$.input[0].content[0].type: 'image_url' is not a Responses content type",
+    ),
+    (
+        {"input": [{"type": "function_call_output", "call_id": "c", "output": [{"text": "x"}]}]},
+        "$.input[0].output[0].type: expected string, got nothing",
+    ),
+    ({"input": [{"role": "user", "content": [{"text": "x"}]}]}, "$.input[0].content[0].type: expected"),
+    (
+        {"input": [{"role": "user", "content": [{"type": "output_text", "text": "x"}]}]},
+        "$.input[0].content[0].type: a 'user' message does not take 'output_text' parts",
+    ),
+    (
+        {"input": [{"role": "developer", "content": [{"type": "refusal", "refusal": "no"}]}]},
+        "$.input[0].content[0].type: a 'developer' message does not take 'refusal' parts",
+    ),
+    (
+        {"input": [{"role": "assistant", "content": [{"type": "refusal", "refusal": True}]}]},
+        "$.input[0].content[0].refusal: expected string, got boolean",
+    ),
+]
+
+
+@pytest.mark.parametrize(("record", "error"), INVALID)
+def test_records_the_responses_api_rejects_are_rejected_at_decode(record: dict, error: str) -> None:
+    res = decode_records([record], "responses")
+    assert [r.error[: len(error)] for r in res.rejected] == [error]
+
+
+def test_a_response_object_keeps_its_null_output() -> None:
+    """Only a request's input must be a string or a list."""
+    assert decode_records([{"output": None}], "responses").rejected == []

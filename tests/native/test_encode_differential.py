@@ -297,7 +297,7 @@ def test_repeated_tool_sets() -> None:
     res = compare_encode(decode_records(records, "responses").table)
     assert res.native.to_pylist() == [True, True, True, False, False, True, True, True, True, True]
     per_row = [sum(1 for r in res.losses.column("row").to_pylist() if r == k) for k in range(len(sets))]
-    assert per_row[0] == per_row[1] == per_row[2] == per_row[5] == per_row[9] == 3
+    assert per_row[0] == per_row[1] == per_row[2] == per_row[5] == per_row[9] == 5  # + filled_default x2
 
 
 ARTICLE_WORDS = ["input_image", "text", "output_text", "user", "unsupported", "hf", "Hf-x", "hf1", "url",

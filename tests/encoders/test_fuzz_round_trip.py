@@ -1,0 +1,434 @@
+"""Seeded mutation fuzzer for the no-silent-change rule on A -> B -> A.
+
+A malformed record is either rejected at decode (the reason names the field) or every change the
+round trip makes is reported as a loss on the way A -> B (or conversion refuses it with an error).
+Valid records (``tests/cases.py`` and ``pipeline.synth``) get one to three field-level mutations
+each; every record that decodes is converted to both other formats and back, and the difference
+is checked with the no-silent-loss checker (:func:`tests.encoders.coverage.uncovered`).
+
+Bounded in CI (a few thousand mutated records, seeded). ``CHATLAKE_FUZZ_N=100000`` runs longer,
+``CHATLAKE_FUZZ_SEED=random`` (or a number) unseeds it; a failure prints the mutated record, so it
+can be pinned as an explicit test.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from pipeline import synth
+from pipeline.encoders import convert_table
+from pipeline.formats import decode_records
+from tests.cases import CASES
+from tests.encoders.coverage import uncovered
+
+FORMATS = ("responses", "chat", "anthropic")
+# Values a mutation writes in place of a field's value.
+VALUES: tuple[Any, ...] = ("", None, 0, 2.5, -1, True, [], [1], {}, {"x": 1}, "x")
+# Values a role is swapped for, besides the roles the seeds use.
+BAD_ROLES = ("", "bogus", "Human", "USER")
+BAD_TYPES = ("", "bogus", "message")
+UNKNOWN_KEY = "zz_unknown"
+
+
+def _json(x: Any) -> Any:
+    return orjson.loads(orjson.dumps(x))
+
+
+def _slots(x: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """Every (path, value) of a JSON value, the root included."""
+    yield path, x
+    if isinstance(x, dict):
+        for k, v in x.items():
+            yield from _slots(v, (*path, k))
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            yield from _slots(v, (*path, i))
+
+
+def _get(x: Any, path: tuple[Any, ...]) -> Any:
+    for p in path:
+        x = x[p]
+    return x
+
+
+def _vocabulary(seeds: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """The ``type`` and ``role`` strings the seed records use (sorted: the fuzzer is seeded)."""
+    types, roles = set(), {"system", "developer", "user", "assistant", "tool", "function"}
+    for rec in seeds:
+        for path, v in _slots(rec):
+            if path and type(v) is str and path[-1] == "type":
+                types.add(v)
+            elif path and type(v) is str and path[-1] == "role":
+                roles.add(v)
+    return sorted(types) + list(BAD_TYPES), sorted(roles) + list(BAD_ROLES)
+
+
+class Mutator:
+    """Seeded field-level mutations of one format's valid records."""
+
+    def __init__(
+        self, seeds: list[dict[str, Any]], rng: random.Random, vocabulary: tuple[list[str], list[str]]
+    ) -> None:
+        self.seeds = seeds
+        self.rng = rng
+        self.types, self.roles = vocabulary
+
+    def record(self) -> tuple[dict[str, Any], list[str]]:
+        """A mutated copy of a random seed record and the mutations applied."""
+        rec = _json(self.rng.choice(self.seeds))
+        done = [self.mutate(rec) for _ in range(self.rng.choice((1, 1, 1, 2, 3)))]
+        return rec, done
+
+    def mutate(self, rec: dict[str, Any]) -> str:
+        rng = self.rng
+        slots = [(p, v) for p, v in _slots(rec) if p]
+        op = rng.choice(("delete", "set", "set", "type", "role", "unknown", "move", "empty"))
+        if op == "type" or op == "role":
+            named = [p for p, v in slots if p[-1] == op]
+            if named:
+                path = rng.choice(named)
+                value = rng.choice(self.types if op == "type" else self.roles)
+                _get(rec, path[:-1])[path[-1]] = value
+                return f"{op} {list(path)} = {value!r}"
+            op = "set"
+        if op == "move":
+            messages = [(p, v) for p, v in _slots(rec) if type(v) is dict and type(v.get("role")) is str]
+            if len(messages) >= 2:
+                (pa_, a), (pb, b) = rng.sample(messages, 2)
+                keys = [k for k in a if k != "role"]
+                if keys and a["role"] != b["role"]:
+                    k = rng.choice(keys)
+                    if pb[: len(pa_) + 1] == (*pa_, k):  # b lives inside the value: a cycle
+                        return "none"
+                    b[k] = a.pop(k)
+                    return f"move {list(pa_)}.{k} -> {list(pb)}"
+            op = "unknown"
+        if op == "unknown":
+            dicts = [p for p, v in _slots(rec) if type(v) is dict]
+            path = rng.choice(dicts)
+            _get(rec, path)[UNKNOWN_KEY] = _json(rng.choice(VALUES))  # a copy: VALUES stays as it is
+            return f"unknown {list(path)}"
+        if op == "empty":
+            lists = [p for p, v in slots if type(v) is list and v]
+            if lists:
+                path = rng.choice(lists)
+                _get(rec, path).clear()
+                return f"empty {list(path)}"
+            op = "delete"
+        if not slots:
+            return "none"
+        path = rng.choice(slots)[0]
+        parent = _get(rec, path[:-1])
+        if op == "delete":
+            del parent[path[-1]]
+            return f"delete {list(path)}"
+        value = rng.choice(VALUES)
+        parent[path[-1]] = _json(value)
+        return f"set {list(path)} = {value!r}"
+
+
+@dataclass
+class Stats:
+    """Counts of one campaign; ``failures`` holds (direction, mutations, record, problem)."""
+
+    tried: int = 0
+    accepted: int = 0
+    rejected: int = 0
+    checked: int = 0
+    refused: Counter[str] = field(default_factory=Counter)
+    failures: list[tuple[str, list[str], dict[str, Any], Any]] = field(default_factory=list)
+
+    def line(self) -> str:
+        return (
+            f"{self.tried} mutated records: {self.accepted} accepted, {self.rejected} rejected at decode; "
+            f"{self.checked} round trips checked, {sum(self.refused.values())} refused, "
+            f"{len(self.failures)} failures"
+        )
+
+
+def _refusal(error: str) -> str:
+    return error.split(":")[0][:60]
+
+
+def round_trips(records: list[dict[str, Any]], a: str, b: str) -> tuple[list[Any], Counter[str]]:
+    """Check records of format ``a`` (all decodable) A -> B -> A, batched.
+
+    Returns one entry per record -- None when the rule holds (the changes are all reported, or a
+    hop refused the record with an error), else ``(what, detail)`` -- and the refusals by reason.
+    """
+    res = decode_records(records, a)
+    assert res.rejected == [], res.rejected[0].error
+    refused: Counter[str] = Counter()
+    out: list[Any] = [None] * len(records)
+    there = convert_table(res.table, b)
+    ok = [i for i, t in enumerate(there) if t.error is None]
+    for t in there:
+        if t.error is not None:
+            refused[_refusal(t.error)] += 1
+    mid = decode_records([there[i].record for i in ok], b)
+    for r in mid.rejected:
+        out[ok[r.line - 1]] = ("B rejects our output", r.error)
+    ok = [ok[line - 1] for line in mid.table.column("source_line").to_pylist()]
+    back = convert_table(mid.table, a)
+    for i, k in zip(ok, back, strict=True):
+        if k.error is not None:
+            refused[_refusal(k.error)] += 1
+        elif bad := uncovered(records[i], k.record, there[i].losses):
+            out[i] = ("unreported change", bad)
+    return out, refused
+
+
+def run(n: int, seed: int) -> Stats:
+    """Mutate ``n`` records (a third per source format) and check them in both directions each."""
+    rng = random.Random(seed)
+    stats = Stats()
+    # types and roles are swapped for any format's: another format's part type is a likely mistake
+    vocabulary = _vocabulary([rec for a in FORMATS for _, rec in CASES[a]])
+    for a in FORMATS:
+        seeds = [rec for _, rec in CASES[a]] + list(synth.generate(a, 60, seed=rng.randrange(2**32)))
+        mutator = Mutator(seeds, rng, vocabulary)
+        batch = [mutator.record() for _ in range(n // len(FORMATS))]
+        stats.tried += len(batch)
+        res = decode_records([rec for rec, _ in batch], a)
+        stats.rejected += len(res.rejected)
+        kept = [batch[line - 1] for line in res.table.column("source_line").to_pylist()]
+        stats.accepted += len(kept)
+        for b in FORMATS:
+            if b == a:
+                continue
+            problems, refused = round_trips([rec for rec, _ in kept], a, b)
+            stats.checked += len(kept)
+            stats.refused += refused
+            for (rec, done), problem in zip(kept, problems, strict=True):
+                if problem is not None:
+                    stats.failures.append((f"{a} -> {b} -> {a}", done, rec, problem))
+    return stats
+
+
+def _settings() -> tuple[int, int]:
+    n = int(os.environ.get("CHATLAKE_FUZZ_N", "3000"))
+    raw = os.environ.get("CHATLAKE_FUZZ_SEED", "15")
+    seed = random.SystemRandom().randrange(2**32) if raw == "random" else int(raw)
+    return n, seed
+
+
+def test_mutated_records_change_nothing_silently() -> None:
+    n, seed = _settings()
+    stats = run(n, seed)
+    print(f"\nfuzz seed {seed}: {stats.line()}; refused {dict(stats.refused)}")
+    assert stats.accepted > n // 4 and stats.rejected > n // 20  # the mutations reach both outcomes
+    shown = [f"{d}: {m}\n  {orjson.dumps(rec).decode()}\n  {bad}" for d, m, rec, bad in stats.failures[:5]]
+    assert stats.failures == [], f"seed {seed}, {len(stats.failures)} failures:\n" + "\n".join(shown)
+
+
+def test_mutator_is_seeded_and_mutates() -> None:
+    seeds = [rec for _, rec in CASES["chat"]]
+    words = _vocabulary(seeds)
+    m1, m2 = Mutator(seeds, random.Random(3), words), Mutator(seeds, random.Random(3), words)
+    one = [m1.record() for _ in range(20)]
+    two = [m2.record() for _ in range(20)]
+    assert one == two
+    changed = sum(rec not in seeds for rec, _ in one)
+    assert changed >= 15  # a mutation can land back on a seed (delete an unknown key), rarely
+
+
+# Every failure the fuzzer found, pinned (issue 15 item 4). A record is either rejected at decode,
+# the reason naming the field (the decode rules have their own tests in tests/formats), or its
+# round trips in both directions report every change.
+_CALL = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+_OUT = {"type": "function_call_output", "call_id": "c", "output": "x"}
+PINNED_REJECTED = [
+    # the campaign's findings
+    ("chat", {"messages": [{"role": "user", "content": "x", "refusal": "no"}]}, "$.messages[0].refusal"),
+    ("chat", {"messages": [{"role": "", "content": "x"}]}, "$.messages[0].role"),
+    (
+        "chat",
+        {
+            "messages": [
+                {"role": "assistant", "tool_calls": [{"id": "c", "type": "x", "function": {"name": "f"}}]}
+            ]
+        },
+        "$.messages[0].tool_calls[0].type",
+    ),
+    (
+        "chat",
+        {
+            "messages": [
+                {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {}}]}
+            ]
+        },
+        "$.messages[0].tool_calls[0].function.name",
+    ),
+    (
+        "chat",
+        {"messages": [{"role": "user", "content": [{"type": "input_text", "text": "x"}]}]},
+        "$.messages[0]",
+    ),
+    (
+        "chat",
+        {"messages": [{"role": "user", "content": "x", "tool_calls": [{"id": "c", "type": "function"}]}]},
+        "$.messages[0].tool_calls",
+    ),
+    ("anthropic", {"messages": [{"role": "", "content": "x"}]}, "$.messages[0].role"),
+    ("anthropic", {"messages": [], "tools": [{"input_schema": {}}]}, "$.tools[0].name"),
+    (
+        "anthropic",
+        {"messages": [{"role": "user", "content": [{"text": "x"}]}]},
+        "$.messages[0].content[0].type",
+    ),
+    # found by this fuzzer
+    ("responses", {"input": [{"role": "tool", "content": "x"}]}, "$.input[0].role"),
+    ("responses", {"input": None}, "$.input"),
+    ("responses", {"input": [{"role": "user"}]}, "$.input[0].content"),
+    ("responses", {"input": [], "tool_choice": {"type": "function"}}, "$.tool_choice.name"),
+    (
+        "chat",
+        {"messages": [], "tool_choice": {"type": "function", "function": {}}},
+        "$.tool_choice.function.name",
+    ),
+    (
+        "chat",
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u", "detail": 0}}]}
+            ]
+        },
+        "$.messages[0].content[0].image_url.detail",
+    ),
+    (
+        "anthropic",
+        {"messages": [{"role": "assistant", "content": [{"type": "tool_result", "tool_use_id": "t"}]}]},
+        "$.messages[0].content[0].type",
+    ),
+    (
+        "anthropic",
+        {
+            "messages": [
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": 1}]}
+            ]
+        },
+        "$.messages[0].content[0].input",
+    ),
+]
+PINNED_REJECTED += [
+    (
+        "responses",
+        {"input": [{"role": "user", "content": [{"type": "image_url", "image_url": "u"}]}]},
+        "$.input[0]",
+    ),
+    ("responses", {"input": [{**_OUT, "output": [{"text": "x"}]}]}, "$.input[0].output[0].type"),
+]
+PINNED_REJECTED.append(
+    (
+        "chat",
+        {"messages": [{"role": "user", "content": [{"type": "input_image", "image_url": "u"}]}]},
+        "$.messages[0]",
+    )
+)
+PINNED_REPORTED = [
+    # a call's keys on an output item
+    ("responses", {"input": [_CALL, {**_OUT, "arguments": "{}"}]}),
+    # a tool_call_id on a user message is an unknown key there (the checker once misaligned it)
+    ("chat", {"messages": [{"role": "user", "content": "hi", "tool_call_id": "c"}]}),
+    # a Responses function tool without strict / parameters: the way back from Chat sets them null
+    ("responses", {"input": "x", "tools": [{"type": "function", "name": "f"}]}),
+    # an assistant message without content does not come back from Chat or Anthropic
+    ("responses", {"input": [{"role": "user", "content": "a"}, {"type": "message", "role": "assistant"}]}),
+    ("responses", {"input": [{"role": "user", "content": "a"}, _CALL, _OUT, {"role": "assistant"}]}),
+    # a Claude Code message's "type" that is not "message" (the checker once misaligned it)
+    (
+        "anthropic",
+        {
+            "messages": [
+                {"role": "user", "content": "a"},
+                {"role": "assistant", "type": "message", "content": []},
+                {
+                    "role": "assistant",
+                    "type": "auto",
+                    "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}],
+                },
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "r"}]},
+            ]
+        },
+    ),
+    # a user message whose only block that comes back is a tool_use: it returns as an assistant message
+    (
+        "anthropic",
+        {
+            "messages": [
+                {"role": "user", "content": "a"},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "x_note", "text": "run"},
+                        {"type": "tool_use", "id": "t", "name": "f", "input": {}},
+                    ],
+                },
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]},
+            ]
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(("fmt", "record", "field"), PINNED_REJECTED)
+def test_pinned_failures_rejected_at_decode(fmt: str, record: dict[str, Any], field: str) -> None:
+    [rejected] = decode_records([record], fmt).rejected
+    assert rejected.error.startswith(field), rejected.error
+
+
+@pytest.mark.parametrize(("fmt", "record"), PINNED_REPORTED)
+def test_pinned_failures_report_every_change(fmt: str, record: dict[str, Any]) -> None:
+    for b in FORMATS:
+        if b != fmt:
+            problems, refused = round_trips([record], fmt, b)
+            assert (problems, refused) == ([None], Counter()), b
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not fixed yet: an id-less tool_result pairs with the oldest unanswered call (call_ids.py) "
+    "although that call's own result follows; the way back keeps the first result and drops the "
+    "real one, while the report names the id-less one as the orphan",
+)
+def test_pinned_id_less_result_before_its_calls_own_result() -> None:
+    uses = [{"type": "tool_use", "id": c, "name": "f", "input": {}} for c in ("a", "b")]
+    results = [
+        {"type": "tool_result", "tool_use_id": "b", "content": "rb"},
+        {"type": "tool_result", "tool_use_id": None, "content": "rn"},
+        {"type": "tool_result", "tool_use_id": "a", "content": "ra"},
+    ]
+    record = {
+        "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": uses},
+            {"role": "user", "content": results},
+            {"role": "assistant", "content": "done"},
+        ]
+    }
+    problems, _ = round_trips([record], "anthropic", "chat")
+    assert problems == [None]
+
+
+# Failures the long unseeded campaigns found that are not fixed yet, as the fuzzer produced them
+# (direction, mutations, record): each is expected to fail until fixed (strict: a fix must move
+# it to the pinned lists above). See docs/conversion.md, "Malformed records".
+_OPEN_FILE = Path(__file__).parent / "fuzz_open_failures.jsonl"
+_OPEN = [orjson.loads(line) for line in _OPEN_FILE.read_bytes().splitlines()]
+
+
+@pytest.mark.xfail(strict=True, reason="open: found by the unseeded campaign, not fixed yet")
+@pytest.mark.parametrize("case", _OPEN, ids=[f"{c['direction']}: {c['mutations']}"[:80] for c in _OPEN])
+def test_open_failure(case: dict[str, Any]) -> None:
+    a, b = case["direction"].split(" -> ")[:2]
+    problems, _ = round_trips([case["record"]], a, b)
+    assert problems == [None]

@@ -1,0 +1,43 @@
+"""Responses / Anthropic -> Chat (``pipeline.encoders.to_chat``): what it reports."""
+
+from __future__ import annotations
+
+from pipeline.encoders import convert_table
+from pipeline.formats import decode_records
+from tests.encoders.coverage import uncovered
+from tests.encoders.test_vectorized_chat import check_equal
+
+
+def test_a_responses_function_tool_without_strict_or_parameters_reports_the_fill() -> None:
+    """Chat leaves them out, and the way back to Responses sets both to null (required there):
+    found by the fuzzer (tests/encoders/test_fuzz_round_trip.py) as an unreported change."""
+    tool = {"type": "function", "name": "f", "description": "d"}
+    record = {"input": [{"role": "user", "content": "hi"}], "tools": [tool]}
+    table = decode_records([record], "responses").table
+    [there] = convert_table(table, "chat")
+    assert [(x.path, x.kind) for x in there.losses] == [
+        ("/tools/0/parameters", "filled_default"),
+        ("/tools/0/strict", "filled_default"),
+    ]
+    [back] = convert_table(decode_records([there.record], "chat").table, "responses")
+    assert back.record["tools"] == [{**tool, "parameters": None, "strict": None}]
+    assert uncovered(record, back.record, there.losses) == []
+    check_equal(table)  # the vectorized path reports the same
+
+
+def test_a_call_key_on_a_responses_output_is_reported() -> None:
+    """A function_call_output carrying a call's keys (arguments, input): a tool message has no slot
+    (found by the fuzzer as an unreported change)."""
+    call = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+    out = {"type": "function_call_output", "call_id": "c", "output": "x", "arguments": "{}", "input": "i"}
+    record = {"input": [call, out]}
+    table = decode_records([record], "responses").table
+    [there] = convert_table(table, "chat")
+    # the kinds are those of the keys on a call (Ctx.FIELD_KINDS)
+    assert [(x.path, x.kind) for x in there.losses] == [
+        ("/input/1/arguments", "argument_string"),
+        ("/input/1/input", "custom_tool"),
+    ]
+    [back] = convert_table(decode_records([there.record], "chat").table, "responses")
+    assert uncovered(record, back.record, there.losses) == []
+    check_equal(table)
