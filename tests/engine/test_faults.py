@@ -181,6 +181,25 @@ def test_kill_9_of_the_parent_or_a_worker_then_a_rerun_equals_an_uninterrupted_r
     assert file_hashes(tmp_path / "run") == ref
 
 
+@pytest.mark.parametrize("seed", [5, 6])
+def test_kill_9_of_a_threads_run_then_a_rerun_equals_an_uninterrupted_run(
+    reference: tuple[Path, dict[str, str]], tmp_path: Path, seed: int
+) -> None:
+    rng = random.Random(seed)
+    src, ref = reference
+    (tmp_path / "in.jsonl").symlink_to(src)
+    job = _job(tmp_path, "run", pool="threads")
+    listed_before_kill = rng.randrange(0, N // SHARD - 4)
+    proc = _run(job)
+    _wait_for(lambda: _listed(tmp_path / "run") >= listed_before_kill, proc, f"{listed_before_kill} shards")
+    time.sleep(rng.uniform(0, 0.05))
+    assert _workers(proc.pid) == []  # the shards run on threads: nothing to orphan
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=120)
+    _rerun(job)
+    assert file_hashes(tmp_path / "run") == ref
+
+
 def _fsize_limit(limit: int) -> Callable[[], None]:
     def apply() -> None:  # in the child, before exec; inherited by its workers
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
