@@ -1,13 +1,14 @@
-"""The local engine: shards on a pool of 2 workers by default, spawned processes or threads.
+"""The local engine: shards on a pool of 2 workers by default, threads (default) or spawned processes.
 
 At most ``2 x workers`` shards are queued at once and each worker holds one batch at a time, so
 memory is bounded by the batch size, not the input. Workers report progress after each batch
 through a queue; results (manifest entries) come back as shards finish.
 
-``pool = "threads"`` runs the same :func:`run_shard` on threads of this process: no spawn, no
-second import of Polars / pyarrow, no pickling of entries. It pays off only as far as the work
-releases the GIL (the compiled decoder's parse and walk, Arrow, Polars and Parquet kernels do;
-the Python decoder, encoders' Python parts and batch glue do not): docs/job-profile.md measures it.
+``pool = "threads"`` (the default) runs :func:`run_shard` on threads of this process: no spawn,
+no second import of Polars / pyarrow, no pickling of entries, one heap. It pays off as far as the
+work releases the GIL (the compiled decoder's parse and walk, Arrow, Polars and Parquet kernels
+do; the Python decoder, the encoders' Python parts and batch glue do not); ``pool = "processes"``
+runs it in spawned processes. docs/job-profile.md ("Threads vs processes") measures both.
 A thread cannot be killed, so on an error or Ctrl-C the others stop after their current batch,
 and their shards' temp files are removed (``ShardWriter.abort``); a SIGKILL leaves temp files
 that the next run cleans, as with processes.
@@ -93,7 +94,7 @@ def execute(
     workers: int,
     on_done: OnDone,
     on_progress: OnProgress,
-    pool: str = PROCESSES,
+    pool: str = THREADS,
 ) -> None:
     """Run every shard; ``on_done(entry)`` is called in the parent as each one finishes.
 

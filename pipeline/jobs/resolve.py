@@ -73,7 +73,7 @@ class Job:
     batch_rows: int = 5_000
     workers: int = 2
     engine: str = "local"
-    pool: str = "processes"  # the local engine's workers: processes or threads (EngineSpec.pool)
+    pool: str = "threads"  # the local engine's workers: threads or processes (EngineSpec.pool)
     ray_address: str | None = None
     layout: str = "run"  # engine.writers.RUN, or SINGLE_FILE for convert/transform -o FILE
     source_text: str = ""  # the job file as given (kept in the catalog)
