@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from pipeline.errors import a_or_an
 from pipeline.formats import _build as b
 from pipeline.formats._build import (
     I_ARGUMENTS,
@@ -191,7 +192,9 @@ def decode_message(
         if (btype == "tool_result" and role not in ("user", None)) or (btype in _CALLS and role == "system"):
             # the way back puts them where they belong (a user / an assistant message): no loss
             # kind says so, and the API rejects them anyway
-            raise RecordError(f"{path}.content[{j}].type", f"a {role!r} message does not take {btype!r}")
+            raise RecordError(
+                f"{path}.content[{j}].type", f"{a_or_an(repr(role))} message does not take {btype!r}"
+            )
         if btype in _FOREIGN_TEXT:
             raise RecordError(f"{path}.content[{j}].type", f"{btype!r} is not an Anthropic block type")
         if btype in _ITEM_BLOCKS or btype.endswith("_tool_result"):

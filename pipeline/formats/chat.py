@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from pipeline.errors import a_or_an
 from pipeline.formats import _build as b
 from pipeline.formats._build import I_ARGUMENTS, I_CALL_ID, I_INPUT, I_NAME, I_NATIVE, I_ROLE, OPEN_TAIL
 from pipeline.formats._common import (
@@ -131,7 +132,7 @@ def _check_part(part: Any, role: str, path: str) -> None:
     if ptype in FOREIGN_TEXT:
         raise RecordError(f"{path}.type", f"{ptype!r} is not a Chat part type (expected {_PARTS_TEXT})")
     if ptype in _KNOWN_PARTS and ptype not in _ROLE_PARTS.get(role, ("text",)):
-        raise RecordError(f"{path}.type", f"a {role!r} message does not take {ptype!r} parts")
+        raise RecordError(f"{path}.type", f"{a_or_an(repr(role))} message does not take {ptype!r} parts")
     need = _PARTS.get(ptype)
     if need is not None:
         require(part, need[0], path, need[1])

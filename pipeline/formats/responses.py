@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipeline.errors import a_or_an
 from pipeline.formats import _build as b
 from pipeline.formats._build import I_FORM, I_NATIVE, I_ROLE, ITEM_ROW, OPEN_TAIL
 from pipeline.formats._common import (
@@ -168,7 +169,7 @@ def _check_part(part: Any, role: str, path: str) -> None:
         raise RecordError(f"{path}.type", f"{ptype!r} is not a Responses content type")
     if ptype in ("output_text", "refusal"):
         if role != "assistant":
-            raise RecordError(f"{path}.type", f"a {role!r} message does not take {ptype!r} parts")
+            raise RecordError(f"{path}.type", f"{a_or_an(repr(role))} message does not take {ptype!r} parts")
         if ptype == "refusal":
             require(part, "refusal", path)
 

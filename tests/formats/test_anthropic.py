@@ -111,7 +111,7 @@ INVALID = [
     ({"messages": [], "tools": [{"type": "web_search_20250305"}]}, "$.tools[0].name: expected string"),
     (
         {"messages": [{"role": "assistant", "content": [{"type": "tool_result", "tool_use_id": "t"}]}]},
-        "$.messages[0].content[0].type: a 'assistant' message does not take 'tool_result'",
+        "$.messages[0].content[0].type: an 'assistant' message does not take 'tool_result'",
     ),
     (
         {"messages": [{"role": "system", "content": [{"type": "tool_use", "name": "f", "input": {}}]}]},
