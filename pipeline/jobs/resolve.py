@@ -73,7 +73,7 @@ class Job:
     batch_rows: int = 5_000
     workers: int = 2
     engine: str = "local"
-    pool: str = "threads"  # the local engine's workers: threads or processes (EngineSpec.pool)
+    pool: str = "auto"  # the local engine's workers: auto, threads or processes (EngineSpec.pool)
     ray_address: str | None = None
     layout: str = "run"  # engine.writers.RUN, or SINGLE_FILE for convert/transform -o FILE
     max_rejected_share: float | None = None  # None: fail only when every record read was rejected
