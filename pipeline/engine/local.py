@@ -6,9 +6,10 @@ through a queue; results (manifest entries) come back as shards finish.
 
 ``pool = "threads"`` (what ``auto``, the default, picks while the compiled codec is active) runs
 :func:`run_shard` on threads of this process: no spawn, no second import of Polars / pyarrow, no
-pickling of entries, one heap. It pays off as far as the work releases the GIL (the compiled decoder's parse and walk, Arrow, Polars and Parquet kernels
-do; the Python decoder, the encoders' Python parts and batch glue do not); ``pool = "processes"``
-runs it in spawned processes. docs/job-profile.md ("Threads vs processes") measures both.
+pickling of entries, one heap. It pays off as far as the work releases the GIL (the compiled
+decoder's parse and walk, the compiled encoder, Arrow, Polars and Parquet kernels do; the Python
+decoder, the encoders' Python parts and batch glue do not); ``pool = "processes"`` runs it in
+spawned processes. docs/job-profile.md ("Threads vs processes") measures both.
 A thread cannot be killed, so on an error or Ctrl-C the others stop after their current batch,
 and their shards' temp files are removed (``ShardWriter.abort``); a SIGKILL leaves temp files
 that the next run cleans, as with processes.
