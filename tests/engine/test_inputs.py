@@ -137,3 +137,21 @@ def test_source_adapter_input(fmt: str, tmp_path: Path) -> None:
     assert summary["read"] == summary["written"] + summary["rejected"]
     assert expected is not None and conv.num_rows == summary["written"] <= expected.num_rows
     assert conv.column("provenance").to_pylist()[0]["source"] == "codex-rollout"
+
+
+@pytest.mark.parametrize("row_group_size", [1, 3, 7, 1000])
+def test_parquet_shards_read_their_rows_whatever_the_row_groups(tmp_path: Path, row_group_size: int) -> None:
+    """A shard reads only the row groups that hold its range (not the file from the start); its
+    rows are exactly rows [start, end), whatever the row-group boundaries."""
+    from pipeline.engine.read import read_shard
+    from pipeline.engine.shards import Shard
+
+    table = decode_records([rec for _, rec in CASES["responses"]] * 2, "responses").table
+    path = tmp_path / "c.parquet"
+    pq.write_table(table, path, row_group_size=row_group_size)
+    n = table.num_rows
+    for start, end in [(0, n), (0, 5), (4, 9), (5, n), (n - 1, n)]:
+        shard = Shard("part-00000", str(path), "parquet", "canonical", {}, start, end, start + 1, 1)
+        got = pa.concat_tables([b.table for b in read_shard(shard, 1 << 20, 4)])
+        want = table.column("conversation_id")[start:end].to_pylist()
+        assert got.column("conversation_id").to_pylist() == want
