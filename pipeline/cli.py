@@ -136,7 +136,7 @@ def doctor() -> None:
     help="Instead of --output: run as a one-step job into this run directory (docs/run-layout.md).",
 )
 @click.option("--report", type=click.Path(path_type=Path), help="Write the JSON summary here.")
-@click.option("--workers", type=int, default=None, help="Worker processes (default: up to 2).")
+@click.option("--workers", type=int, default=None, help="Workers: threads of one process (default: up to 2).")
 @click.option(
     "--on-loss",
     type=click.Choice(("allow", "reject")),

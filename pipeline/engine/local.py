@@ -1,8 +1,17 @@
-"""The local engine: shards on a pool of spawned worker processes (2 by default).
+"""The local engine: shards on a pool of 2 workers by default, threads (default) or spawned processes.
 
 At most ``2 x workers`` shards are queued at once and each worker holds one batch at a time, so
 memory is bounded by the batch size, not the input. Workers report progress after each batch
 through a queue; results (manifest entries) come back as shards finish.
+
+``pool = "threads"`` (the default) runs :func:`run_shard` on threads of this process: no spawn,
+no second import of Polars / pyarrow, no pickling of entries, one heap. It pays off as far as the
+work releases the GIL (the compiled decoder's parse and walk, Arrow, Polars and Parquet kernels
+do; the Python decoder, the encoders' Python parts and batch glue do not); ``pool = "processes"``
+runs it in spawned processes. docs/job-profile.md ("Threads vs processes") measures both.
+A thread cannot be killed, so on an error or Ctrl-C the others stop after their current batch,
+and their shards' temp files are removed (``ShardWriter.abort``); a SIGKILL leaves temp files
+that the next run cleans, as with processes.
 """
 
 from __future__ import annotations
@@ -13,8 +22,16 @@ import os
 import queue as queue_mod
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    Executor,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
 from typing import Any
 
 from .process import Work, run_shard
@@ -64,16 +81,89 @@ def _remote(shard: dict[str, Any], work: Work) -> dict[str, Any]:
     return run_shard(shard, work, _report)
 
 
+PROCESSES, THREADS = "processes", "threads"
+
+
+class _Stopped(Exception):
+    """Raised in a worker thread after a batch when the job is failing or interrupted."""
+
+
 def execute(
-    shards: Iterable[Shard], work: Work, workers: int, on_done: OnDone, on_progress: OnProgress
+    shards: Iterable[Shard],
+    work: Work,
+    workers: int,
+    on_done: OnDone,
+    on_progress: OnProgress,
+    pool: str = THREADS,
 ) -> None:
-    """Run every shard; ``on_done(entry)`` is called in the parent as each one finishes."""
+    """Run every shard; ``on_done(entry)`` is called in the parent as each one finishes.
+
+    ``pool`` says what the workers are: ``processes`` (spawned) or ``threads`` (of this process).
+    """
     if workers == 1:
         for s in shards:
             on_done(run_shard(s.to_json(), work, on_progress))
         return
+    if pool == THREADS:
+        _threads(shards, work, workers, on_done, on_progress)
+    else:
+        _processes(shards, work, workers, on_done, on_progress)
+
+
+def _processes(
+    shards: Iterable[Shard], work: Work, workers: int, on_done: OnDone, on_progress: OnProgress
+) -> None:
     ctx = multiprocessing.get_context("spawn")
     q = ctx.Queue()
+    executor = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init, initargs=(q, os.getpid()))
+    _drive(
+        executor,
+        shards,
+        lambda s: executor.submit(_remote, s.to_json(), work),
+        workers,
+        q,
+        on_done,
+        on_progress,
+        stop=lambda: None,  # workers die with the pool (and with the parent: PR_SET_PDEATHSIG)
+    )
+
+
+def _threads(
+    shards: Iterable[Shard], work: Work, workers: int, on_done: OnDone, on_progress: OnProgress
+) -> None:
+    q: queue_mod.SimpleQueue[tuple[int, int]] = queue_mod.SimpleQueue()
+    stopping = threading.Event()
+
+    def report(records: int, nbytes: int) -> None:
+        if stopping.is_set():  # the job failed or was interrupted: abort this shard after its batch
+            raise _Stopped
+        q.put((records, nbytes))
+
+    executor = ThreadPoolExecutor(workers, thread_name_prefix="chatlake-shard")
+    _drive(
+        executor,
+        shards,
+        lambda s: executor.submit(run_shard, s.to_json(), work, report),
+        workers,
+        q,
+        on_done,
+        on_progress,
+        stop=stopping.set,
+    )
+
+
+def _drive(
+    executor: Executor,
+    shards: Iterable[Shard],
+    submit: Callable[[Shard], Future[dict[str, Any]]],
+    workers: int,
+    q: Any,
+    on_done: OnDone,
+    on_progress: OnProgress,
+    stop: Callable[[], None],
+) -> None:
+    """Keep ``2 x workers`` shards in flight; hand progress and finished entries to the callbacks
+    in this thread (the manifest and progress bar are not thread-safe)."""
 
     def drain() -> None:
         while True:
@@ -82,7 +172,6 @@ def execute(
             except queue_mod.Empty:
                 return
 
-    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init, initargs=(q, os.getpid()))
     inflight: set[Future[dict[str, Any]]] = set()
 
     def collect(timeout: float | None) -> None:
@@ -96,11 +185,12 @@ def execute(
         for s in shards:
             while len(inflight) >= 2 * workers:
                 collect(0.2)
-            inflight.add(pool.submit(_remote, s.to_json(), work))
+            inflight.add(submit(s))
         while inflight:
             collect(0.2)
         drain()
     except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
+        stop()
+        executor.shutdown(wait=True, cancel_futures=True)
         raise
-    pool.shutdown(wait=True)
+    executor.shutdown(wait=True)

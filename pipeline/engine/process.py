@@ -20,6 +20,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline import codec
 from pipeline.encoders.encode_rows import encode_rows
 from pipeline.errors import reason_of
 from pipeline.formats import encode_jsonl
@@ -166,6 +167,7 @@ class _Counts:
         self.by_reason: Counter[str] = Counter()
         self.loss_kinds: Counter[str] = Counter()
         self.source_counts: Counter[str] = Counter()
+        self.fallback: Counter[str] = Counter()
 
 
 def _encode(
@@ -219,6 +221,21 @@ def _encode(
     return kept, enc.jsonl(keep), losses, rejected
 
 
+def _wire_lines(shard: Shard) -> bool:
+    """Whether the shard's records are wire-format JSON lines (JSONL, or a dataset's rows)."""
+    return shard.container == "jsonl" or (shard.container != "source" and shard.format != CANONICAL)
+
+
+def shard_codec(shard: Shard) -> str:
+    """Which codec decodes this shard's records in this process: ``native`` or ``python``.
+
+    Wire-format lines (JSONL, or a dataset's rows) of a format the compiled decoder handles go to it
+    when it is active here (``CHATLAKE_NATIVE``, read now: a worker reports what it ran, not what
+    the parent expected); canonical Parquet and source adapters never decode JSON lines with it.
+    """
+    return "native" if _wire_lines(shard) and codec.native_module(shard.format) is not None else "python"
+
+
 def run_shard(
     shard_json: dict[str, Any], work: Work, progress: Callable[[int, int], None] | None = None
 ) -> dict[str, Any]:
@@ -231,8 +248,7 @@ def run_shard(
     policy = LossPolicy(work.on_loss, frozenset(work.allowed))
     encoded = work.target != PARQUET
     # JSONL lines and dataset rows are kept verbatim for the rejected file; other inputs are encoded back
-    verbatim = shard.container == "jsonl" or (shard.container != "source" and shard.format != CANONICAL)
-    raw_format = shard.format if verbatim else None
+    raw_format = shard.format if _wire_lines(shard) else None
     writer = ShardWriter(Path(work.run_dir), shard.id, encoded, target=work.target, layout=work.layout)
     counts = _Counts()
     started = time.perf_counter()
@@ -260,6 +276,7 @@ def run_shard(
             counts.read += batch.read
             counts.blank += batch.blank
             counts.source_counts.update(batch.source_counts)
+            counts.fallback.update(batch.native_fallback)
             counts.written += table.num_rows
             counts.by_stage.update(r["stage"] for r in rejected)
             counts.by_reason.update(reason_of(r["reason"]) for r in rejected)
@@ -286,6 +303,8 @@ def run_shard(
         "losses_by_kind": dict(sorted(counts.loss_kinds.items())),
         "records_with_losses": counts.lossy,
         **({"source_counts": dict(sorted(counts.source_counts.items()))} if counts.source_counts else {}),
+        "codec": shard_codec(shard),
+        "native_fallback": dict(sorted(counts.fallback.items())),
         "files": files,
         "weight": shard.weight,
         "seconds": round(time.perf_counter() - started, 3),

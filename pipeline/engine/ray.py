@@ -18,12 +18,27 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from pipeline import codec
+
 from .local import OnDone, OnProgress
 from .process import Work, run_shard
 from .shards import Shard
 
 
-def _run_batch(batch: pa.Table, work: Work) -> pa.Table:
+def _same_codec(env: str | None) -> None:
+    """Make this Ray worker decode with the codec the driver chose (``CHATLAKE_NATIVE``).
+
+    A Ray worker's environment is the cluster's (or that of the driver that started Ray), not the
+    driver's now; Ray runs one task at a time per worker process, so setting it per task is safe.
+    """
+    if env is None:
+        os.environ.pop(codec.ENV, None)
+    else:
+        os.environ[codec.ENV] = env
+
+
+def _run_batch(batch: pa.Table, work: Work, codec_env: str | None) -> pa.Table:
+    _same_codec(codec_env)
     specs = batch.column("shard").to_pylist()
     entries = [orjson.dumps(run_shard(orjson.loads(spec), work)).decode() for spec in specs]
     return pa.table({"entry": pa.array(entries, pa.string())})
@@ -56,9 +71,8 @@ def execute(
     weights = {s.id: s.weight for s in specs}
     items = [{"shard": orjson.dumps(s.to_json()).decode()} for s in specs]
     ds = ray.data.from_items(items, override_num_blocks=len(items))
-    out = ds.map_batches(
-        partial(_run_batch, work=work), batch_size=1, batch_format="pyarrow", num_cpus=1, zero_copy_batch=True
-    )
+    run = partial(_run_batch, work=work, codec_env=os.environ.get(codec.ENV))
+    out = ds.map_batches(run, batch_size=1, batch_format="pyarrow", num_cpus=1, zero_copy_batch=True)
     for batch in out.iter_batches(batch_size=None, batch_format="pyarrow"):
         for text in batch.column("entry").to_pylist():
             entry: dict[str, Any] = orjson.loads(text)

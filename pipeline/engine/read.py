@@ -38,6 +38,8 @@ class Batch:
     raw: dict[int, bytes] = field(default_factory=dict)  # source_line -> input text (JSONL inputs)
     nbytes: int = 0  # input bytes this batch covers, for progress
     source_counts: dict[str, int] = field(default_factory=dict)  # a source adapter's counts (by name)
+    # lines the compiled decoder handed to the Python one, by reason (DecodeResult.native_fallback)
+    native_fallback: dict[str, int] = field(default_factory=dict)
 
 
 def _from_rejected(r: Rejected, shard: Shard, raw: dict[int, bytes] | None = None) -> dict[str, Any]:
@@ -79,6 +81,7 @@ def _jsonl(shard: Shard, chunk_bytes: int) -> Iterator[Batch]:
                 res.blank_lines,
                 raw,
                 len(data),
+                native_fallback=res.native_fallback,
             )
             line += len(lines)
 
@@ -146,6 +149,7 @@ def _tabular(shard: Shard, batch_rows: int) -> Iterator[Batch]:
                 res.blank_lines,
                 raw,
                 nbytes,
+                native_fallback=res.native_fallback,
             )
         row += table.num_rows
 

@@ -36,6 +36,12 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         if len(summary["losses_by_kind"]) > 6:
             kinds += f", and {len(summary['losses_by_kind']) - 6} more"
         console.print(f"{summary['records_with_losses']:,} records lost something ({kinds})")
+    if summary.get("native_fallback"):
+        reasons = ", ".join(f"{k} {n:,}" for k, n in summary["fallback_by_reason"].items())
+        console.print(
+            f"codec {summary['codec']}: {summary['native_fallback']:,} lines decoded by the Python codec "
+            f"instead ({reasons})"
+        )
     redone = summary.get("shards_redone") or {}
     if redone:
         console.print(f"{len(redone)} finished shards were redone: their files did not match manifest.json")

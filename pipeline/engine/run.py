@@ -146,7 +146,7 @@ def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: 
 
                 ray_engine.execute(shards, work, job.workers, on_done, bar.advance, job.ray_address)
             else:
-                local.execute(shards, work, job.workers, on_done, bar.advance)
+                local.execute(shards, work, job.workers, on_done, bar.advance, job.pool)
     except BaseException as e:
         if cat is not None:
             failed = summarize(

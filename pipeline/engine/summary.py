@@ -10,6 +10,7 @@ from collections import Counter
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from pipeline import codec
 from pipeline.jobs.resolve import Job, chatlake_version
 
 
@@ -34,6 +35,8 @@ def summarize(job: Job, shards: list[dict[str, Any]], **run: Any) -> dict[str, A
     by_reason: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
     source_counts: Counter[str] = Counter()
+    fallback: Counter[str] = Counter()
+    codecs: Counter[str] = Counter()
     inputs: dict[tuple[str, str], int] = {(f.url, f.format): 0 for f in job.files}
     read = written = rejected = lossy = blank = 0
     for s in sorted(shards, key=lambda s: s["id"]):
@@ -46,8 +49,13 @@ def summarize(job: Job, shards: list[dict[str, Any]], **run: Any) -> dict[str, A
         by_reason.update(s["rejected_by_reason"])
         kinds.update(s["losses_by_kind"])
         source_counts.update(s.get("source_counts", {}))
+        # .get: manifests written before the codec was recorded resume without these keys
+        fallback.update(s.get("native_fallback", {}))
+        if "codec" in s:
+            codecs[s["codec"]] += 1
         key = (s["input"]["url"], s["input"]["format"])
         inputs[key] = inputs.get(key, 0) + s["read"]
+    active = codec.status()
     return {
         "job": job.name,
         "run_id": run.pop("run_id", None),
@@ -66,6 +74,11 @@ def summarize(job: Job, shards: list[dict[str, Any]], **run: Any) -> dict[str, A
         "losses_by_kind": dict(kinds.most_common()),
         "records_with_losses": lossy,
         **({"source_counts": dict(sorted(source_counts.items()))} if source_counts else {}),
+        "codec": "native" if active.native else "python",
+        "codec_detail": active.describe(),
+        "codec_shards": dict(sorted(codecs.items())),
+        "native_fallback": sum(fallback.values()),
+        "fallback_by_reason": dict(fallback.most_common()),
         "steps": job.step_names,
         "target": job.target,
         "shards": len(shards),

@@ -24,6 +24,7 @@ max_rejected_share = 0.5     # fail (exit 1) when more than this share of the re
 [engine]
 kind = "local"               # or "ray"
 workers = 2
+pool = "threads"             # local: threads (default) or "processes"
 ```
 """
 
@@ -68,6 +69,9 @@ class LossSpec(_Strict):
 class EngineSpec(_Strict):
     kind: Literal["local", "ray"] = "local"
     workers: int = Field(default=2, ge=1, le=512)
+    # what the local engine's workers are: threads of the one process, or spawned processes
+    # (docs/job-profile.md "Threads vs processes" has the measurement behind the default)
+    pool: Literal["processes", "threads"] = "threads"
     chunk_bytes: int = Field(default=DEFAULT_CHUNK_BYTES, ge=1024)
     batch_rows: int = Field(default=5_000, ge=1)
     ray_address: str | None = None  # None: a local Ray, or RAY_ADDRESS when set

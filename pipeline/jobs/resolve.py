@@ -73,6 +73,7 @@ class Job:
     batch_rows: int = 5_000
     workers: int = 2
     engine: str = "local"
+    pool: str = "threads"  # the local engine's workers: threads or processes (EngineSpec.pool)
     ray_address: str | None = None
     layout: str = "run"  # engine.writers.RUN, or SINGLE_FILE for convert/transform -o FILE
     max_rejected_share: float | None = None  # None: fail only when every record read was rejected
@@ -227,6 +228,11 @@ def resolve(spec: JobSpec, base: Path, source_text: str = "") -> Job:
             raise ConfigError(
                 f"output.path {str(run_dir)!r} would overwrite the input {f.url!r}; choose another output"
             )
+    if spec.engine.kind == "ray" and "pool" in spec.engine.model_fields_set:
+        raise ConfigError(
+            "engine.pool is for the local engine (Ray schedules its own workers): "
+            "remove it, or set engine.kind = \"local\""
+        )
     if spec.engine.kind == "ray":
         try:
             importlib.import_module("ray.data")
@@ -247,6 +253,7 @@ def resolve(spec: JobSpec, base: Path, source_text: str = "") -> Job:
         batch_rows=spec.engine.batch_rows,
         workers=spec.engine.workers,
         engine=spec.engine.kind,
+        pool=spec.engine.pool,
         ray_address=spec.engine.ray_address,
         max_rejected_share=spec.loss.max_rejected_share,
         source_text=source_text,

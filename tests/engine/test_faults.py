@@ -1,6 +1,6 @@
-"""Fault injection: kill -9 of the parent or of a worker, a full disk, a read-only output, two runs
-at once. Each ends with a one-line error and the documented exit code, or with a rerun whose files
-equal an uninterrupted run's; no orphaned worker keeps writing.
+"""Fault injection: kill -9 of the parent or of a worker process (or of a run on threads), a full
+disk, a read-only output, two runs at once. Each ends with a one-line error and the documented exit
+code, or with a rerun whose files equal an uninterrupted run's; no orphaned worker keeps writing.
 
 Every fault is injected into a real ``python -m pipeline`` child process.
 """
@@ -139,7 +139,8 @@ def _writers(run_dir: Path) -> set[int]:
 def test_workers_die_with_a_parent_killed_alone(tmp_path: Path) -> None:
     # One big batch per shard: a worker that outlived its parent would go on for seconds.
     synth.write_jsonl(tmp_path / "big.jsonl", "responses", 1600, 9)
-    job = _job(tmp_path, "run", n_in="big.jsonl", shard=800, chunk_bytes=64 << 20, batch_rows=100_000)
+    job = _job(tmp_path, "run", n_in="big.jsonl", shard=800, chunk_bytes=64 << 20, batch_rows=100_000,
+               pool="processes")  # fmt: skip
     proc = _run(job)
     _wait_for(lambda: len(_workers(proc.pid)) >= 2, proc, "the workers started")
     # Both workers past their initializer (writing), so neither is still starting up when killed.
@@ -164,7 +165,7 @@ def test_kill_9_of_the_parent_or_a_worker_then_a_rerun_equals_an_uninterrupted_r
     rng = random.Random(seed)
     src, ref = reference
     (tmp_path / "in.jsonl").symlink_to(src)
-    job = _job(tmp_path, "run")
+    job = _job(tmp_path, "run", pool="processes")  # kills one of the worker processes
     listed_before_kill = rng.randrange(0, N // SHARD - 4)
     proc = _run(job)
     _wait_for(lambda: len(_workers(proc.pid)) >= 2, proc, "the workers started")
@@ -177,6 +178,25 @@ def test_kill_9_of_the_parent_or_a_worker_then_a_rerun_equals_an_uninterrupted_r
         err = proc.communicate()[1].decode().strip()
         assert rc == 1 and len(err.splitlines()) == 1 and err.startswith("Error: the job failed: "), (rc, err)
     assert _gone(workers) == [], "a worker outlived the killed run"
+    _rerun(job)
+    assert file_hashes(tmp_path / "run") == ref
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_kill_9_of_a_threads_run_then_a_rerun_equals_an_uninterrupted_run(
+    reference: tuple[Path, dict[str, str]], tmp_path: Path, seed: int
+) -> None:
+    rng = random.Random(seed)
+    src, ref = reference
+    (tmp_path / "in.jsonl").symlink_to(src)
+    job = _job(tmp_path, "run", pool="threads")
+    listed_before_kill = rng.randrange(0, N // SHARD - 4)
+    proc = _run(job)
+    _wait_for(lambda: _listed(tmp_path / "run") >= listed_before_kill, proc, f"{listed_before_kill} shards")
+    time.sleep(rng.uniform(0, 0.05))
+    assert _workers(proc.pid) == []  # the shards run on threads: nothing to orphan
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=120)
     _rerun(job)
     assert file_hashes(tmp_path / "run") == ref
 

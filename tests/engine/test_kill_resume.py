@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 from pipeline import synth
 from pipeline.engine.writers import FOLDERS
@@ -18,12 +19,12 @@ from tests.engine.helpers import file_hashes, write_job
 N, SHARD = 1_200, 50  # 24 shards: enough that a kill lands mid-way
 
 
-def _job(tmp_path: Path, run: str) -> Path:
+def _job(tmp_path: Path, run: str, pool: str = "processes") -> Path:
     return write_job(
         tmp_path / f"{run}.toml",
         [{"path": "in.jsonl", "format": "responses"}],
         {"path": run, "target": "chat", "shard_records": SHARD},
-        engine={"workers": 2, "chunk_bytes": 64 << 10},
+        engine={"workers": 2, "chunk_bytes": 64 << 10, "pool": pool},
     )
 
 
@@ -39,14 +40,15 @@ def _listed(run_dir: Path) -> int:
         return 0
 
 
-def test_kill_9_then_resume_gives_byte_identical_shards(tmp_path: Path) -> None:
+@pytest.mark.parametrize("pool", ["processes", "threads"])
+def test_kill_9_then_resume_gives_byte_identical_shards(tmp_path: Path, pool: str) -> None:
     synth.write_jsonl(tmp_path / "in.jsonl", "responses", N, 3)
     total = N // SHARD
 
     ref = _run(_job(tmp_path, "ref"))
     assert ref.wait(timeout=600) == 0
 
-    job = _job(tmp_path, "killed")
+    job = _job(tmp_path, "killed", pool)
     proc = _run(job, start_new_session=True)
     deadline = time.monotonic() + 600
     while _listed(tmp_path / "killed") < 3 and proc.poll() is None and time.monotonic() < deadline:

@@ -94,6 +94,11 @@ def test_interrupted_runs_leave_no_final_file_and_resume_to_the_same_bytes(
         finals = _finals(out, kind)
         if proc.returncode == 0:  # it finished before the signal: then everything is complete
             assert not staging_dir(out).exists()
+        elif all(p.exists() for p in finals.values()) and not previous:
+            # FILE is renamed last: all finals in place means the run had finished and the signal hit
+            # its last ~0.2 s (staging removal, interpreter exit); then they must be the whole output
+            got = {r: p.read_bytes() for r, p in finals.items()}
+            assert got == want, f"trial {trial} ({sig.name}): finals in place but not complete"
         elif previous:
             assert {r: p.read_bytes() for r, p in finals.items()} == want, f"trial {trial}: finals changed"
         else:

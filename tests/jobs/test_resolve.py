@@ -188,6 +188,7 @@ def test_fingerprint_ignores_workers_and_engine_but_not_the_shard_size(src: Path
     text = path.read_text()
     a = parse_job(text, tmp_path).fingerprint()
     assert parse_job(text, tmp_path, {"engine.workers": 7}).fingerprint() == a
+    assert parse_job(text, tmp_path, {"engine.pool": "processes"}).fingerprint() == a
     assert parse_job(text, tmp_path, {"output.shard_records": 7}).fingerprint() != a
 
 
