@@ -1222,13 +1222,16 @@ static int anthropic_message(Ctx *c, yyjson_val *msg, const char *section, int32
  *     input_image; a known type only in a role that takes it (user: text, image_url,
  *     input_audio, file; assistant: text, refusal; others: text); a refusal part's refusal a
  *     string, image_url / input_audio / file parts their object; image_url.url a string, its
- *     detail a string or null.
+ *     detail null or one of chat.IMAGE_DETAILS (whitelist).
  *   chat._decode_tool_call: type "function" or "custom"; the sub-object present, an object,
  *     with a string name and a string arguments / input.
  *   anthropic.decode_message: a message's role is user/assistant/system; content present; every
  *     block has a string type; tool_result only in a user message (or a response without a
  *     string role); tool_use / server_tool_use / mcp_tool_use not in a system message; no
  *     input_text / output_text / refusal blocks.
+ *   anthropic._check_block: a tool_result's tool_use_id, unless absent or null, is a string; an
+ *     image's object source of type base64 has string media_type and data, of type url a string
+ *     url.
  *   anthropic._decode_item_block: a tool_use / server_tool_use / mcp_tool_use block has a
  *     string name and an object input.
  */
@@ -1409,6 +1412,7 @@ static int validate_responses(yyjson_val *rec) {
 /* chat._check_part over a message's content array. */
 static int bad_chat_parts(yyjson_val *content, yyjson_val *role) {
     static const char *const FOREIGN[] = {"input_text", "output_text", "input_image", NULL};
+    static const char *const DETAILS[] = {"auto", "low", "high", "original", NULL}; /* chat.IMAGE_DETAILS */
     size_t idx, max;
     yyjson_val *part;
     int user = is_str_lit(role, "user"), assistant = is_str_lit(role, "assistant");
@@ -1423,7 +1427,8 @@ static int bad_chat_parts(yyjson_val *content, yyjson_val *role) {
             if (!user || bad_obj(part, "image_url")) return 1;
             yyjson_val *image = yyjson_obj_get(part, "image_url");
             if (bad_str(image, "url", 0)) return 1;
-            if (yyjson_obj_get(image, "detail") && bad_str(image, "detail", 1)) return 1;
+            yyjson_val *detail = yyjson_obj_get(image, "detail");
+            if (detail && !yyjson_is_null(detail) && !str_in(detail, DETAILS)) return 1;
         } else if (is_str_lit(type, "input_audio") || is_str_lit(type, "file")) {
             if (!user || bad_obj(part, yyjson_get_str(type))) return 1;
         } else if (str_in(type, FOREIGN)) {
@@ -1501,6 +1506,16 @@ static int bad_anthropic_blocks(yyjson_val *content, yyjson_val *role) {
             if (bad_str(block, "name", 0) || bad_obj(block, "input")) return 1;
         } else if (is_str_lit(type, "tool_result")) {
             if (role && !is_str_lit(role, "user")) return 1;
+            yyjson_val *id = yyjson_obj_get(block, "tool_use_id");
+            if (id && !yyjson_is_null(id) && !yyjson_is_str(id)) return 1;
+        } else if (is_str_lit(type, "image")) {
+            yyjson_val *source = yyjson_obj_get(block, "source");
+            if (source && yyjson_is_obj(source)) {
+                yyjson_val *stype = yyjson_obj_get(source, "type");
+                if (is_str_lit(stype, "base64") && (bad_str(source, "media_type", 0) || bad_str(source, "data", 0)))
+                    return 1;
+                if (is_str_lit(stype, "url") && bad_str(source, "url", 0)) return 1;
+            }
         } else if (str_in(type, FOREIGN)) {
             return 1;
         }
