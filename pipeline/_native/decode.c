@@ -1212,7 +1212,8 @@ static int anthropic_message(Ctx *c, yyjson_val *msg, const char *section, int32
  *   responses.decode_item: a message's role is one of user/assistant/system/developer; its
  *     content is a string or an array (an assistant message may lack it); a non-string `type` is
  *     null or absent; function_call needs name/arguments, custom_tool_call name/input (string or
- *     null); a tool output's array `output` holds only objects with a string type.
+ *     null); a tool output's array `output` holds only objects with a string type, none of them
+ *     output_text / refusal (whitelist: input_text / input_image / input_file).
  *   responses._check_part: a part is an object with a string type; not "text"/"image_url";
  *     output_text / refusal only in an assistant message; a refusal part has a string refusal.
  *   chat.decode_message: role one of system/developer/user/assistant/tool/function; content
@@ -1229,7 +1230,8 @@ static int anthropic_message(Ctx *c, yyjson_val *msg, const char *section, int32
  *     block has a string type; tool_result only in a user message (or a response without a
  *     string role); tool_use / server_tool_use / mcp_tool_use not in a system message; no
  *     input_text / output_text / refusal blocks.
- *   anthropic._check_block: a tool_result's tool_use_id, unless absent or null, is a string; an
+ *   anthropic._check_block: a tool_result's tool_use_id, unless absent or null, is a string, and
+ *     its content array holds no input_text / output_text / refusal block; an
  *     image's object source of type base64 has string media_type and data, of type url a string
  *     url.
  *   anthropic._decode_item_block: a tool_use / server_tool_use / mcp_tool_use block has a
@@ -1377,12 +1379,14 @@ static int bad_responses_item(yyjson_val *item) {
     if (is_str_lit(type, "function_call")) return bad_str(item, "name", 1) || bad_str(item, "arguments", 1);
     if (is_str_lit(type, "custom_tool_call")) return bad_str(item, "name", 1) || bad_str(item, "input", 1);
     if (is_str_lit(type, "function_call_output") || is_str_lit(type, "custom_tool_call_output")) {
+        /* the SDK's ...OutputContentList: input content only (whitelist) */
+        static const char *const TOOL_OUTPUT[] = {"input_text", "input_image", "input_file", NULL};
         yyjson_val *output = yyjson_obj_get(item, "output");
         if (output && yyjson_is_arr(output)) {
             size_t idx, max;
             yyjson_val *part;
             yyjson_arr_foreach(output, idx, max, part) {
-                if (!yyjson_is_obj(part) || !yyjson_is_str(yyjson_obj_get(part, "type"))) return 1;
+                if (!yyjson_is_obj(part) || !str_in(yyjson_obj_get(part, "type"), TOOL_OUTPUT)) return 1;
             }
         }
     }
@@ -1508,6 +1512,14 @@ static int bad_anthropic_blocks(yyjson_val *content, yyjson_val *role) {
             if (role && !is_str_lit(role, "user")) return 1;
             yyjson_val *id = yyjson_obj_get(block, "tool_use_id");
             if (id && !yyjson_is_null(id) && !yyjson_is_str(id)) return 1;
+            yyjson_val *inner = yyjson_obj_get(block, "content");
+            if (inner && yyjson_is_arr(inner)) {
+                size_t jdx, jmax;
+                yyjson_val *part;
+                yyjson_arr_foreach(inner, jdx, jmax, part) {
+                    if (yyjson_is_obj(part) && str_in(yyjson_obj_get(part, "type"), FOREIGN)) return 1;
+                }
+            }
         } else if (is_str_lit(type, "image")) {
             yyjson_val *source = yyjson_obj_get(block, "source");
             if (source && yyjson_is_obj(source)) {

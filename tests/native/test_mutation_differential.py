@@ -94,6 +94,7 @@ def test_mutated_records_decode_identically_native_and_python(fmt: str) -> None:
 _MSG = {"role": "user", "content": "x"}
 _ASSISTANT, _USER = {"role": "assistant"}, {"role": "user"}
 _TC = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+_OUT_TEXT = {"type": "output_text", "text": "x"}
 _IMG = {"type": "image_url", "image_url": {"url": "u"}}
 REJECTED: list[tuple[str, dict[str, Any]]] = [
     ("responses", {"input": None}),
@@ -140,7 +141,8 @@ def test_records_a_python_rule_rejects_reach_the_python_decoder(fmt: str, record
 
 # Shapes the native decoder hands to Python whether or not a Python rule rejects them today: the
 # whitelists (a tool type, an image detail the checks do not list) and the rules of branch abc2
-# (an Anthropic tool_result's non-string tool_use_id, an image source without its url).
+# (an Anthropic tool_result's non-string tool_use_id or output_text block, an image source without
+# its url, a Responses tool output's output_text part).
 HANDED_BACK: list[tuple[str, dict[str, Any]]] = [
     ("responses", {"input": [_MSG], "tools": [{"type": "bogus_tool"}]}),
     ("chat", {"messages": [_MSG], "tools": [{"type": "bogus_tool"}]}),
@@ -148,6 +150,9 @@ HANDED_BACK: list[tuple[str, dict[str, Any]]] = [
     ("anthropic", {"messages": [_MSG], "tool_choice": {"type": "bogus"}}),
     ("anthropic", {"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": 1}]}]}),
     ("anthropic", {"messages": [{**_USER, "content": [{"type": "image", "source": {"type": "url"}}]}]}),
+    ("anthropic", {"messages": [{**_USER, "content": [{"type": "tool_result", "content": [_OUT_TEXT]}]}]}),
+    ("responses", {"input": [{"type": "function_call_output", "call_id": "c", "output": [_OUT_TEXT]}]}),
+    ("responses", {"input": [{"type": "function_call_output", "call_id": "c", "output": [{"type": "x"}]}]}),
 ]
 
 
