@@ -1203,6 +1203,7 @@ static int anthropic_message(Ctx *c, yyjson_val *msg, const char *section, int32
  *     every object in a `tools` list, and a `tool_choice` object with a string type, that names a
  *     tool needs a string name (Responses: function / custom; Chat: `function` / `custom` object
  *     holding it; Anthropic: every tool, and a tool_choice of type "tool").
+ *   _common.check_tools (branch abc2): a tool_choice object's type, if present, is a string.
  *   responses._tool_name: a tool needs a string type; a custom tool's `format` is an object.
  *   chat._check_tools.name_of: a function / custom tool's sub-object is an object; a custom
  *     tool's `format` is an object and a grammar format's `grammar` an object.
@@ -1328,10 +1329,10 @@ static int bad_tools(int fmt, yyjson_val *rec) {
         }
     }
     yyjson_val *choice = yyjson_obj_get(rec, "tool_choice");
-    if (choice && yyjson_is_obj(choice) && yyjson_is_str(yyjson_obj_get(choice, "type")) &&
-        bad_tool(fmt, choice, 1))
-        return 1;
-    return 0;
+    if (!choice || !yyjson_is_obj(choice)) return 0;
+    yyjson_val *type = yyjson_obj_get(choice, "type");
+    if (type && !yyjson_is_str(type)) return 1; /* a present type is a string (branch abc2) */
+    return type && bad_tool(fmt, choice, 1);
 }
 
 /* responses._check_part over a message's content array. Whitelist of part types. */
@@ -1517,7 +1518,10 @@ static int bad_anthropic_blocks(yyjson_val *content, yyjson_val *role) {
                 size_t jdx, jmax;
                 yyjson_val *part;
                 yyjson_arr_foreach(inner, jdx, jmax, part) {
-                    if (yyjson_is_obj(part) && str_in(yyjson_obj_get(part, "type"), FOREIGN)) return 1;
+                    /* a type that is no string goes to Python too: its check of the type is
+                     * not written for one (branch abc2 rejects a dict as "unhashable") */
+                    yyjson_val *ptype = yyjson_is_obj(part) ? yyjson_obj_get(part, "type") : NULL;
+                    if ((ptype && !yyjson_is_str(ptype)) || str_in(ptype, FOREIGN)) return 1;
                 }
             }
         } else if (is_str_lit(type, "image")) {

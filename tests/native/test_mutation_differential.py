@@ -142,7 +142,7 @@ def test_records_a_python_rule_rejects_reach_the_python_decoder(fmt: str, record
 # Shapes the native decoder hands to Python whether or not a Python rule rejects them today: the
 # whitelists (a tool type, an image detail the checks do not list) and the rules of branch abc2
 # (an Anthropic tool_result's non-string tool_use_id or output_text block, an image source without
-# its url, a Responses tool output's output_text part).
+# its url, a Responses tool output's output_text part, a tool_choice object's null type).
 HANDED_BACK: list[tuple[str, dict[str, Any]]] = [
     ("responses", {"input": [_MSG], "tools": [{"type": "bogus_tool"}]}),
     ("chat", {"messages": [_MSG], "tools": [{"type": "bogus_tool"}]}),
@@ -151,6 +151,8 @@ HANDED_BACK: list[tuple[str, dict[str, Any]]] = [
     ("anthropic", {"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": 1}]}]}),
     ("anthropic", {"messages": [{**_USER, "content": [{"type": "image", "source": {"type": "url"}}]}]}),
     ("anthropic", {"messages": [{**_USER, "content": [{"type": "tool_result", "content": [_OUT_TEXT]}]}]}),
+    ("anthropic", {"messages": [{**_USER, "content": [{"type": "tool_result", "content": [{"type": {}}]}]}]}),
+    ("chat", {"messages": [_MSG], "tool_choice": {"type": None}}),
     ("responses", {"input": [{"type": "function_call_output", "call_id": "c", "output": [_OUT_TEXT]}]}),
     ("responses", {"input": [{"type": "function_call_output", "call_id": "c", "output": [{"type": "x"}]}]}),
 ]
