@@ -9,7 +9,7 @@ Each batch is decoded natively and with the Python codec and compared with
 :func:`tests.native.differential.compare`; a differing batch is replayed a line at a time so the
 failure names the record.
 
-Seeded and bounded here (``CHATLAKE_NATIVE_FUZZ_N`` mutated records per format, 8,000 by default);
+Seeded and bounded here (``CHATLAKE_NATIVE_FUZZ_N`` mutated records per format, 15,000 by default);
 ``CHATLAKE_NATIVE_FUZZ_N=50000 CHATLAKE_NATIVE_FUZZ_SEED=random`` runs a long unseeded campaign.
 :data:`REJECTED` pins one record per rule the native decoder has to hand to Python.
 """
@@ -38,7 +38,7 @@ BATCH = 250
 
 
 def _settings() -> tuple[int, int]:
-    n = int(os.environ.get("CHATLAKE_NATIVE_FUZZ_N", "8000"))
+    n = int(os.environ.get("CHATLAKE_NATIVE_FUZZ_N", "15000"))
     raw = os.environ.get("CHATLAKE_NATIVE_FUZZ_SEED", "3")
     seed = random.SystemRandom().randrange(2**32) if raw == "random" else int(raw)
     return n, seed
