@@ -363,10 +363,11 @@ enum {
     FB_DEPTH,      /* nesting deeper than MAX_DEPTH */
     FB_BIG_OBJECT, /* an object with more than MAX_KEYS keys */
     FB_SHAPE,      /* a record the Python decoder rejects, or a shape not implemented natively */
+    FB_VALIDATION, /* a record a Python decode rule rejects (validate_<format>: the API's required fields) */
     FB_COUNT
 };
 static const char *REASONS[FB_COUNT] = {
-    "ok", "not_bytes", "parse", "duplicate_key", "number", "depth", "big_object", "shape",
+    "ok", "not_bytes", "parse", "duplicate_key", "number", "depth", "big_object", "shape", "validation",
 };
 
 /* The significant digits of a decimal or printf("%e") text, at most `max` of them. */
@@ -856,7 +857,8 @@ static yyjson_val *chat_head(Ctx *c, yyjson_val *msg, const char *section, int32
             } else {
                 return NULL; /* expected string or array */
             }
-        } else if (KEY_IS(k, "name") || KEY_IS(k, "tool_call_id")) {
+        } else if (KEY_IS(k, "name") || (output && KEY_IS(k, "tool_call_id"))) {
+            /* tool_call_id pairs a tool / function message with its call; elsewhere it is kept */
             int slot = KEY_IS(k, "name") ? SLOT_NAME : SLOT_CALL_ID;
             if (yyjson_is_str(v)) {
                 slots[slot] = v;
@@ -1182,6 +1184,388 @@ static int anthropic_message(Ctx *c, yyjson_val *msg, const char *section, int32
     return 0;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Records the Python decoder rejects at decode ("Fields the API requires", docs/decoding.md)   */
+/*
+ * Before a walk, validate_<format>() looks for every shape a Python decode rule rejects and, on
+ * a hit, hands the whole line to the Python decoder (fallback reason "validation"), which then
+ * writes the rejection: the text of a reason has one source, the Python decoder. These checks
+ * only detect; they never word an error.
+ *
+ * Whitelists, so that a rule added to Python later mostly lands on a shape already sent there:
+ * roles (per format and position), content part / block types (per role), tool call types and
+ * tool definition types are accepted only when they are among the values checked below; any
+ * other value goes to Python even where today's Python accepts it (the Python decoder then
+ * decodes it; the native decoder just does not).
+ *
+ * The rules, each with the Python function that applies it:
+ *   _common.check_tools (via responses/chat/anthropic._tool_name, chat._check_tools.name_of):
+ *     every object in a `tools` list, and a `tool_choice` object with a string type, that names a
+ *     tool needs a string name (Responses: function / custom; Chat: `function` / `custom` object
+ *     holding it; Anthropic: every tool, and a tool_choice of type "tool").
+ *   _common.check_tools (branch abc2): a tool_choice object's type, if present, is a string.
+ *   responses._tool_name: a tool needs a string type; a custom tool's `format` is an object.
+ *   chat._check_tools.name_of: a function / custom tool's sub-object is an object; a custom
+ *     tool's `format` is an object and a grammar format's `grammar` an object.
+ *   anthropic._tool_name: a custom tool (no type, or "custom") has an object input_schema and,
+ *     if present, a string description.
+ *   responses._walk: a request's `input` is not null.
+ *   responses.decode_item: a message's role is one of user/assistant/system/developer; its
+ *     content is a string or an array (an assistant message may lack it); a non-string `type` is
+ *     null or absent; function_call needs name/arguments, custom_tool_call name/input (string or
+ *     null); a tool output's array `output` holds only objects with a string type, none of them
+ *     output_text / refusal (whitelist: input_text / input_image / input_file).
+ *   responses._check_part: a part is an object with a string type; not "text"/"image_url";
+ *     output_text / refusal only in an assistant message; a refusal part has a string refusal.
+ *   chat.decode_message: role one of system/developer/user/assistant/tool/function; content
+ *     present unless the role is assistant; a function message has a string name; `refusal`
+ *     only on an assistant message, a string or null; tool_calls only on an assistant message.
+ *   chat._check_part: a part is an object with a string type; not input_text / output_text /
+ *     input_image; a known type only in a role that takes it (user: text, image_url,
+ *     input_audio, file; assistant: text, refusal; others: text); a refusal part's refusal a
+ *     string, image_url / input_audio / file parts their object; image_url.url a string, its
+ *     detail null or one of chat.IMAGE_DETAILS (whitelist).
+ *   chat._decode_tool_call: type "function" or "custom"; the sub-object present, an object,
+ *     with a string name and a string arguments / input.
+ *   anthropic.decode_message: a message's role is user/assistant/system; content present; every
+ *     block has a string type; tool_result only in a user message (or a response without a
+ *     string role); tool_use / server_tool_use / mcp_tool_use not in a system message; no
+ *     input_text / output_text / refusal blocks.
+ *   anthropic._check_block: a tool_result's tool_use_id, unless absent or null, is a string, and
+ *     its content array holds no input_text / output_text / refusal block; an
+ *     image's object source of type base64 has string media_type and data, of type url a string
+ *     url.
+ *   anthropic._decode_item_block: a tool_use / server_tool_use / mcp_tool_use block has a
+ *     string name and an object input.
+ */
+
+/* Is `v` a string equal to one of the NULL-terminated `list`? */
+static int str_in(yyjson_val *v, const char *const *list) {
+    if (!v || !yyjson_is_str(v)) return 0;
+    const char *s = yyjson_get_str(v);
+    size_t n = yyjson_get_len(v);
+    for (; *list; list++) {
+        if (str_is(s, n, *list)) return 1;
+    }
+    return 0;
+}
+
+static int is_str_lit(yyjson_val *v, const char *lit) {
+    return v && yyjson_is_str(v) && str_is(yyjson_get_str(v), yyjson_get_len(v), lit);
+}
+
+/* _common.require: 1 (reject) unless obj[key] is a string (or, `nullable`, null). */
+static int bad_str(yyjson_val *obj, const char *key, int nullable) {
+    yyjson_val *v = yyjson_obj_get(obj, key);
+    return !(v && (yyjson_is_str(v) || (nullable && yyjson_is_null(v))));
+}
+
+/* _common.require(kind=dict). */
+static int bad_obj(yyjson_val *obj, const char *key) {
+    yyjson_val *v = yyjson_obj_get(obj, key);
+    return !(v && yyjson_is_obj(v));
+}
+
+enum { TOOLS_RESPONSES, TOOLS_CHAT, TOOLS_ANTHROPIC };
+
+/* One tool definition (choice = 0) or tool_choice object with a string type (choice = 1): the
+ * format's _tool_name / name_of plus the name check of _common.check_tools. Whitelist: a tool
+ * type not listed here goes to Python. Returns 1 to hand the record to Python. */
+static int bad_tool(int fmt, yyjson_val *tool, int choice) {
+    static const char *const RESP_TOOLS[] = {"function", "custom", "web_search", "web_search_preview",
+                                             "file_search", "computer_use_preview", "code_interpreter",
+                                             "image_generation", "local_shell", "shell", "mcp",
+                                             "apply_patch", "namespace", NULL};
+    static const char *const RESP_CHOICES[] = {"function", "custom", "allowed_tools", "mcp", "web_search",
+                                               "web_search_preview", "file_search", "computer_use_preview",
+                                               "code_interpreter", "image_generation", NULL};
+    yyjson_val *type = yyjson_obj_get(tool, "type");
+    if (fmt == TOOLS_RESPONSES) {
+        if (!str_in(type, choice ? RESP_CHOICES : RESP_TOOLS)) return 1;
+        if (!choice && is_str_lit(type, "custom") && yyjson_obj_get(tool, "format") &&
+            bad_obj(tool, "format"))
+            return 1;
+        if (is_str_lit(type, "function") || is_str_lit(type, "custom")) return bad_str(tool, "name", 0);
+        return 0;
+    }
+    if (fmt == TOOLS_CHAT) {
+        static const char *const KINDS[] = {"function", "custom", NULL};
+        static const char *const CHOICES[] = {"function", "custom", "allowed_tools", NULL};
+        if (!str_in(type, choice ? CHOICES : KINDS)) return 1;
+        if (is_str_lit(type, "allowed_tools")) return 0;
+        const char *kind = yyjson_get_str(type);
+        if (bad_obj(tool, kind)) return 1;
+        yyjson_val *spec = yyjson_obj_get(tool, kind);
+        if (!choice && str_is(kind, strlen(kind), "custom") && yyjson_obj_get(spec, "format")) {
+            if (bad_obj(spec, "format")) return 1;
+            yyjson_val *format = yyjson_obj_get(spec, "format");
+            if (is_str_lit(yyjson_obj_get(format, "type"), "grammar") && bad_obj(format, "grammar")) return 1;
+        }
+        return bad_str(spec, "name", 0);
+    }
+    /* Anthropic */
+    if (choice) {
+        static const char *const CHOICES[] = {"auto", "any", "tool", "none", NULL};
+        if (!str_in(type, CHOICES)) return 1;
+        return is_str_lit(type, "tool") && bad_str(tool, "name", 0);
+    }
+    if (!type || is_str_lit(type, "custom")) {
+        if (bad_obj(tool, "input_schema")) return 1;
+        if (yyjson_obj_get(tool, "description") && bad_str(tool, "description", 0)) return 1;
+    } else if (!yyjson_is_str(type)) {
+        return 1; /* a null or non-string type: not a shape the whitelist knows */
+    }
+    return bad_str(tool, "name", 0);
+}
+
+/* _common.check_tools. Returns 1 to hand the record to Python. */
+static int bad_tools(int fmt, yyjson_val *rec) {
+    yyjson_val *tools = yyjson_obj_get(rec, "tools");
+    if (tools && yyjson_is_arr(tools)) {
+        size_t idx, max;
+        yyjson_val *tool;
+        yyjson_arr_foreach(tools, idx, max, tool) {
+            if (yyjson_is_obj(tool) && bad_tool(fmt, tool, 0)) return 1;
+        }
+    }
+    yyjson_val *choice = yyjson_obj_get(rec, "tool_choice");
+    if (!choice || !yyjson_is_obj(choice)) return 0;
+    yyjson_val *type = yyjson_obj_get(choice, "type");
+    if (type && !yyjson_is_str(type)) return 1; /* a present type is a string (branch abc2) */
+    return type && bad_tool(fmt, choice, 1);
+}
+
+/* responses._check_part over a message's content array. Whitelist of part types. */
+static int bad_responses_parts(yyjson_val *content, int assistant) {
+    static const char *const INPUT[] = {"input_text", "input_image", "input_file", "input_audio", NULL};
+    static const char *const OUTPUT[] = {"output_text", "refusal", NULL};
+    size_t idx, max;
+    yyjson_val *part;
+    yyjson_arr_foreach(content, idx, max, part) {
+        if (!yyjson_is_obj(part)) return 1;
+        yyjson_val *type = yyjson_obj_get(part, "type");
+        if (str_in(type, OUTPUT)) {
+            if (!assistant) return 1;
+            if (is_str_lit(type, "refusal") && bad_str(part, "refusal", 0)) return 1;
+        } else if (!str_in(type, INPUT)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* responses.decode_item's checks on one item. Returns 1 to hand the record to Python. */
+static int bad_responses_item(yyjson_val *item) {
+    static const char *const ROLES[] = {"user", "assistant", "system", "developer", NULL};
+    if (!yyjson_is_obj(item)) return 1;
+    yyjson_val *type = yyjson_obj_get(item, "type");
+    if (type && !yyjson_is_str(type) && !yyjson_is_null(type)) return 1;
+    int message = type ? is_str_lit(type, "message") : 0;
+    if (!type || yyjson_is_null(type)) {
+        if (yyjson_obj_get(item, "role")) {
+            message = 1;
+        } else if (!yyjson_obj_get(item, "id")) {
+            return 1;
+        }
+    }
+    if (message) {
+        yyjson_val *role = yyjson_obj_get(item, "role");
+        if (!str_in(role, ROLES)) return 1;
+        yyjson_val *content = yyjson_obj_get(item, "content");
+        int assistant = is_str_lit(role, "assistant");
+        if (!content) return !assistant;
+        if (yyjson_is_arr(content)) return bad_responses_parts(content, assistant);
+        return !yyjson_is_str(content);
+    }
+    if (is_str_lit(type, "function_call")) return bad_str(item, "name", 1) || bad_str(item, "arguments", 1);
+    if (is_str_lit(type, "custom_tool_call")) return bad_str(item, "name", 1) || bad_str(item, "input", 1);
+    if (is_str_lit(type, "function_call_output") || is_str_lit(type, "custom_tool_call_output")) {
+        /* the SDK's ...OutputContentList: input content only (whitelist) */
+        static const char *const TOOL_OUTPUT[] = {"input_text", "input_image", "input_file", NULL};
+        yyjson_val *output = yyjson_obj_get(item, "output");
+        if (output && yyjson_is_arr(output)) {
+            size_t idx, max;
+            yyjson_val *part;
+            yyjson_arr_foreach(output, idx, max, part) {
+                if (!yyjson_is_obj(part) || !str_in(yyjson_obj_get(part, "type"), TOOL_OUTPUT)) return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+static int bad_responses_items(yyjson_val *items) {
+    if (!items || !yyjson_is_arr(items)) return 0;
+    size_t idx, max;
+    yyjson_val *item;
+    yyjson_arr_foreach(items, idx, max, item) {
+        if (bad_responses_item(item)) return 1;
+    }
+    return 0;
+}
+
+/* Records responses._walk / decode_item / _check_part / _tool_name reject. */
+static int validate_responses(yyjson_val *rec) {
+    if (bad_tools(TOOLS_RESPONSES, rec)) return 1;
+    yyjson_val *input = yyjson_obj_get(rec, "input");
+    if (input && yyjson_is_null(input)) return 1;
+    int response = !input && yyjson_obj_get(rec, "output") != NULL;
+    return bad_responses_items(yyjson_obj_get(rec, "instructions")) ||
+           bad_responses_items(response ? yyjson_obj_get(rec, "output") : input);
+}
+
+/* chat._check_part over a message's content array. */
+static int bad_chat_parts(yyjson_val *content, yyjson_val *role) {
+    static const char *const FOREIGN[] = {"input_text", "output_text", "input_image", NULL};
+    static const char *const DETAILS[] = {"auto", "low", "high", "original", NULL}; /* chat.IMAGE_DETAILS */
+    size_t idx, max;
+    yyjson_val *part;
+    int user = is_str_lit(role, "user"), assistant = is_str_lit(role, "assistant");
+    yyjson_arr_foreach(content, idx, max, part) {
+        if (!yyjson_is_obj(part)) return 1;
+        yyjson_val *type = yyjson_obj_get(part, "type");
+        if (!type || !yyjson_is_str(type)) return 1;
+        if (is_str_lit(type, "text")) continue;
+        if (is_str_lit(type, "refusal")) {
+            if (!assistant || bad_str(part, "refusal", 0)) return 1;
+        } else if (is_str_lit(type, "image_url")) {
+            if (!user || bad_obj(part, "image_url")) return 1;
+            yyjson_val *image = yyjson_obj_get(part, "image_url");
+            if (bad_str(image, "url", 0)) return 1;
+            yyjson_val *detail = yyjson_obj_get(image, "detail");
+            if (detail && !yyjson_is_null(detail) && !str_in(detail, DETAILS)) return 1;
+        } else if (is_str_lit(type, "input_audio") || is_str_lit(type, "file")) {
+            if (!user || bad_obj(part, yyjson_get_str(type))) return 1;
+        } else if (str_in(type, FOREIGN)) {
+            return 1;
+        }
+        /* other types are decoded: logs hold "reasoning" parts, conversions report them */
+    }
+    return 0;
+}
+
+/* chat._decode_tool_call's checks on one call. */
+static int bad_chat_call(yyjson_val *tc) {
+    if (!yyjson_is_obj(tc)) return 1;
+    yyjson_val *type = yyjson_obj_get(tc, "type");
+    int custom = is_str_lit(type, "custom");
+    if (!custom && !is_str_lit(type, "function")) return 1;
+    yyjson_val *sub = yyjson_obj_get(tc, custom ? "custom" : "function");
+    if (!sub || !yyjson_is_obj(sub)) return 1;
+    return bad_str(sub, "name", 0) || bad_str(sub, custom ? "input" : "arguments", 0);
+}
+
+/* chat.decode_message's checks on one message (the walk sends non-objects and non-string roles
+ * to Python itself). */
+static int bad_chat_message(yyjson_val *msg) {
+    static const char *const ROLES[] = {"system", "developer", "user", "assistant", "tool", "function", NULL};
+    if (!msg || !yyjson_is_obj(msg)) return 1;
+    yyjson_val *role = yyjson_obj_get(msg, "role");
+    if (!str_in(role, ROLES)) return 1;
+    int assistant = is_str_lit(role, "assistant");
+    yyjson_val *content = yyjson_obj_get(msg, "content");
+    if (!content && !assistant) return 1;
+    if (is_str_lit(role, "function") && bad_str(msg, "name", 0)) return 1;
+    if (yyjson_obj_get(msg, "refusal") && (!assistant || bad_str(msg, "refusal", 1))) return 1;
+    if (content && yyjson_is_arr(content) && bad_chat_parts(content, role)) return 1;
+    yyjson_val *calls = yyjson_obj_get(msg, "tool_calls");
+    if (calls && yyjson_is_arr(calls) && yyjson_arr_size(calls) > 0) {
+        if (!assistant) return 1;
+        size_t idx, max;
+        yyjson_val *tc;
+        yyjson_arr_foreach(calls, idx, max, tc) {
+            if (bad_chat_call(tc)) return 1;
+        }
+    }
+    return 0;
+}
+
+/* Records chat._walk / decode_message / _check_part / _decode_tool_call / _check_tools reject. */
+static int validate_chat(yyjson_val *rec) {
+    if (bad_tools(TOOLS_CHAT, rec)) return 1;
+    int response = yyjson_obj_get(rec, "choices") && !yyjson_obj_get(rec, "messages");
+    yyjson_val *value = yyjson_obj_get(rec, response ? "choices" : "messages");
+    if (!value || !yyjson_is_arr(value)) return 1;
+    size_t idx, max;
+    yyjson_val *entry;
+    yyjson_arr_foreach(value, idx, max, entry) {
+        if (response && !yyjson_is_obj(entry)) return 1;
+        if (bad_chat_message(response ? yyjson_obj_get(entry, "message") : entry)) return 1;
+    }
+    return 0;
+}
+
+/* anthropic.decode_message's block checks (and _decode_item_block's). `role` is NULL for a
+ * response without a string role. Whitelist of block types. */
+static int bad_anthropic_blocks(yyjson_val *content, yyjson_val *role) {
+    static const char *const FOREIGN[] = {"input_text", "output_text", "refusal", NULL};
+    static const char *const CALLS[] = {"tool_use", "server_tool_use", "mcp_tool_use", NULL};
+    size_t idx, max;
+    yyjson_val *block;
+    yyjson_arr_foreach(content, idx, max, block) {
+        if (!yyjson_is_obj(block)) return 1;
+        yyjson_val *type = yyjson_obj_get(block, "type");
+        if (!type || !yyjson_is_str(type)) return 1;
+        if (str_in(type, CALLS)) {
+            if (is_str_lit(role, "system")) return 1;
+            if (bad_str(block, "name", 0) || bad_obj(block, "input")) return 1;
+        } else if (is_str_lit(type, "tool_result")) {
+            if (role && !is_str_lit(role, "user")) return 1;
+            yyjson_val *id = yyjson_obj_get(block, "tool_use_id");
+            if (id && !yyjson_is_null(id) && !yyjson_is_str(id)) return 1;
+            yyjson_val *inner = yyjson_obj_get(block, "content");
+            if (inner && yyjson_is_arr(inner)) {
+                size_t jdx, jmax;
+                yyjson_val *part;
+                yyjson_arr_foreach(inner, jdx, jmax, part) {
+                    /* a type that is no string goes to Python too: its check of the type is
+                     * not written for one (branch abc2 rejects a dict as "unhashable") */
+                    yyjson_val *ptype = yyjson_is_obj(part) ? yyjson_obj_get(part, "type") : NULL;
+                    if ((ptype && !yyjson_is_str(ptype)) || str_in(ptype, FOREIGN)) return 1;
+                }
+            }
+        } else if (is_str_lit(type, "image")) {
+            yyjson_val *source = yyjson_obj_get(block, "source");
+            if (source && yyjson_is_obj(source)) {
+                yyjson_val *stype = yyjson_obj_get(source, "type");
+                if (is_str_lit(stype, "base64") && (bad_str(source, "media_type", 0) || bad_str(source, "data", 0)))
+                    return 1;
+                if (is_str_lit(stype, "url") && bad_str(source, "url", 0)) return 1;
+            }
+        } else if (str_in(type, FOREIGN)) {
+            return 1;
+        }
+        /* other types, unknown ones included, are decoded: logs hold them and Python keeps them */
+    }
+    return 0;
+}
+
+/* Records anthropic._walk / decode_message / _decode_item_block / _tool_name reject. */
+static int validate_anthropic(yyjson_val *rec) {
+    static const char *const ROLES[] = {"user", "assistant", "system", NULL};
+    if (bad_tools(TOOLS_ANTHROPIC, rec)) return 1;
+    int response = !yyjson_obj_get(rec, "messages") && yyjson_obj_get(rec, "content");
+    if (response) {
+        yyjson_val *content = yyjson_obj_get(rec, "content");
+        yyjson_val *role = yyjson_obj_get(rec, "role");
+        if (role && !yyjson_is_str(role)) role = NULL;
+        return !yyjson_is_arr(content) || bad_anthropic_blocks(content, role);
+    }
+    yyjson_val *messages = yyjson_obj_get(rec, "messages");
+    if (!messages || !yyjson_is_arr(messages)) return 1;
+    size_t idx, max;
+    yyjson_val *msg;
+    yyjson_arr_foreach(messages, idx, max, msg) {
+        if (!yyjson_is_obj(msg)) return 1;
+        yyjson_val *role = yyjson_obj_get(msg, "role");
+        if (!str_in(role, ROLES)) return 1;
+        yyjson_val *content = yyjson_obj_get(msg, "content");
+        if (!content) return 1;
+        if (yyjson_is_arr(content) && bad_anthropic_blocks(content, role)) return 1;
+    }
+    return 0;
+}
+
 /* ---- BLAKE2b (RFC 7693), for conversation_id: blake2b(raw, digest_size=16) + file + line ---- */
 
 typedef struct {
@@ -1462,12 +1846,17 @@ static int walk_anthropic(Ctx *c, yyjson_val *rec, RowEnd *end) {
 }
 
 /* One parsed record: the format's walk, then the top-level keys (_record.add_top_level). Returns
- * FB_OK with one row appended, or FB_SHAPE (the caller rolls back what was appended). */
+ * FB_OK with one row appended, or FB_VALIDATION / FB_SHAPE (the caller rolls back what was
+ * appended). */
 static int decode_record(Ctx *c, int fmt, yyjson_val *rec, const char *raw, size_t raw_len, int64_t line,
                          int64_t index) {
     Status *st = &c->st;
     if (!yyjson_is_obj(rec)) return FB_SHAPE;
     int64_t items_before = c->s[S_SECTION].n;
+    int invalid = fmt == FMT_CHAT        ? validate_chat(rec)
+                  : fmt == FMT_ANTHROPIC ? validate_anthropic(rec)
+                                         : validate_responses(rec);
+    if (invalid) return FB_VALIDATION;
     RowEnd end;
     int r = fmt == FMT_CHAT        ? walk_chat(c, rec, &end)
             : fmt == FMT_ANTHROPIC ? walk_anthropic(c, rec, &end)
