@@ -56,6 +56,7 @@ from pipeline.encoders import to_anthropic, to_chat, to_responses
 from pipeline.encoders._context import CALLS, PART_LOSS_KINDS, Ctx
 from pipeline.errors import a_or_an, quoted
 from pipeline.losses import pointer
+from pipeline.schema import FORM_NULL
 
 FORMATS = frozenset(("responses", "chat", "anthropic"))
 
@@ -380,6 +381,8 @@ def _created(ctx: Ctx, extra: dict[str, Any], target: str) -> int | float | None
     if target == "anthropic":
         if key in extra:
             ctx.lose(pointer(key), "response_field", "an Anthropic message has no creation time")
+        elif key is not None:  # the way back fills one
+            ctx.lose(pointer(key), "filled_default", "no creation time: the way back writes 0")
         return None
     if type(value) not in (int, float):
         ctx.lose(pointer(key or "created"), "filled_default", "no creation time: written as 0")
@@ -423,6 +426,8 @@ class Envelope:
 def _envelope(ctx: Ctx, extra: dict[str, Any], choice: dict[str, Any], target: str) -> Envelope:
     """Read the source envelope for ``target``, reporting its losses in this order whatever the
     target: stop reason, usage, id, creation time, model."""
+    if ctx.source == "responses" and ctx.view.items_form[ctx.r] == FORM_NULL:  # kept by the decoder
+        ctx.lose("/output", "content_form", "a null output: the way back writes a list")
     stop = _stop(ctx, extra, choice, target)
     usage = _usage(ctx, extra.get("usage"), target)
     rid = _id(ctx, extra)

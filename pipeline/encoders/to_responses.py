@@ -57,9 +57,13 @@ def _part(ctx: Ctx, i: int, j: int, k: int, assistant: bool) -> dict[str, Any] |
         ctx.lose_block_keys(j, path, {"type", "image_url"})
         for key in keys_except(img, {"url", "detail"}):
             ctx.lose(path + "/image_url" + pointer(key), "image", f"'{key}' is not carried")
-        part: dict[str, Any] = {"type": "input_image", "detail": img.get("detail", "auto")}
+        part: dict[str, Any] = {"type": "input_image", "detail": img.get("detail") or "auto"}
         if "detail" not in img:
             ctx.lose(path + "/image_url", "image", "Responses requires detail; filled 'auto'")
+        elif img["detail"] is None:  # the decoder keeps a null detail; Responses takes none
+            ctx.lose(
+                path + "/image_url/detail", "image", "a null detail: Responses requires one; filled 'auto'"
+            )
         part["image_url"] = img.get("url")
         return part
     if t == "image" and isinstance(extra.get("source"), dict):

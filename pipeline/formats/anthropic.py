@@ -150,6 +150,22 @@ def _decode_item_block(cols: b.ItemCols, block: dict[str, Any], row: list[Any], 
     b.close_item(cols, row, has_content, False)
 
 
+def _check_block(block: dict[str, Any], btype: str, path: str) -> None:
+    """Reject a block field the API requires as a string when it is another value, where the
+    other formats have no slot to carry it back: a ``tool_result``'s ``tool_use_id`` (absent or
+    null is kept: logs hold id-less results), and an image ``source``'s ``data`` / ``media_type``
+    (base64) or ``url`` (url), which become one URL elsewhere."""
+    if btype == "tool_result" and block.get("tool_use_id") is not None:
+        require(block, "tool_use_id", path)
+    source = block.get("source")
+    if btype == "image" and type(source) is dict:
+        if source.get("type") == "base64":
+            require(source, "media_type", f"{path}.source")
+            require(source, "data", f"{path}.source")
+        elif source.get("type") == "url":
+            require(source, "url", f"{path}.source")
+
+
 def decode_message(
     cols: b.ItemCols, msg: Any, section: str, group: int, path: str, role: Any = None, content: Any = ...
 ) -> None:
@@ -194,6 +210,7 @@ def decode_message(
             raise RecordError(f"{path}.content[{j}].type", f"a {role!r} message does not take {btype!r}")
         if btype in _FOREIGN_TEXT:
             raise RecordError(f"{path}.content[{j}].type", f"{btype!r} is not an Anthropic block type")
+        _check_block(block, btype, f"{path}.content[{j}]")
         if btype in _ITEM_BLOCKS or btype.endswith("_tool_result"):
             if pending is not None:
                 b.close_item(cols, pending, True, False)

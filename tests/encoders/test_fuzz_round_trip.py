@@ -419,6 +419,25 @@ def test_pinned_id_less_result_before_its_calls_own_result() -> None:
     assert problems == [None]
 
 
+# Failures the long unseeded campaigns found and that are fixed, as the fuzzer produced them
+# (direction, mutations, record, expect): "expect" is the field the decode rejection names, or
+# "reported" when the record decodes and the A -> B hop now reports every change.
+_FIXED_FILE = Path(__file__).parent / "fuzz_fixed_failures.jsonl"
+_FIXED = [orjson.loads(line) for line in _FIXED_FILE.read_bytes().splitlines()]
+
+
+@pytest.mark.parametrize("case", _FIXED, ids=[f"{c['direction']}: {c['mutations']}"[:80] for c in _FIXED])
+def test_fixed_failure(case: dict[str, Any]) -> None:
+    a, b = case["direction"].split(" -> ")[:2]
+    rejected = decode_records([case["record"]], a).rejected
+    if case["expect"] != "reported":
+        assert [r.error.split(":")[0] for r in rejected] == [case["expect"]]
+        return
+    assert rejected == []
+    problems, _ = round_trips([case["record"]], a, b)
+    assert problems == [None]
+
+
 # Failures the long unseeded campaigns found that are not fixed yet, as the fuzzer produced them
 # (direction, mutations, record): each is expected to fail until fixed (strict: a fix must move
 # it to the pinned lists above). See docs/conversion.md, "Malformed records".
