@@ -159,6 +159,8 @@ def _output(
         ctx.lose(ctx.content_ptr(i), "content_form", "a tool output needs output; wrote ''")
         content = ""
     item["output"] = content
+    if ctx.source == "chat" and v.role[i] == "function":  # Responses has one kind of tool output
+        ctx.lose(base, "role", "a legacy 'function' message comes back as a 'tool' message")
     if calls is not None:  # the way back names the output after its call
         calls.output_name(i)
         to_hf.output_kind(ctx, i)
@@ -407,6 +409,12 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
             body["tool_choice"] = raw
         elif isinstance(raw, dict) and raw.get("type") in ("auto", "any", "none"):
             body["tool_choice"] = {"auto": "auto", "any": "required", "none": "none"}[raw["type"]]
+            if (
+                ctx.source != "anthropic"
+            ):  # Anthropic's own shape comes back; an OpenAI source gets the string
+                ctx.lose(
+                    "/tool_choice", "tools", f"a tool_choice object comes back as {body['tool_choice']!r}"
+                )
         elif (
             isinstance(raw, dict) and raw.get("type") == "function" and isinstance(raw.get("function"), dict)
         ):

@@ -335,6 +335,45 @@ PINNED_REJECTED.append(
     )
 )
 PINNED_REPORTED = [
+    # a legacy function message comes back as a tool message
+    (
+        "chat",
+        {
+            "messages": [
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                    ],
+                },
+                {"role": "function", "name": "f", "tool_call_id": "c", "content": "r"},
+            ]
+        },
+    ),
+    # a tool_choice object of type auto comes back as the string
+    ("chat", {"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "auto", "x": 1}}),
+    # a null image detail: Responses gets 'auto'
+    (
+        "chat",
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "image_url", "image_url": {"url": "u", "detail": None}}],
+                }
+            ]
+        },
+    ),
+    # a response object without its creation time, or with a null output
+    ("responses", {"object": "response", "output": []}),
+    ("responses", {"object": "response", "created_at": 1, "output": None}),
+    (
+        "chat",
+        {
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "a"}}],
+        },
+    ),
     # a call's keys on an output item
     ("responses", {"input": [_CALL, {**_OUT, "arguments": "{}"}]}),
     # a tool_call_id on a user message is an unknown key there (the checker once misaligned it)

@@ -154,6 +154,19 @@ INVALID = [
         },
         "$.messages[0].content[0].source.url: expected string, got null",
     ),
+    (
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "refusal"}]}
+                    ],
+                }
+            ]
+        },
+        "$.messages[0].content[0].content[0].type: 'refusal' is not an Anthropic block type",
+    ),
 ]
 
 
