@@ -350,6 +350,22 @@ PINNED_REPORTED = [
             ]
         },
     ),
+    # a tool message turned assistant after a message with calls: Chat's way back joins them
+    (
+        "chat",
+        {
+            "messages": [
+                {"role": "user", "content": "go"},
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                    ],
+                },
+                {"role": "assistant", "tool_call_id": "c", "content": "r"},
+            ]
+        },
+    ),
     # a tool_choice object of type auto comes back as the string
     ("chat", {"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "auto", "x": 1}}),
     # a null image detail: Responses gets 'auto'
