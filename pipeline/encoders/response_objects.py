@@ -117,6 +117,8 @@ def _stop_write(fmt: str, neutral: str, calls: bool) -> Any:
 
 def _stop_read(fmt: str, value: Any, calls: bool) -> str:
     """The neutral stop reason of a value ``fmt`` wrote (see :func:`_stop_write`)."""
+    if fmt != "responses" and not isinstance(value, str):  # null, or a value no API writes
+        return "stop"
     if fmt == "chat":
         return {
             "length": "length",
@@ -387,9 +389,9 @@ def _created(ctx: Ctx, extra: dict[str, Any], target: str) -> int | float | None
     if type(value) not in (int, float):
         ctx.lose(pointer(key or "created"), "filled_default", "no creation time: written as 0")
         return 0
-    if target == "chat" and type(value) is float:  # comes back as an integer: 1.0 is not 1
+    if (target == "chat" or ctx.source == "chat") and type(value) is float:  # 1.0 is not 1
         ctx.lose(pointer(key), "response_field", "Chat's created is whole seconds (an integer)")
-        return int(value)
+        return int(value) if target == "chat" else value
     return value
 
 

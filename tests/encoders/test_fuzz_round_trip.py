@@ -366,6 +366,10 @@ PINNED_REPORTED = [
             ]
         },
     ),
+    # a stop_reason no API writes (the encoders once raised TypeError on it)
+    ("anthropic", {"type": "message", "role": "assistant", "content": [], "stop_reason": [1]}),
+    # a fractional Chat created: Chat's way back writes whole seconds
+    ("chat", {"object": "chat.completion", "created": 2.5, "choices": []}),
     # a tool_choice object of type auto comes back as the string
     ("chat", {"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "auto", "x": 1}}),
     # a null image detail: Responses gets 'auto'

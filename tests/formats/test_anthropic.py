@@ -167,6 +167,7 @@ INVALID = [
         },
         "$.messages[0].content[0].content[0].type: 'refusal' is not an Anthropic block type",
     ),
+    ({"messages": [], "tool_choice": {"type": [1]}}, "$.tool_choice.type: expected string, got array"),
 ]
 
 

@@ -152,6 +152,7 @@ INVALID = [
         },
         "$.messages[0].content[0].image_url.detail: expected one of",
     ),
+    ({"messages": [], "tool_choice": {"type": [1]}}, "$.tool_choice.type: expected string, got array"),
 ]
 
 
