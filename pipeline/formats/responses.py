@@ -132,10 +132,12 @@ def decode_item(cols: b.ItemCols, item: Any, section: str, index: int, path: str
                 if type(v[j]) is not dict:
                     raise not_object(f"{path}.{k}[{j}]", v[j])
                 raise RecordError(f"{path}.{k}[{j}].type", f"expected string, got {got(v[j], 'type')}")
-            elif kind in _LENIENT_PAYLOAD and type(v) is list and any(p["type"] in _OUTPUT_PARTS for p in v):
+            elif (
+                kind in _LENIENT_PAYLOAD and type(v) is list and any(p["type"] in _NOT_TOOL_PARTS for p in v)
+            ):
                 # a tool output's content is input content (the SDK's ...OutputContentList): the way
-                # back writes an output_text / refusal part as input_text
-                j = next(j for j, p in enumerate(v) if p["type"] in _OUTPUT_PARTS)
+                # back writes an output_text / refusal part (or Chat's text / image_url) as input_*
+                j = next(j for j, p in enumerate(v) if p["type"] in _NOT_TOOL_PARTS)
                 raise RecordError(
                     f"{path}.{k}[{j}].type", f"a tool output does not take {v[j]['type']!r} parts"
                 )
@@ -158,6 +160,7 @@ def decode_item(cols: b.ItemCols, item: Any, section: str, index: int, path: str
 
 
 _FOREIGN_PARTS = frozenset(("text", "image_url"))
+_NOT_TOOL_PARTS = _OUTPUT_PARTS | _FOREIGN_PARTS
 
 
 def _typed(part: Any) -> bool:

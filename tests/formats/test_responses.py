@@ -146,6 +146,14 @@ INVALID = [
         },
         "$.input[0].output[0].type: a tool output does not take 'output_text' parts",
     ),
+    (
+        {
+            "input": [
+                {"type": "function_call_output", "call_id": "c", "output": [{"type": "text", "text": "x"}]}
+            ]
+        },
+        "$.input[0].output[0].type: a tool output does not take 'text' parts",
+    ),
 ]
 
 
