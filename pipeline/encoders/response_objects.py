@@ -56,6 +56,7 @@ from pipeline.encoders import to_anthropic, to_chat, to_responses
 from pipeline.encoders._context import CALLS, PART_LOSS_KINDS, Ctx
 from pipeline.errors import a_or_an, quoted
 from pipeline.losses import pointer
+from pipeline.schema import FORM_NULL
 
 FORMATS = frozenset(("responses", "chat", "anthropic"))
 
@@ -116,6 +117,8 @@ def _stop_write(fmt: str, neutral: str, calls: bool) -> Any:
 
 def _stop_read(fmt: str, value: Any, calls: bool) -> str:
     """The neutral stop reason of a value ``fmt`` wrote (see :func:`_stop_write`)."""
+    if fmt != "responses" and not isinstance(value, str):  # null, or a value no API writes
+        return "stop"
     if fmt == "chat":
         return {
             "length": "length",
@@ -380,13 +383,15 @@ def _created(ctx: Ctx, extra: dict[str, Any], target: str) -> int | float | None
     if target == "anthropic":
         if key in extra:
             ctx.lose(pointer(key), "response_field", "an Anthropic message has no creation time")
+        elif key is not None:  # the way back fills one
+            ctx.lose(pointer(key), "filled_default", "no creation time: the way back writes 0")
         return None
     if type(value) not in (int, float):
         ctx.lose(pointer(key or "created"), "filled_default", "no creation time: written as 0")
         return 0
-    if target == "chat" and type(value) is float:  # comes back as an integer: 1.0 is not 1
+    if (target == "chat" or ctx.source == "chat") and type(value) is float:  # 1.0 is not 1
         ctx.lose(pointer(key), "response_field", "Chat's created is whole seconds (an integer)")
-        return int(value)
+        return int(value) if target == "chat" else value
     return value
 
 
@@ -423,6 +428,8 @@ class Envelope:
 def _envelope(ctx: Ctx, extra: dict[str, Any], choice: dict[str, Any], target: str) -> Envelope:
     """Read the source envelope for ``target``, reporting its losses in this order whatever the
     target: stop reason, usage, id, creation time, model."""
+    if ctx.source == "responses" and ctx.view.items_form[ctx.r] == FORM_NULL:  # kept by the decoder
+        ctx.lose("/output", "content_form", "a null output: the way back writes a list")
     stop = _stop(ctx, extra, choice, target)
     usage = _usage(ctx, extra.get("usage"), target)
     rid = _id(ctx, extra)

@@ -767,6 +767,9 @@ def _merge_losses(ctx: Ctx, turn: Turn) -> None:
         elif ctx.source in NESTED and b.kind == "call" and a.kind in ("text", "call"):
             ctx.lose(ctx.message_ptr(b.i), "message_merge", "its calls joined the previous assistant message")
             ctx.lose(ctx.message_ptr(a.i), "message_merge", "the next message's calls joined this one")
+        elif ctx.source in NESTED and a.kind == "call" and b.kind == "text":  # one message: text + calls
+            ctx.lose(ctx.message_ptr(b.i), "message_merge", "its text joined the previous message's calls")
+            ctx.lose(ctx.message_ptr(a.i), "message_merge", "the next message's text joined this one")
 
 
 def _shape_losses(ctx: Ctx, seg: Seg, as_string: bool) -> None:

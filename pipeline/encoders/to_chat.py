@@ -23,6 +23,7 @@ from pipeline.encoders import anthropic_round_trip, from_dataset, to_hf
 from pipeline.encoders._context import CALLS, OUTPUTS, Ctx, anthropic_image_url, keys_except, openai_top_extra
 from pipeline.encoders.call_ids import CallIds
 from pipeline.errors import a_or_an, quoted
+from pipeline.formats.chat import IMAGE_DETAILS
 from pipeline.losses import pointer
 from pipeline.schema import FORM_ABSENT, FORM_NULL, FORM_PARTS, FORM_STRING
 
@@ -32,8 +33,6 @@ SAME_KEYS = frozenset(
     ("temperature", "top_p", "parallel_tool_calls", "metadata", "store", "user", "n", "seed")
 )
 RENAMED_KEYS = {"max_output_tokens": "max_completion_tokens", "max_tokens": "max_completion_tokens"}
-# The image ``detail`` values Chat accepts (openai ChatCompletionContentPartImageParam.ImageURL).
-IMAGE_DETAILS = ("auto", "low", "high", "original")
 
 
 def _text_part(ctx: Ctx, i: int, j: int, k: int, allow_media: bool) -> dict[str, Any] | None:

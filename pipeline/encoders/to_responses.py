@@ -57,9 +57,13 @@ def _part(ctx: Ctx, i: int, j: int, k: int, assistant: bool) -> dict[str, Any] |
         ctx.lose_block_keys(j, path, {"type", "image_url"})
         for key in keys_except(img, {"url", "detail"}):
             ctx.lose(path + "/image_url" + pointer(key), "image", f"'{key}' is not carried")
-        part: dict[str, Any] = {"type": "input_image", "detail": img.get("detail", "auto")}
+        part: dict[str, Any] = {"type": "input_image", "detail": img.get("detail") or "auto"}
         if "detail" not in img:
             ctx.lose(path + "/image_url", "image", "Responses requires detail; filled 'auto'")
+        elif img["detail"] is None:  # the decoder keeps a null detail; Responses takes none
+            ctx.lose(
+                path + "/image_url/detail", "image", "a null detail: Responses requires one; filled 'auto'"
+            )
         part["image_url"] = img.get("url")
         return part
     if t == "image" and isinstance(extra.get("source"), dict):
@@ -155,6 +159,8 @@ def _output(
         ctx.lose(ctx.content_ptr(i), "content_form", "a tool output needs output; wrote ''")
         content = ""
     item["output"] = content
+    if ctx.source == "chat" and v.role[i] == "function":  # Responses has one kind of tool output
+        ctx.lose(base, "role", "a legacy 'function' message comes back as a 'tool' message")
     if calls is not None:  # the way back names the output after its call
         calls.output_name(i)
         to_hf.output_kind(ctx, i)
@@ -403,6 +409,12 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
             body["tool_choice"] = raw
         elif isinstance(raw, dict) and raw.get("type") in ("auto", "any", "none"):
             body["tool_choice"] = {"auto": "auto", "any": "required", "none": "none"}[raw["type"]]
+            if (
+                ctx.source != "anthropic"
+            ):  # Anthropic's own shape comes back; an OpenAI source gets the string
+                ctx.lose(
+                    "/tool_choice", "tools", f"a tool_choice object comes back as {body['tool_choice']!r}"
+                )
         elif (
             isinstance(raw, dict) and raw.get("type") == "function" and isinstance(raw.get("function"), dict)
         ):

@@ -81,6 +81,8 @@ def check_tools(rec: dict[str, Any], name_of: Any) -> None:
             if holder is not None:
                 require(holder[0], "name", holder[1])
     choice = rec.get("tool_choice")
+    if type(choice) is dict and "type" in choice:  # every format's tool_choice object names its type
+        require(choice, "type", "$.tool_choice")
     if type(choice) is dict and type(choice.get("type")) is str:
         holder = name_of(choice, "$.tool_choice", True)
         if holder is not None:

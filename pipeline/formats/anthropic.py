@@ -151,6 +151,30 @@ def _decode_item_block(cols: b.ItemCols, block: dict[str, Any], row: list[Any], 
     b.close_item(cols, row, has_content, False)
 
 
+def _check_block(block: dict[str, Any], btype: str, path: str) -> None:
+    """Reject a block field the API requires as a string when it is another value, where the
+    other formats have no slot to carry it back: a ``tool_result``'s ``tool_use_id`` (absent or
+    null is kept: logs hold id-less results), and an image ``source``'s ``data`` / ``media_type``
+    (base64) or ``url`` (url), which become one URL elsewhere. A ``tool_result``'s content blocks
+    may not be OpenAI text parts (as a message's may not)."""
+    if btype == "tool_result" and block.get("tool_use_id") is not None:
+        require(block, "tool_use_id", path)
+    inner = block.get("content") if btype == "tool_result" else None
+    if type(inner) is list:  # its blocks, like a message's, are Anthropic blocks
+        for j, part in enumerate(inner):
+            if type(part) is dict and part.get("type") in _FOREIGN_TEXT:
+                raise RecordError(
+                    f"{path}.content[{j}].type", f"{part['type']!r} is not an Anthropic block type"
+                )
+    source = block.get("source")
+    if btype == "image" and type(source) is dict:
+        if source.get("type") == "base64":
+            require(source, "media_type", f"{path}.source")
+            require(source, "data", f"{path}.source")
+        elif source.get("type") == "url":
+            require(source, "url", f"{path}.source")
+
+
 def decode_message(
     cols: b.ItemCols, msg: Any, section: str, group: int, path: str, role: Any = None, content: Any = ...
 ) -> None:
@@ -197,6 +221,7 @@ def decode_message(
             )
         if btype in _FOREIGN_TEXT:
             raise RecordError(f"{path}.content[{j}].type", f"{btype!r} is not an Anthropic block type")
+        _check_block(block, btype, f"{path}.content[{j}]")
         if btype in _ITEM_BLOCKS or btype.endswith("_tool_result"):
             if pending is not None:
                 b.close_item(cols, pending, True, False)

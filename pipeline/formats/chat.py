@@ -50,6 +50,10 @@ ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 _ROLES_TEXT = ", ".join(repr(r) for r in ROLES)
 
 
+# The image ``detail`` values Chat accepts (openai ChatCompletionContentPartImageParam.ImageURL).
+IMAGE_DETAILS = ("auto", "low", "high", "original")
+
+
 def is_response(rec: dict[str, Any]) -> bool:
     return "choices" in rec and "messages" not in rec
 
@@ -138,8 +142,13 @@ def _check_part(part: Any, role: str, path: str) -> None:
         require(part, need[0], path, need[1])
         if part["type"] == "image_url":
             require(part["image_url"], "url", f"{path}.image_url")
-            if "detail" in part["image_url"]:  # a string the API does not take is reported
+            if "detail" in part["image_url"]:  # null is kept (logs hold it); Responses gets 'auto'
                 require(part["image_url"], "detail", f"{path}.image_url", nullable=True)
+                detail = part["image_url"]["detail"]
+                if detail is not None and detail not in IMAGE_DETAILS:  # the API takes only these
+                    raise RecordError(
+                        f"{path}.image_url.detail", f"expected one of {IMAGE_DETAILS}, got {detail!r}"
+                    )
 
 
 def _check_tools(rec: dict[str, Any]) -> None:

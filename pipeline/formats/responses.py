@@ -55,6 +55,8 @@ PAYLOAD_KEY = {
 }
 # Tool outputs in the wild hold objects too (Codex); keep them verbatim rather than reject.
 _LENIENT_PAYLOAD = frozenset(("function_call_output", "custom_tool_call_output"))
+# Content only a model writes (in an assistant message).
+_OUTPUT_PARTS = frozenset(("output_text", "refusal"))
 
 # The roles of a message item (EasyInputMessage, input Message, ResponseOutputMessage).
 ROLES = ("user", "assistant", "system", "developer")
@@ -131,6 +133,15 @@ def decode_item(cols: b.ItemCols, item: Any, section: str, index: int, path: str
                 if type(v[j]) is not dict:
                     raise not_object(f"{path}.{k}[{j}]", v[j])
                 raise RecordError(f"{path}.{k}[{j}].type", f"expected string, got {got(v[j], 'type')}")
+            elif (
+                kind in _LENIENT_PAYLOAD and type(v) is list and any(p["type"] in _NOT_TOOL_PARTS for p in v)
+            ):
+                # a tool output's content is input content (the SDK's ...OutputContentList): the way
+                # back writes an output_text / refusal part (or Chat's text / image_url) as input_*
+                j = next(j for j, p in enumerate(v) if p["type"] in _NOT_TOOL_PARTS)
+                raise RecordError(
+                    f"{path}.{k}[{j}].type", f"a tool output does not take {v[j]['type']!r} parts"
+                )
             elif kind in _LENIENT_PAYLOAD and type(v) is not list and v is not None:
                 b.keep(row, k, v)
                 row[I_FORM] = FORM_ABSENT
@@ -150,6 +161,7 @@ def decode_item(cols: b.ItemCols, item: Any, section: str, index: int, path: str
 
 
 _FOREIGN_PARTS = frozenset(("text", "image_url"))
+_NOT_TOOL_PARTS = _OUTPUT_PARTS | _FOREIGN_PARTS
 
 
 def _typed(part: Any) -> bool:

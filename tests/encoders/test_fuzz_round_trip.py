@@ -335,6 +335,65 @@ PINNED_REJECTED.append(
     )
 )
 PINNED_REPORTED = [
+    # a legacy function message comes back as a tool message
+    (
+        "chat",
+        {
+            "messages": [
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                    ],
+                },
+                {"role": "function", "name": "f", "tool_call_id": "c", "content": "r"},
+            ]
+        },
+    ),
+    # a tool message turned assistant after a message with calls: Chat's way back joins them
+    (
+        "chat",
+        {
+            "messages": [
+                {"role": "user", "content": "go"},
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                    ],
+                },
+                {"role": "assistant", "tool_call_id": "c", "content": "r"},
+            ]
+        },
+    ),
+    # a stop_reason no API writes (the encoders once raised TypeError on it)
+    ("anthropic", {"type": "message", "role": "assistant", "content": [], "stop_reason": [1]}),
+    # a fractional Chat created: Chat's way back writes whole seconds
+    ("chat", {"object": "chat.completion", "created": 2.5, "choices": []}),
+    # a tool_choice object of type auto comes back as the string
+    ("chat", {"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "auto", "x": 1}}),
+    # a null image detail: Responses gets 'auto'
+    (
+        "chat",
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "image_url", "image_url": {"url": "u", "detail": None}}],
+                }
+            ]
+        },
+    ),
+    # a response object without its creation time, or with a null output
+    ("responses", {"object": "response", "output": []}),
+    ("responses", {"object": "response", "created_at": 1, "output": None}),
+    (
+        "chat",
+        {
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "a"}}],
+        },
+    ),
     # a call's keys on an output item
     ("responses", {"input": [_CALL, {**_OUT, "arguments": "{}"}]}),
     # a tool_call_id on a user message is an unknown key there (the checker once misaligned it)
@@ -416,6 +475,25 @@ def test_pinned_id_less_result_before_its_calls_own_result() -> None:
         ]
     }
     problems, _ = round_trips([record], "anthropic", "chat")
+    assert problems == [None]
+
+
+# Failures the long unseeded campaigns found and that are fixed, as the fuzzer produced them
+# (direction, mutations, record, expect): "expect" is the field the decode rejection names, or
+# "reported" when the record decodes and the A -> B hop now reports every change.
+_FIXED_FILE = Path(__file__).parent / "fuzz_fixed_failures.jsonl"
+_FIXED = [orjson.loads(line) for line in _FIXED_FILE.read_bytes().splitlines()]
+
+
+@pytest.mark.parametrize("case", _FIXED, ids=[f"{c['direction']}: {c['mutations']}"[:80] for c in _FIXED])
+def test_fixed_failure(case: dict[str, Any]) -> None:
+    a, b = case["direction"].split(" -> ")[:2]
+    rejected = decode_records([case["record"]], a).rejected
+    if case["expect"] != "reported":
+        assert [r.error.split(":")[0] for r in rejected] == [case["expect"]]
+        return
+    assert rejected == []
+    problems, _ = round_trips([case["record"]], a, b)
     assert problems == [None]
 
 

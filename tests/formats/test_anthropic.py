@@ -117,6 +117,57 @@ INVALID = [
         {"messages": [{"role": "system", "content": [{"type": "tool_use", "name": "f", "input": {}}]}]},
         "$.messages[0].content[0].type: a 'system' message does not take 'tool_use'",
     ),
+    (
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": 2.5, "content": "r"}]}
+            ]
+        },
+        "$.messages[0].content[0].tool_use_id: expected string, got number",
+    ),
+    (
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "image", "source": {"type": "base64", "data": 0}}]}
+            ]
+        },
+        "$.messages[0].content[0].source.media_type: expected string, got nothing",
+    ),
+    (
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": 0}}
+                    ],
+                }
+            ]
+        },
+        "$.messages[0].content[0].source.data: expected string, got number",
+    ),
+    (
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": None}}]}
+            ]
+        },
+        "$.messages[0].content[0].source.url: expected string, got null",
+    ),
+    (
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "refusal"}]}
+                    ],
+                }
+            ]
+        },
+        "$.messages[0].content[0].content[0].type: 'refusal' is not an Anthropic block type",
+    ),
+    ({"messages": [], "tool_choice": {"type": [1]}}, "$.tool_choice.type: expected string, got array"),
 ]
 
 

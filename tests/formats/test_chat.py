@@ -135,6 +135,24 @@ INVALID = [
         {"messages": [{"role": "assistant", "tool_calls": [{"type": "custom", "custom": {"name": "g"}}]}]},
         "$.messages[0].tool_calls[0].custom.input: expected string, got nothing",
     ),
+    (
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u", "detail": "x"}}]}
+            ]
+        },
+        "$.messages[0].content[0].image_url.detail: expected one of ('auto', 'low', 'high', 'original'), "
+        "got 'x'",
+    ),
+    (
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u", "detail": ""}}]}
+            ]
+        },
+        "$.messages[0].content[0].image_url.detail: expected one of",
+    ),
+    ({"messages": [], "tool_choice": {"type": [1]}}, "$.tool_choice.type: expected string, got array"),
 ]
 
 
@@ -144,6 +162,11 @@ def test_records_the_chat_api_rejects_are_rejected_at_decode(record: dict, error
     assert [r.error[: len(error)] for r in res.rejected] == [error]
     assert res.table.num_rows == 0
 
+
+def test_a_null_image_detail_is_kept() -> None:
+    """Logs hold ``detail: null``; the conversion to Responses reports the 'auto' it fills."""
+    part = {"type": "image_url", "image_url": {"url": "u", "detail": None}}
+    assert decode_records([{"messages": [{"role": "user", "content": [part]}]}], "chat").rejected == []
 
 
 def test_tool_call_id_pairs_only_on_a_tool_message() -> None:

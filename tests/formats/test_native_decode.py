@@ -25,4 +25,3 @@ def test_a_batch_the_c_side_cannot_hold_is_decoded_in_python_and_counted() -> No
     assert out.table.column("source_line").to_pylist() == [10, 13]
     assert [r.line for r in out.rejected] == [12]
     assert out.blank_lines == 1
-

@@ -134,6 +134,26 @@ INVALID = [
         {"input": [{"role": "assistant", "content": [{"type": "refusal", "refusal": True}]}]},
         "$.input[0].content[0].refusal: expected string, got boolean",
     ),
+    (
+        {
+            "input": [
+                {
+                    "type": "function_call_output",
+                    "call_id": "c",
+                    "output": [{"type": "output_text", "text": "x"}],
+                }
+            ]
+        },
+        "$.input[0].output[0].type: a tool output does not take 'output_text' parts",
+    ),
+    (
+        {
+            "input": [
+                {"type": "function_call_output", "call_id": "c", "output": [{"type": "text", "text": "x"}]}
+            ]
+        },
+        "$.input[0].output[0].type: a tool output does not take 'text' parts",
+    ),
 ]
 
 
