@@ -76,10 +76,6 @@ class Manifest:
         m.shards = {s["id"]: s for s in doc.get("shards", [])}
         return m
 
-    def done(self, shard_id: str) -> bool:
-        """Whether the shard is listed and its files are intact (:meth:`problem`)."""
-        return shard_id in self.shards and self.problem(shard_id) is None
-
     def problem(self, shard_id: str) -> str | None:
         """Why a listed shard's files cannot be trusted (the first bad file), None when they can.
 
