@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "vendor/yyjson/yyjson.h"
+#include "orjson_escape.h"
 
 /* Deepest nesting decoded natively; deeper records go to the Python decoder (whose own limit,
  * orjson's 255 levels when serialising, decides). Also bounds the recursion of the checks. */
@@ -269,34 +270,16 @@ static void nulls_close(Ctx *c, int list, int child, const Nulls *nl) {
 
 static const char HEX[] = "0123456789abcdef";
 
-/* orjson escapes '"', '\\' and the controls below U+0020 (\b \t \n \f \r short, others \u00xx
- * lowercase); everything else, DEL and non-ASCII included, is written as it is. */
+/* A JSON string as orjson writes it (the escaping rule: orjson_escape.h, shared with encode.c). */
 static void write_str(Status *st, Buf *b, const char *s, size_t n) {
     buf_byte(st, b, '"');
     size_t start = 0;
     for (size_t k = 0; k < n; k++) {
-        uint8_t ch = (uint8_t)s[k];
-        if (ch >= 0x20 && ch != '"' && ch != '\\') continue;
+        char esc[6];
+        size_t len = orjson_escape((uint8_t)s[k], esc);
+        if (!len) continue;
         buf_put(st, b, s + start, k - start);
         start = k + 1;
-        char esc[6] = {'\\', 0, 0, 0, 0, 0};
-        size_t len = 2;
-        switch (ch) {
-            case '"': esc[1] = '"'; break;
-            case '\\': esc[1] = '\\'; break;
-            case '\b': esc[1] = 'b'; break;
-            case '\t': esc[1] = 't'; break;
-            case '\n': esc[1] = 'n'; break;
-            case '\f': esc[1] = 'f'; break;
-            case '\r': esc[1] = 'r'; break;
-            default:
-                esc[1] = 'u';
-                esc[2] = '0';
-                esc[3] = '0';
-                esc[4] = HEX[ch >> 4];
-                esc[5] = HEX[ch & 15];
-                len = 6;
-        }
         buf_put(st, b, esc, len);
     }
     buf_put(st, b, s + start, n - start);

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "vendor/yyjson/yyjson.h"
+#include "orjson_escape.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Arrow C data interface (https://arrow.apache.org/docs/format/CDataInterface.html)           */
@@ -172,32 +173,14 @@ static void put_i64(St *st, Buf *b, int64_t v) {
 
 /* A JSON string as orjson writes it: only '"', '\\' and control characters are escaped. */
 static void put_json_str(St *st, Buf *b, const char *s, size_t n) {
-    static const char hex[] = "0123456789abcdef";
     put(st, b, "\"", 1);
     size_t run = 0;
     for (size_t k = 0; k < n; k++) {
-        unsigned char ch = (unsigned char)s[k];
-        if (ch >= 0x20 && ch != '"' && ch != '\\') continue;
+        char esc[6];
+        size_t m = orjson_escape((unsigned char)s[k], esc);
+        if (!m) continue;
         put(st, b, s + run, k - run);
         run = k + 1;
-        char esc[6] = {'\\', 0, 0, 0, 0, 0};
-        size_t m = 2;
-        switch (ch) {
-            case '"': esc[1] = '"'; break;
-            case '\\': esc[1] = '\\'; break;
-            case '\n': esc[1] = 'n'; break;
-            case '\r': esc[1] = 'r'; break;
-            case '\t': esc[1] = 't'; break;
-            case '\b': esc[1] = 'b'; break;
-            case '\f': esc[1] = 'f'; break;
-            default:
-                esc[1] = 'u';
-                esc[2] = '0';
-                esc[3] = '0';
-                esc[4] = hex[ch >> 4];
-                esc[5] = hex[ch & 15];
-                m = 6;
-        }
         put(st, b, esc, m);
     }
     put(st, b, s + run, n - run);
