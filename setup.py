@@ -49,9 +49,16 @@ setup(
     ext_modules=[
         Extension(
             "pipeline._native",
-            sources=["pipeline/_native/decode.c", "pipeline/_native/encode.c", "pipeline/_native/vendor/yyjson/yyjson.c"],
+            sources=[
+                "pipeline/_native/decode.c",
+                "pipeline/_native/encode.c",
+                "pipeline/_native/vendor/yyjson/yyjson.c",
+            ],
             include_dirs=["pipeline/_native"],
-            depends=["pipeline/_native/vendor/yyjson/yyjson.h", "pipeline/_native/orjson_escape.h"],
+            depends=[
+                "pipeline/_native/vendor/yyjson/yyjson.h",
+                "pipeline/_native/orjson_escape.h",
+            ],
             # yyjson's writer, mutable documents and JSON Pointer are not used by the decoder
             define_macros=[("YYJSON_DISABLE_WRITER", "1"), ("YYJSON_DISABLE_UTILS", "1")],
             extra_compile_args=["-O2", "-std=c11"] if os.name != "nt" else [],
