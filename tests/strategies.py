@@ -1793,3 +1793,22 @@ def wire_record(fmt: str, kind: str) -> S[JsonDict]:
     except KeyError:
         raise ValueError(f"unknown wire format/kind: {fmt!r}/{kind!r}") from None
     return factory()
+
+
+def draw_edits(table: Any, data: st.DataObject) -> Any:
+    """A canonical table whose items were edited as a transform or a user would: some texts
+    lengthened, some roles changed (so their fingerprints no longer match), drawn with ``data``."""
+    import pyarrow as pa
+
+    from pipeline.schema import CONVERSATION_SCHEMA
+
+    rows = table.to_pylist()
+    for row in rows:
+        for item in row["items"] or []:
+            how = data.draw(st.sampled_from(["none", "none", "text", "role"]))
+            if how == "text" and item["content"]:
+                text = item["content"][0]["text"] or ""
+                item["content"][0]["text"] = text + data.draw(st.text(max_size=3))
+            elif how == "role":
+                item["role"] = data.draw(st.sampled_from(["user", "assistant", "system", None]))
+    return pa.Table.from_pylist(rows, schema=CONVERSATION_SCHEMA)

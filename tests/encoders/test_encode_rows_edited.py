@@ -30,7 +30,7 @@ from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
 from pipeline.transforms import apply_steps, make_step
 from tests.cases import RESPONSES
 from tests.encoders.test_encode_rows import check_same
-from tests.strategies import wire_record
+from tests.strategies import draw_edits, wire_record
 
 REC: dict[str, Any] = {
     "model": "gpt-5",
@@ -224,14 +224,4 @@ def test_hypothesis_records_with_edits(records: list[dict[str, Any]], data: st.D
     res = decode_records(records, "responses")
     if not res.table.num_rows:
         return
-    rows = res.table.to_pylist()
-    for row in rows:
-        for item in row["items"] or []:
-            how = data.draw(st.sampled_from(["none", "none", "text", "role"]))
-            if how == "text" and item["content"]:
-                item["content"][0]["text"] = (item["content"][0]["text"] or "") + data.draw(
-                    st.text(max_size=3)
-                )
-            elif how == "role":
-                item["role"] = data.draw(st.sampled_from(["user", "assistant", "system", None]))
-    check_same(pa.Table.from_pylist(rows, schema=CONVERSATION_SCHEMA))
+    check_same(draw_edits(res.table, data))

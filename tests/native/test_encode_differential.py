@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 
 from pipeline import codec, synth
 from pipeline.formats import decode_records
-from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
+from pipeline.schema import cast_to_canonical
 from pipeline.transforms import apply_steps, make_step
 from tests.cases import CASES, RESPONSES
 from tests.corpus import corpus_available, corpus_records
 from tests.native.encode_diff import compare_encode
-from tests.strategies import wire_record
+from tests.strategies import draw_edits, wire_record
 
 pytestmark = pytest.mark.skipif(
     codec.native_encoder("chat") is None,
@@ -112,17 +112,7 @@ def test_hypothesis_records_with_edits(records: list[dict[str, Any]], data: st.D
     res = decode_records(records, "responses")
     if not res.table.num_rows:
         return
-    rows = res.table.to_pylist()
-    for row in rows:
-        for item in row["items"] or []:
-            how = data.draw(st.sampled_from(["none", "none", "text", "role"]))
-            if how == "text" and item["content"]:
-                item["content"][0]["text"] = (item["content"][0]["text"] or "") + data.draw(
-                    st.text(max_size=3)
-                )
-            elif how == "role":
-                item["role"] = data.draw(st.sampled_from(["user", "assistant", "system", None]))
-    compare_encode(pa.Table.from_pylist(rows, schema=CONVERSATION_SCHEMA))
+    compare_encode(draw_edits(res.table, data))
 
 
 TRICKY: list[dict[str, Any]] = [
