@@ -5,11 +5,12 @@ on their way to Anthropic, which requires ``tool_use`` ids): the one scheme ever
 Chat and Responses pair a tool output with its call by id, and the SDKs require the id, so a call
 without one gets an id generated from the record (:meth:`Ctx.generated_id`: the same record always
 gets the same ids), and an output without one the id of the call it answers: the oldest
-unanswered call before it (pairing by position, as ShareGPT does). Both are reported as
-``generated_id``; ShareGPT outputs are not (a ShareGPT turn has no slot an id could come back to).
-Chat, Responses and Anthropic all use this one rule, for every source, so a record gets the same ids
-in every target. HF and ShareGPT rows hold no generated id, but the way back from them does
-(:func:`report_way_back`).
+unanswered call before it (pairing by position, as ShareGPT does), where a call is answered by an
+output with its id anywhere in the record, or by an earlier id-less output (:func:`pair_outputs`).
+Both are reported as ``generated_id``; ShareGPT outputs are not (a ShareGPT turn has no slot an id
+could come back to). Chat, Responses and Anthropic all use this one rule, for every source, so a
+record gets the same ids in every target. HF and ShareGPT rows hold no generated id, but the way
+back from them does (:func:`report_way_back`).
 
 ==========================================  ================================  ================
 source                                      target                            loss
