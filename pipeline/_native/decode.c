@@ -1215,7 +1215,8 @@ static int anthropic_message(Ctx *c, yyjson_val *msg, const char *section, int32
  *     string role); tool_use / server_tool_use / mcp_tool_use not in a system message; no
  *     input_text / output_text / refusal blocks.
  *   anthropic._check_block: a tool_result's tool_use_id, unless absent or null, is a string, and
- *     its content array holds no input_text / output_text / refusal block; an
+ *     its content array holds no input_text / output_text / refusal block and no block whose
+ *     type is present but not a string; an
  *     image's object source of type base64 has string media_type and data, of type url a string
  *     url.
  *   anthropic._decode_item_block: a tool_use / server_tool_use / mcp_tool_use block has a
@@ -1501,8 +1502,8 @@ static int bad_anthropic_blocks(yyjson_val *content, yyjson_val *role) {
                 size_t jdx, jmax;
                 yyjson_val *part;
                 yyjson_arr_foreach(inner, jdx, jmax, part) {
-                    /* a type that is no string goes to Python too: its check of the type is
-                     * not written for one (branch abc2 rejects a dict as "unhashable") */
+                    /* a type that is no string goes to Python too, which rejects it naming
+                     * the field (anthropic._check_block) */
                     yyjson_val *ptype = yyjson_is_obj(part) ? yyjson_obj_get(part, "type") : NULL;
                     if ((ptype && !yyjson_is_str(ptype)) || str_in(ptype, FOREIGN)) return 1;
                 }

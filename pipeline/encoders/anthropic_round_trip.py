@@ -33,6 +33,7 @@ import orjson
 
 from pipeline.encoders import to_anthropic as ta
 from pipeline.encoders._context import Ctx
+from pipeline.encoders.call_ids import CallIds
 from pipeline.losses import pointer
 from pipeline.schema import FORM_NULL, FORM_PARTS, FORM_STRING
 
@@ -85,8 +86,10 @@ def _message_seg(ctx: Ctx, i: int, role: str) -> ta.Seg:
     return seg
 
 
-def _segments(ctx: Ctx, media_in_results: bool) -> list[ta.Seg]:
-    """The source's items as the way back will see them: text runs, calls and results."""
+def _segments(ctx: Ctx, media_in_results: bool, ids: CallIds) -> list[ta.Seg]:
+    """The source's items as the way back will see them: text runs, calls and results, with the
+    call ids the target got (``ids``: an id-less call's generated id, an id-less result its call's),
+    so the way back pairs them here as it will there."""
     v = ctx.v
     segs = []
     for i in range(ctx.start, ctx.end):
@@ -95,10 +98,10 @@ def _segments(ctx: Ctx, media_in_results: bool) -> list[ta.Seg]:
             role = v.role[i] if v.role[i] in ROLES else "user"
             segs.append(_message_seg(ctx, i, role))
         elif t == "function_call":
-            segs.append(ta.Seg("call", "assistant", i, call_id=v.call_id[i] or ""))
+            segs.append(ta.Seg("call", "assistant", i, call_id=ids.call_id(i)))
         elif t == "function_call_output":
             _result_content(ctx, i, media_in_results)
-            segs.append(ta.Seg("result", "user", i, call_id=v.call_id[i]))
+            segs.append(ta.Seg("result", "user", i, call_id=ids.call_id(i)))
     return segs
 
 
@@ -175,17 +178,19 @@ def _system(ctx: Ctx) -> None:
         ctx.lose("/system", "content_form", "an explicit null system does not come back")
 
 
-def report(ctx: Ctx, *, media_in_results: bool, emitted: set[int] | None = None) -> None:
+def report(ctx: Ctx, ids: CallIds, *, media_in_results: bool, emitted: set[int] | None = None) -> None:
     """Report, at the Anthropic source's paths, what the way back from Chat/Responses changes.
 
-    ``media_in_results``: the target kept the images of tool results (Responses does, Chat not);
-    ``emitted``: the items that have an element in the target (None: every message, call, output).
+    ``ids``: the call ids the forward encoder wrote (generated for id-less calls, paired by position
+    for id-less results: the way back pairs by them); ``media_in_results``: the target kept the
+    images of tool results (Responses does, Chat not); ``emitted``: the items that have an element
+    in the target (None: every message, call, output).
     """
     if ctx.source != "anthropic" or ctx.kind != "request":
         return
     _request_fields(ctx)
     _system(ctx)
-    segs = _segments(ctx, media_in_results)
+    segs = _segments(ctx, media_in_results, ids)
     leading = _leading_system(ctx, segs, emitted)
     rest = [s for s in segs if (s.blocks or s.kind != "text") and not any(s is x for x in leading)]
     turns = ta._strip_final(ctx, ta._pair(ctx, ta._group(rest)))

@@ -5,11 +5,12 @@ on their way to Anthropic, which requires ``tool_use`` ids): the one scheme ever
 Chat and Responses pair a tool output with its call by id, and the SDKs require the id, so a call
 without one gets an id generated from the record (:meth:`Ctx.generated_id`: the same record always
 gets the same ids), and an output without one the id of the call it answers: the oldest
-unanswered call before it (pairing by position, as ShareGPT does). Both are reported as
-``generated_id``; ShareGPT outputs are not (a ShareGPT turn has no slot an id could come back to).
-Chat, Responses and Anthropic all use this one rule, for every source, so a record gets the same ids
-in every target. HF and ShareGPT rows hold no generated id, but the way back from them does
-(:func:`report_way_back`).
+unanswered call before it (pairing by position, as ShareGPT does), where a call is answered by an
+output with its id anywhere in the record, or by an earlier id-less output (:func:`pair_outputs`).
+Both are reported as ``generated_id``; ShareGPT outputs are not (a ShareGPT turn has no slot an id
+could come back to). Chat, Responses and Anthropic all use this one rule, for every source, so a
+record gets the same ids in every target. HF and ShareGPT rows hold no generated id, but the way
+back from them does (:func:`report_way_back`).
 
 ==========================================  ================================  ================
 source                                      target                            loss
@@ -26,28 +27,42 @@ from pipeline.encoders._context import CALLS, OUTPUTS, Ctx, item_ptr
 
 def pair_outputs(ctx: Ctx, positional: bool = False) -> dict[int, int]:
     """Output item -> its call item: by call id, or (ShareGPT has no ids; nor, with ``positional``,
-    any id-less output) the oldest unanswered call."""
+    any id-less output) the oldest call before it that no output answers.
+
+    A call whose own output (by id) comes anywhere in the record is not free for an id-less output,
+    even when that output comes later: pairing the id-less one with it would give the call two
+    outputs, and the way back would keep the wrong one. So outputs with ids are paired first (each
+    with the first call of its id before it), then the id-less ones by position among the calls left.
+    """
     v = ctx.v
     by_id: dict[str, int] = {}
-    pending: list[int] = []
     out: dict[int, int] = {}
+    id_less: list[int] = []
     for i in range(ctx.start, ctx.end):
         t = v.type[i]
         if t in CALLS:
-            pending.append(i)
             if v.call_id[i] is not None:
                 by_id.setdefault(v.call_id[i], i)
         elif t in OUTPUTS:
             cid = v.call_id[i]
-            if cid is not None:
-                j = by_id.get(cid)
-            else:
-                j = pending[0] if pending and (positional or ctx.source == "sharegpt") else None
-            if j is not None:
+            if cid is None:
+                id_less.append(i)
+            elif (j := by_id.get(cid)) is not None:
                 out[i] = j
-                if j in pending:
-                    pending.remove(j)
-    return out
+    if not id_less or not (positional or ctx.source == "sharegpt"):
+        return out
+    answered = set(out.values())
+    pending: list[int] = []
+    outputs = iter(id_less)
+    nxt = next(outputs)
+    for i in range(ctx.start, ctx.end):
+        if i == nxt:
+            if pending:
+                out[i] = pending.pop(0)
+            nxt = next(outputs, -1)
+        elif v.type[i] in CALLS and i not in answered:
+            pending.append(i)
+    return dict(sorted(out.items()))  # in source order: CallIds reports the paired outputs in it
 
 
 class CallIds:

@@ -313,7 +313,7 @@ def encode(ctx: Ctx) -> dict[str, Any]:
             current = None
     _leading_system_will_become_instructions(ctx, messages, origin)
     body = _top(ctx, {"messages": messages}) if request else {"messages": messages}
-    anthropic_round_trip.report(ctx, media_in_results=False)
+    anthropic_round_trip.report(ctx, ids, media_in_results=False)
     return body
 
 

@@ -295,7 +295,7 @@ def encode(ctx: Ctx) -> dict[str, Any]:
                 attach_target = ctx.message_ptr(i)
     body["input"] = items
     body = _top(ctx, body) if request else body
-    anthropic_round_trip.report(ctx, media_in_results=True, emitted=emitted)
+    anthropic_round_trip.report(ctx, ids, media_in_results=True, emitted=emitted)
     return body
 
 

@@ -156,13 +156,17 @@ def _check_block(block: dict[str, Any], btype: str, path: str) -> None:
     other formats have no slot to carry it back: a ``tool_result``'s ``tool_use_id`` (absent or
     null is kept: logs hold id-less results), and an image ``source``'s ``data`` / ``media_type``
     (base64) or ``url`` (url), which become one URL elsewhere. A ``tool_result``'s content blocks
-    may not be OpenAI text parts (as a message's may not)."""
+    may not be OpenAI text parts (as a message's may not), and a ``type`` they give is a string."""
     if btype == "tool_result" and block.get("tool_use_id") is not None:
         require(block, "tool_use_id", path)
     inner = block.get("content") if btype == "tool_result" else None
     if type(inner) is list:  # its blocks, like a message's, are Anthropic blocks
         for j, part in enumerate(inner):
-            if type(part) is dict and part.get("type") in _FOREIGN_TEXT:
+            if type(part) is not dict or "type" not in part:  # kept as they are, reported on conversion
+                continue
+            # a type that is no string names no block (an object or list one cannot even be looked up)
+            require(part, "type", f"{path}.content[{j}]")
+            if part["type"] in _FOREIGN_TEXT:
                 raise RecordError(
                     f"{path}.content[{j}].type", f"{part['type']!r} is not an Anthropic block type"
                 )

@@ -167,6 +167,33 @@ def test_an_id_less_output_answers_the_oldest_unanswered_call() -> None:
         ]
 
 
+@pytest.mark.parametrize("b", ["chat", "anthropic"])
+def test_an_id_less_output_does_not_take_a_call_whose_own_output_follows(b: str) -> None:
+    """Calls ``a`` and ``b`` both have their own output by id: an id-less output between them has no
+    call left to answer (it once took ``a``, whose own output the way back then dropped) and is the
+    orphan; after ``a``'s output, an id-less one answers ``b`` when ``b`` has none of its own."""
+    calls = [{"type": "function_call", "call_id": c, "name": "f", "arguments": "{}"} for c in ("a", "b")]
+
+    def out(cid: str | None, text: str) -> dict[str, Any]:
+        return {"type": "function_call_output", **({"call_id": cid} if cid else {}), "output": text}
+
+    record = {"input": [*calls, out("b", "rb"), out(None, "rn"), out("a", "ra")]}
+    [res] = _convert([record], "responses", b)
+    assert _ids(b, res.record) == (["a", "b"], ["b", "a"])  # each call keeps its own output
+    assert [(x.path, x.kind) for x in res.losses if x.kind in ("orphan_output", "generated_id")] == [
+        ("/input/3", "orphan_output")
+    ]
+    [back] = _convert([res.record], b, "responses")
+    assert uncovered(record, back.record, res.losses) == []
+
+    record = {"input": [*calls, out("a", "ra"), out(None, "rb")]}
+    [res] = _convert([record], "responses", b)
+    assert _ids(b, res.record) == (["a", "b"], ["a", "b"])
+    assert [(x.path, x.kind) for x in res.losses if x.kind in ("orphan_output", "generated_id")] == [
+        ("/input/3", "generated_id")
+    ]
+
+
 def test_an_id_less_output_with_no_call_to_answer_is_dropped_for_chat() -> None:
     record = {"input": [{"role": "user", "content": "hi"}, {"type": "function_call_output", "output": "x"}]}
     [out] = _convert([record], "responses", "chat")

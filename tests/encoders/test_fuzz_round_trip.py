@@ -453,20 +453,14 @@ def test_pinned_failures_report_every_change(fmt: str, record: dict[str, Any]) -
             assert (problems, refused) == ([None], Counter()), b
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not fixed yet: an id-less tool_result pairs with the oldest unanswered call (call_ids.py) "
-    "although that call's own result follows; the way back keeps the first result and drops the "
-    "real one, while the report names the id-less one as the orphan",
-)
-def test_pinned_id_less_result_before_its_calls_own_result() -> None:
+def _id_less_result_before_its_calls_own_result() -> dict[str, Any]:
     uses = [{"type": "tool_use", "id": c, "name": "f", "input": {}} for c in ("a", "b")]
     results = [
         {"type": "tool_result", "tool_use_id": "b", "content": "rb"},
         {"type": "tool_result", "tool_use_id": None, "content": "rn"},
         {"type": "tool_result", "tool_use_id": "a", "content": "ra"},
     ]
-    record = {
+    return {
         "messages": [
             {"role": "user", "content": "go"},
             {"role": "assistant", "content": uses},
@@ -474,8 +468,50 @@ def test_pinned_id_less_result_before_its_calls_own_result() -> None:
             {"role": "assistant", "content": "done"},
         ]
     }
-    problems, _ = round_trips([record], "anthropic", "chat")
+
+
+@pytest.mark.parametrize("b", ["chat", "responses"])
+def test_pinned_id_less_result_before_its_calls_own_result(b: str) -> None:
+    """An id-less result does not take a call whose own result (by id) comes later: it has no call
+    left to answer, so it is the orphan (dropped, reported), and both calls keep their own results.
+    (It once paired with call ``a``: the way back kept it and dropped ``ra``, unreported.)"""
+    record = _id_less_result_before_its_calls_own_result()
+    problems, _ = round_trips([record], "anthropic", b)
     assert problems == [None]
+    [there] = convert_table(decode_records([record], "anthropic").table, b)
+    orphans = {(x.path, x.kind) for x in there.losses if x.kind == "orphan_output"}
+    assert orphans == {("/messages/2/content/1", "orphan_output")}
+    [back] = convert_table(decode_records([there.record], b).table, "anthropic")
+    kept = [blk for m in back.record["messages"] if type(m["content"]) is list for blk in m["content"]]
+    results = [(blk["tool_use_id"], blk.get("content")) for blk in kept if blk["type"] == "tool_result"]
+    assert results == [("b", "rb"), ("a", "ra")]
+
+
+# An Anthropic user message of text right after a user message of tool results comes back joined to
+# it (the way back's normal form joins adjacent same-role messages; the server merges them anyway):
+# reported message_merge at both, whether the call and result have ids or are paired by position.
+def _text_after_results(ids: bool) -> dict[str, Any]:
+    use = {"type": "tool_use", "name": "sh", "input": {"c": "ls"}, **({"id": "t"} if ids else {})}
+    result = {"type": "tool_result", "content": "a.txt", **({"tool_use_id": "t"} if ids else {})}
+    return {
+        "max_tokens": 64,
+        "messages": [
+            {"role": "user", "content": "list files"},
+            {"role": "assistant", "content": [use]},
+            {"role": "user", "content": [result]},
+            {"role": "user", "content": "Done."},
+        ],
+    }
+
+
+@pytest.mark.parametrize("ids", [True, False], ids=["with ids", "id-less"])
+@pytest.mark.parametrize("b", ["chat", "responses"])
+def test_pinned_text_after_tool_results_is_reported_merged(b: str, ids: bool) -> None:
+    record = _text_after_results(ids)
+    assert round_trips([record], "anthropic", b) == ([None], Counter())
+    [there] = convert_table(decode_records([record], "anthropic").table, b)
+    merged = {x.path for x in there.losses if x.kind == "message_merge"}
+    assert merged == {"/messages/2", "/messages/3"}
 
 
 # Failures the long unseeded campaigns found and that are fixed, as the fuzzer produced them
@@ -493,20 +529,5 @@ def test_fixed_failure(case: dict[str, Any]) -> None:
         assert [r.error.split(":")[0] for r in rejected] == [case["expect"]]
         return
     assert rejected == []
-    problems, _ = round_trips([case["record"]], a, b)
-    assert problems == [None]
-
-
-# Failures the long unseeded campaigns found that are not fixed yet, as the fuzzer produced them
-# (direction, mutations, record): each is expected to fail until fixed (strict: a fix must move
-# it to the pinned lists above). See docs/conversion.md, "Malformed records".
-_OPEN_FILE = Path(__file__).parent / "fuzz_open_failures.jsonl"
-_OPEN = [orjson.loads(line) for line in _OPEN_FILE.read_bytes().splitlines()]
-
-
-@pytest.mark.xfail(strict=True, reason="open: found by the unseeded campaign, not fixed yet")
-@pytest.mark.parametrize("case", _OPEN, ids=[f"{c['direction']}: {c['mutations']}"[:80] for c in _OPEN])
-def test_open_failure(case: dict[str, Any]) -> None:
-    a, b = case["direction"].split(" -> ")[:2]
     problems, _ = round_trips([case["record"]], a, b)
     assert problems == [None]

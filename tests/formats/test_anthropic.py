@@ -169,6 +169,15 @@ INVALID = [
     ),
     ({"messages": [], "tool_choice": {"type": [1]}}, "$.tool_choice.type: expected string, got array"),
 ]
+# A tool_result content block whose type is not a string (an object or list one once raised
+# TypeError in the decoder: "value cannot be stored: unhashable type" instead of the field).
+INVALID += [
+    (
+        {"messages": [{"role": "user", "content": [{"type": "tool_result", "content": [{"type": t}]}]}]},
+        f"$.messages[0].content[0].content[0].type: expected string, got {got}",
+    )
+    for t, got in (({"text": 1}, "object"), (["text"], "array"), (1, "number"), (None, "null"))
+]
 
 
 @pytest.mark.parametrize(("record", "error"), INVALID)

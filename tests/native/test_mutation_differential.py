@@ -131,6 +131,11 @@ REJECTED: list[tuple[str, dict[str, Any]]] = [
     ("anthropic", {"messages": [_MSG], "tools": [{"name": "f"}]}),
     ("anthropic", {"messages": [_MSG], "tool_choice": {"type": "tool"}}),
 ]
+# a tool_result content block whose type is no string (an object or list one once raised TypeError)
+REJECTED += [
+    ("anthropic", {"messages": [{**_USER, "content": [{"type": "tool_result", "content": [{"type": t}]}]}]})
+    for t in ({}, [1], 1, None)
+]
 
 
 @pytest.mark.parametrize(("fmt", "record"), REJECTED)
