@@ -617,6 +617,11 @@ def sql(run_arg: str, query: str, catalog: str | None, fmt: str) -> None:
 @click.option("--shard-rows", type=int, default=100_000, show_default=True, help="Rows per Parquet shard.")
 @click.option("--push", "repo_id", help="Upload to this Hub dataset repo (needs a configured token).")
 @click.option("--dry-run", is_flag=True, help="With --push: check the token and list, upload nothing.")
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace an earlier export in OUT_DIR (only one export-hf wrote and nobody changed since).",
+)
 def export_hf(
     run_arg: str,
     out_dir: Path,
@@ -626,6 +631,7 @@ def export_hf(
     shard_rows: int,
     repo_id: str | None,
     dry_run: bool,
+    overwrite: bool,
 ) -> None:
     """Export a run's written records (RUN: a directory, a run id from `chatlake runs`, or `latest`)
     as a Hugging Face dataset (see docs/export.md).
@@ -634,14 +640,20 @@ def export_hf(
     chatlake export-hf runs/r1 out/hf --split-by source_format
     """
     from pipeline.audit.views import check_run_files
-    from pipeline.sinks.hf_dataset import ExportConfig, export, push
+    from pipeline.sinks.hf_dataset import ExportConfig, check_token, export, push
 
     run = _run_path(run_arg, catalog)
-    cfg = ExportConfig(run, out_dir, style, split_by, shard_rows, repo_id)
+    cfg = ExportConfig(run, out_dir, style, split_by, shard_rows, repo_id, overwrite)
     try:
         cfg.validate()
         check_run_files(run)
         _check_hashes(run, ("conversations",))
+        if repo_id is not None:  # a bad token or no network: say so before writing anything
+            try:
+                user = check_token(repo_id)
+            except RuntimeError as e:
+                raise click.ClickException(str(e)) from None
+            click.echo(f"token checked: Hugging Face account {user!r}", err=True)
         with _reading(run):
             report = export(cfg)
     except ConfigError as e:
