@@ -433,8 +433,8 @@ def run(
     wrong (nothing was done).
 
     \b
-    chatlake run jobs/eval-to-chat.toml
-    chatlake run jobs/eval-to-chat.toml --json --quiet > summary.json
+    chatlake run jobs/sample.toml
+    chatlake run jobs/sample.toml --json --quiet > summary.json
     """
     from pipeline.jobs import load_job
 
