@@ -658,6 +658,9 @@ def export_hf(
             report = export(cfg)
     except ConfigError as e:
         raise _bad_usage(e) from None
+    except KeyboardInterrupt:  # click would print a bare "Aborted!"; export() removed its files
+        again = "run the same command again"
+        raise _Failed(f"interrupted: nothing was kept in {out_dir}; {again}", 130) from None
     r = report.to_json()
     click.echo(f"exported {r['exported']} rows {r['splits']} to {out_dir}; excluded {r['excluded']}")
     if repo_id is not None:

@@ -265,6 +265,21 @@ def export(cfg: ExportConfig) -> ExportReport:
     splits = _split_values(cfg)
     if cfg.overwrite:
         _clear(cfg.out_dir)
+    made = [d for d in (cfg.out_dir, cfg.out_dir / "data") if not d.exists()]
+    written: list[Path] = []
+    try:
+        return _write(cfg, splits, written)
+    except BaseException:  # Ctrl-C, a full disk: no half export that --overwrite would then refuse
+        for path in written:
+            path.unlink(missing_ok=True)
+        for d in reversed(made):
+            if d.is_dir() and not any(d.iterdir()):
+                d.rmdir()
+        raise
+
+
+def _write(cfg: ExportConfig, splits: list[str], written: list[Path]) -> ExportReport:
+    """The export's files, each added to ``written`` before it is created (so it can be undone)."""
     feats = features(cfg.style)
     schema = feats.arrow_schema
     storage = _storage_schema(cfg.style)
@@ -282,6 +297,7 @@ def export(cfg: ExportConfig) -> ExportReport:
             table = pa.Table.from_pylist(rows, storage).cast(schema)
             report.split_bytes[split] += table.nbytes
             path = data / f"{split}-{len(parts):05d}.tmp.parquet"
+            written.append(path)
             pq.write_table(table, path, compression="zstd")
             parts.append(path)
 
@@ -296,10 +312,12 @@ def export(cfg: ExportConfig) -> ExportReport:
             n += len(pending)
         for k, tmp in enumerate(parts):  # the shard count is known only now
             final = data / f"{split}-{k:05d}-of-{len(parts):05d}.parquet"
+            written.append(final)
             tmp.rename(final)
             report.files.append(str(final.relative_to(cfg.out_dir)))
             report.sha256[final.relative_to(cfg.out_dir).as_posix()] = _sha256(final)
         report.splits[split] = n
+    written += [cfg.out_dir / CARD, cfg.out_dir / REPORT]
     (cfg.out_dir / CARD).write_text(dataset_card(cfg, feats, report))
     report.sha256[CARD] = _sha256(cfg.out_dir / CARD)
     (cfg.out_dir / REPORT).write_text(json.dumps(report.to_json(), indent=2) + "\n")

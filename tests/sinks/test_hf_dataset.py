@@ -263,6 +263,31 @@ def test_a_second_export_says_how_to_proceed_and_overwrites_only_its_own_files(
     assert (foreign / "keep.txt").read_text() == "x"
 
 
+@pytest.mark.parametrize("error", [KeyboardInterrupt, OSError(28, "No space left on device")])
+def test_an_interrupted_export_leaves_nothing_half_written(
+    fixture_run: FixtureRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: BaseException
+) -> None:
+    """Ctrl-C or a full disk after the data files: they are removed, and the same command works again."""
+    import pipeline.sinks.hf_dataset as hf_dataset
+
+    def card(*a: object, **kw: object) -> str:
+        assert list((out / "data").iterdir())  # the shards were written by now
+        raise error
+
+    out = tmp_path / "out"
+    real = hf_dataset.dataset_card
+    monkeypatch.setattr(hf_dataset, "dataset_card", card)
+    res = CliRunner().invoke(cli, ["export-hf", str(fixture_run.path), str(out), "--shard-rows", "7"])
+    interrupted = error is KeyboardInterrupt
+    code, said = (130, "interrupted: nothing was kept") if interrupted else (1, "no space left on the device")
+    assert res.exit_code == code and said in res.output, res.output
+    assert "Aborted!" not in res.output and "Traceback" not in res.output
+    assert not out.exists()
+    monkeypatch.setattr(hf_dataset, "dataset_card", real)
+    res = CliRunner().invoke(cli, ["export-hf", str(fixture_run.path), str(out)])
+    assert res.exit_code == 0, res.output
+
+
 REASONING_ROWS = [
     {"messages": [{"role": "user", "content": "What is 2+2?"},
                   {"role": "assistant", "reasoning_content": "Add them.", "content": "4"}]},
