@@ -1,4 +1,4 @@
-"""Docs that run: every shell command in README.md and docs/*.md is executed as written.
+"""Docs that run: every shell command and Python example in README.md and docs/*.md is executed.
 
 A command is a line (``\\``-continued lines joined) of a fenced block tagged ``bash``, ``sh`` or
 ``shell``. Each runs with ``bash -c`` in its own copy of a sandbox (:func:`sandbox`): the repository's
@@ -6,6 +6,9 @@ A command is a line (``\\``-continued lines joined) of a fenced block tagged ``b
 touched), the venv's ``chatlake`` and ``python`` first on PATH, and the files the docs' placeholder
 names stand for (:data:`FIXTURES`: ``RUN``, ``lake.parquet``, ``logs.jsonl``, ...). It must exit 0,
 or the code an ``<!-- exit: N -->`` marker before the block states, and print no traceback.
+
+A ``python`` block runs whole, the same way, after :data:`PY_PRELUDE` (the names the examples take
+as given: ``table``, ``path``, ``pl``), in a sandbox that also holds an export in ``OUT_DIR``.
 
 Markers (HTML comments on the lines right before a block; CONTRIBUTING.md, "Docs that run"):
 
@@ -54,8 +57,22 @@ FIXTURES = {
     "session.jsonl": "a Claude Code transcript from the corpus",
     "~/.codex/sessions/": "a Codex rollout from the corpus",
     "views.sql": "the CREATE VIEW block of docs/audit.md, as that page says to save it",
+    "job.toml": "jobs/sample.toml's job, into runs/job",
+    "OUT_DIR": "(Python examples only) an export-hf of RUN",
 }
-CORPUS_NAMES = ("session.jsonl", "~/.codex", "logs/*.json ", "traj/")
+CORPUS_NAMES = ("session.jsonl", "~/.codex", "logs/*.json ", "traj/", "read_source(path")
+
+
+# What the Python examples take as given (a table they transform, an agent log they read).
+PY_PRELUDE = """\
+import glob
+import orjson
+import polars as pl
+from pipeline import decode_records
+table = decode_records([orjson.loads(x) for x in open("data/sample-responses.jsonl") if x.strip()],
+                       "responses").table
+path = (sorted(glob.glob("logs/*.json")) or ["needs ../shared/corpus"])[0]
+"""
 
 
 @dataclass
@@ -64,6 +81,7 @@ class Command:
     line: int
     text: str
     markers: dict[str, str] = field(default_factory=dict)
+    python: bool = False
 
     @property
     def id(self) -> str:
@@ -99,7 +117,10 @@ def doc_commands() -> list[Command]:
     """Every shell command of the docs, in order."""
     commands = []
     for path in DOCS:
-        for _, tag, body, markers in _blocks(path):
+        for start, tag, body, markers in _blocks(path):
+            if tag == "python":
+                text = "".join(t + "\n" for _, t in body)
+                commands.append(Command(str(path.relative_to(ROOT)), start, text, markers, python=True))
             if tag not in SHELL:
                 continue
             pending: tuple[int, str] | None = None
@@ -169,6 +190,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (base / "r1.toml").write_text(sample)
     _run([chatlake, "run", "r1.toml", "-q"], base, env)
     (base / "RUN").symlink_to("runs/r1")
+    (base / "job.toml").write_text(sample.replace("runs/r1", "runs/job").replace('"r1"', '"job"'))
     _run([chatlake, "convert", "data/sample-responses.jsonl", "--from", "responses", "--to", "parquet",
           "-o", "lake.parquet", "-q"], base, env)  # fmt: skip
     shutil.copy(ROOT / "data" / "sample-chat.jsonl", base / "logs.jsonl")
@@ -191,8 +213,18 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base
 
 
+@pytest.fixture(scope="module")
+def py_sandbox(sandbox: Path) -> Path:
+    """The sandbox plus an export in OUT_DIR, for the Python examples that read one."""
+    base = sandbox.parent / "py-repo"
+    shutil.copytree(sandbox, base, symlinks=True)
+    _run([str(BIN / "chatlake"), "export-hf", "RUN", "OUT_DIR"], base, _env(base / "home"))
+    return base
+
+
 @pytest.mark.parametrize("cmd", doc_commands(), ids=lambda c: c.id)
-def test_doc_command_runs_as_written(cmd: Command, sandbox: Path, tmp_path: Path) -> None:
+def test_doc_command_runs_as_written(cmd: Command, sandbox: Path, tmp_path: Path,
+                                     request: pytest.FixtureRequest) -> None:  # fmt: skip
     if "needs-network" in cmd.markers:
         pytest.skip(f"needs a network: {cmd.markers['needs-network'] or 'marked needs-network'}")
     if "slow" in cmd.markers:
@@ -202,8 +234,12 @@ def test_doc_command_runs_as_written(cmd: Command, sandbox: Path, tmp_path: Path
     if not corpus_available() and any(name in cmd.text + " " for name in CORPUS_NAMES):
         pytest.skip("needs ../shared/corpus for its input files")
     where = tmp_path / "repo"  # the catalog in HOME names the sandbox's runs: copy, do not move
-    shutil.copytree(sandbox, where, symlinks=True)
-    res = subprocess.run(["bash", "-c", cmd.text], cwd=where, env=_env(where / "home"), capture_output=True,
+    base = request.getfixturevalue("py_sandbox") if cmd.python else sandbox
+    shutil.copytree(base, where, symlinks=True)
+    if cmd.python:
+        (where / "example.py").write_text(PY_PRELUDE + cmd.text)
+    args = [str(BIN / "python"), "example.py"] if cmd.python else ["bash", "-c", cmd.text]
+    res = subprocess.run(args, cwd=where, env=_env(where / "home"), capture_output=True,
                          text=True, timeout=300, check=False)  # fmt: skip
     expected = int(cmd.markers.get("exit") or 0)
     said = f"{cmd.id}: {cmd.text}\nstdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-3000:]}"
