@@ -139,7 +139,7 @@ def test_the_quick_start_runs_on_a_fresh_copy(clone: Path) -> None:
     assert summary["read"] == summary["written"] + summary["rejected"]
     assert summary["written"] >= summary["read"] - 1 > 0  # one sample record is a known rejection
     runs = _sh(".venv/bin/chatlake runs --json", clone)  # registered in the per-user catalog
-    assert [json.loads(x)["job"] for x in runs.stdout.splitlines()] == ["sample-to-chat"]
+    assert "sample-to-chat" in [json.loads(x)["job"] for x in runs.stdout.splitlines()]
     assert (clone / "home" / ".local" / "share" / "chatlake").is_dir()
 
 
