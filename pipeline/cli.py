@@ -642,6 +642,8 @@ def export_hf(
     from pipeline.audit.views import check_run_files
     from pipeline.sinks.hf_dataset import ExportConfig, check_token, export, push
 
+    if dry_run and repo_id is None:  # a dry run of nothing would write the export for real
+        raise click.UsageError("--dry-run checks an upload: give it with --push REPO")
     run = _run_path(run_arg, catalog)
     cfg = ExportConfig(run, out_dir, style, split_by, shard_rows, repo_id, overwrite)
     try:

@@ -145,10 +145,12 @@ def test_bad_config_exits_2(fixture_run: FixtureRun, exported: Path, tmp_path: P
         (["export-hf", run, str(tmp_path / "a"), "--split-by", "nope"], "is not a conversations column"),
         (["export-hf", run, str(tmp_path / "b"), "--split-by", "source_file"], "not valid split names"),
         (["export-hf", str(tmp_path), str(tmp_path / "c")], "has no Parquet shards"),
+        (["export-hf", run, str(tmp_path / "d"), "--dry-run"], "--dry-run checks an upload"),
     ]:
         res = CliRunner().invoke(cli, args)
         assert res.exit_code == 2, (args, res.output)
         assert message in res.output, (args, res.output)
+    assert not any((tmp_path / x).exists() for x in "abcd")  # nothing written
 
 
 def test_push_dry_run_never_shows_the_token(
