@@ -433,8 +433,8 @@ def run(
     wrong (nothing was done).
 
     \b
-    chatlake run jobs/eval-to-chat.toml
-    chatlake run jobs/eval-to-chat.toml --json --quiet > summary.json
+    chatlake run jobs/sample.toml
+    chatlake run jobs/sample.toml --json --quiet > summary.json
     """
     from pipeline.jobs import load_job
 
@@ -617,6 +617,11 @@ def sql(run_arg: str, query: str, catalog: str | None, fmt: str) -> None:
 @click.option("--shard-rows", type=int, default=100_000, show_default=True, help="Rows per Parquet shard.")
 @click.option("--push", "repo_id", help="Upload to this Hub dataset repo (needs a configured token).")
 @click.option("--dry-run", is_flag=True, help="With --push: check the token and list, upload nothing.")
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace an earlier export in OUT_DIR (only one export-hf wrote and nobody changed since).",
+)
 def export_hf(
     run_arg: str,
     out_dir: Path,
@@ -626,6 +631,7 @@ def export_hf(
     shard_rows: int,
     repo_id: str | None,
     dry_run: bool,
+    overwrite: bool,
 ) -> None:
     """Export a run's written records (RUN: a directory, a run id from `chatlake runs`, or `latest`)
     as a Hugging Face dataset (see docs/export.md).
@@ -634,18 +640,29 @@ def export_hf(
     chatlake export-hf runs/r1 out/hf --split-by source_format
     """
     from pipeline.audit.views import check_run_files
-    from pipeline.sinks.hf_dataset import ExportConfig, export, push
+    from pipeline.sinks.hf_dataset import ExportConfig, check_token, export, push
 
+    if dry_run and repo_id is None:  # a dry run of nothing would write the export for real
+        raise click.UsageError("--dry-run checks an upload: give it with --push REPO")
     run = _run_path(run_arg, catalog)
-    cfg = ExportConfig(run, out_dir, style, split_by, shard_rows, repo_id)
+    cfg = ExportConfig(run, out_dir, style, split_by, shard_rows, repo_id, overwrite)
     try:
         cfg.validate()
         check_run_files(run)
         _check_hashes(run, ("conversations",))
+        if repo_id is not None:  # a bad token or no network: say so before writing anything
+            try:
+                user = check_token(repo_id)
+            except RuntimeError as e:
+                raise click.ClickException(str(e)) from None
+            click.echo(f"token checked: Hugging Face account {user!r}", err=True)
         with _reading(run):
             report = export(cfg)
     except ConfigError as e:
         raise _bad_usage(e) from None
+    except KeyboardInterrupt:  # click would print a bare "Aborted!"; export() removed its files
+        again = "run the same command again"
+        raise _Failed(f"interrupted: nothing was kept in {out_dir}; {again}", 130) from None
     r = report.to_json()
     click.echo(f"exported {r['exported']} rows {r['splits']} to {out_dir}; excluded {r['excluded']}")
     if repo_id is not None:

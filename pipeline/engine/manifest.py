@@ -68,6 +68,11 @@ class Manifest:
             doc = orjson.loads(m.path.read_bytes())
         except orjson.JSONDecodeError:
             raise ConfigError(f"{m.path} is not valid JSON; pass --fresh to start over") from None
+        if doc.get("job", job) != job:  # the same work under another name: another job's directory
+            raise ConfigError(
+                f"{run_dir} holds a run of job {doc['job']!r}, not {job!r}; give this job another "
+                "output.path, use the job's old name, or pass --fresh to delete it and start over"
+            )
         if doc.get("fingerprint") != fingerprint:
             raise ConfigError(
                 f"{run_dir} holds a run of another job (or of changed inputs or settings); "

@@ -7,11 +7,13 @@
                                                placeholder) + the run's loss summary
       data/train-00000-of-00002.parquet        one or more shards per split (``--split-by COLUMN``
       data/train-00001-of-00002.parquet        names the splits after a conversations column)
-      export_report.json                       counts: exported, excluded (with reasons), per split
+      export_report.json                       counts: exported, excluded (with reasons), per split;
+                                               the sha256 of every other file (what --overwrite checks)
 
 Rows: ``conversation_id`` (joins the audit views), ``messages`` (TRL conversational format, built
-by :mod:`pipeline.encoders.to_hf` -- the same encoder ``convert --to hf`` uses) and ``tools``
-(function schemas, null when none).
+by :mod:`pipeline.encoders.to_hf` -- the same encoder ``convert --to hf`` uses, plus the optional
+``reasoning_content`` / ``thinking`` strings chat templates read) and ``tools`` (function schemas,
+null when none).
 
 How tool-call arguments are stored. ``--style trl`` (default): ``function.arguments`` is an
 *object* (what ``apply_chat_template`` and TRL take), stored with the ``datasets`` ``Json`` feature
@@ -45,7 +47,12 @@ from pipeline.errors import ConfigError
 
 STYLES = ("trl", "openai")
 SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")  # what the Hub accepts as a split name
-MESSAGE_KEYS = frozenset(("role", "content", "name", "tool_call_id", "tool_calls"))
+# Message keys current chat templates read besides the TRL five, stored as optional strings:
+# Qwen3 / QwQ / DeepSeek-R1 / GLM templates read ``reasoning_content``, gpt-oss's reads ``thinking``.
+REASONING_KEYS = ("reasoning_content", "thinking")
+MESSAGE_KEYS = frozenset(("role", "content", "name", "tool_call_id", "tool_calls", *REASONING_KEYS))
+REPORT = "export_report.json"
+CARD = "README.md"
 CALL_KEYS = frozenset(("id", "type", "function"))
 FUNCTION_KEYS = frozenset(("name", "arguments"))
 
@@ -63,6 +70,7 @@ def features(style: str) -> Any:
         "name": Value("string"),
         "tool_call_id": Value("string"),
         "tool_calls": List(call),
+        **{k: Value("string") for k in REASONING_KEYS},
     }
     return Features({"conversation_id": Value("string"), "messages": List(message), "tools": Json()})
 
@@ -75,6 +83,7 @@ class ExportConfig:
     split_by: str | None = None
     shard_rows: int = 100_000
     push: str | None = None
+    overwrite: bool = False
 
     def validate(self) -> None:
         """Fail before any work, saying what to fix."""
@@ -87,7 +96,16 @@ class ExportConfig:
                 f"{self.run}/conversations/ has no Parquet shards: is it a chatlake run directory?"
             )
         if self.out_dir.exists() and any(self.out_dir.iterdir()):
-            raise ConfigError(f"output directory {str(self.out_dir)!r} is not empty; choose a new one")
+            if (why := not_our_export(self.out_dir)) is not None:
+                raise ConfigError(
+                    f"output directory {str(self.out_dir)!r} is not empty and not an unchanged export "
+                    f"of chatlake ({why}); choose a new directory"
+                )
+            if not self.overwrite:
+                raise ConfigError(
+                    f"output directory {str(self.out_dir)!r} holds an earlier chatlake export; pass "
+                    "--overwrite to replace it, or choose a new directory"
+                )
         if self.shard_rows < 1:
             raise ConfigError("--shard-rows must be at least 1")
         if self.split_by is not None:
@@ -104,6 +122,7 @@ class ExportReport:
     split_bytes: Counter[str] = field(default_factory=Counter)  # Arrow bytes, the card's num_bytes
     excluded: Counter[str] = field(default_factory=Counter)
     files: list[str] = field(default_factory=list)
+    sha256: dict[str, str] = field(default_factory=dict)  # every file written but the report itself
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -112,13 +131,67 @@ class ExportReport:
             "excluded": sum(self.excluded.values()),
             "excluded_by_reason": dict(self.excluded.most_common()),
             "files": self.files,
+            "sha256": self.sha256,
         }
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def not_our_export(out_dir: Path) -> str | None:
+    """Why ``out_dir`` is not an export chatlake wrote and nobody changed since (None when it is).
+
+    Only such a directory may be replaced (``--overwrite``): every file in it is ``export_report.json``
+    or listed in its ``sha256`` with that hash, so a hand-edited card (a license set) or a file of
+    the user's is never deleted.
+    """
+    try:
+        listed = json.loads((out_dir / REPORT).read_text())["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"no {REPORT} with the sha256 of its files"
+    if not isinstance(listed, dict):
+        return f"no {REPORT} with the sha256 of its files"
+    for p in sorted(out_dir.rglob("*")):
+        name = p.relative_to(out_dir).as_posix()
+        if p.is_dir() and not p.is_symlink() and name == "data":
+            continue
+        if name == REPORT:
+            continue
+        if p.is_symlink() or not p.is_file() or name not in listed:
+            return f"{name} was not written by export-hf"
+        if _sha256(p) != listed[name]:
+            return f"{name} was changed after the export"
+    return None
+
+
+def _clear(out_dir: Path) -> None:
+    """Delete an earlier export (checked by :func:`not_our_export` just before)."""
+    if not out_dir.exists() or not any(out_dir.iterdir()):
+        return
+    if (why := not_our_export(out_dir)) is not None:  # checked again: never delete what we did not write
+        raise ConfigError(f"output directory {str(out_dir)!r}: {why}; choose a new directory")
+    listed = json.loads((out_dir / REPORT).read_text())["sha256"]
+    for name in listed:
+        (out_dir / name).unlink(missing_ok=True)
+    (out_dir / REPORT).unlink()
+    if (out_dir / "data").is_dir() and not any((out_dir / "data").iterdir()):
+        (out_dir / "data").rmdir()
 
 
 def _unknown_keys(messages: list[dict[str, Any]]) -> str | None:
     for m in messages:
         if extra := set(m) - MESSAGE_KEYS:
             return f"message key(s) {sorted(extra)} have no field in the dataset features"
+        for k in REASONING_KEYS:
+            if not isinstance(m.get(k, ""), str | None):
+                return f"message key {k!r} is not a string (chat templates read it as text)"
         for c in m.get("tool_calls") or ():
             if (extra := set(c) - CALL_KEYS) or (extra := set(c["function"]) - FUNCTION_KEYS):
                 return f"tool call key(s) {sorted(extra)} have no field in the dataset features"
@@ -190,6 +263,23 @@ def export(cfg: ExportConfig) -> ExportReport:
     """Write the dataset; returns the counts (also written to ``export_report.json``)."""
     cfg.validate()
     splits = _split_values(cfg)
+    if cfg.overwrite:
+        _clear(cfg.out_dir)
+    made = [d for d in (cfg.out_dir, cfg.out_dir / "data") if not d.exists()]
+    written: list[Path] = []
+    try:
+        return _write(cfg, splits, written)
+    except BaseException:  # Ctrl-C, a full disk: no half export that --overwrite would then refuse
+        for path in written:
+            path.unlink(missing_ok=True)
+        for d in reversed(made):
+            if d.is_dir() and not any(d.iterdir()):
+                d.rmdir()
+        raise
+
+
+def _write(cfg: ExportConfig, splits: list[str], written: list[Path]) -> ExportReport:
+    """The export's files, each added to ``written`` before it is created (so it can be undone)."""
     feats = features(cfg.style)
     schema = feats.arrow_schema
     storage = _storage_schema(cfg.style)
@@ -207,6 +297,7 @@ def export(cfg: ExportConfig) -> ExportReport:
             table = pa.Table.from_pylist(rows, storage).cast(schema)
             report.split_bytes[split] += table.nbytes
             path = data / f"{split}-{len(parts):05d}.tmp.parquet"
+            written.append(path)
             pq.write_table(table, path, compression="zstd")
             parts.append(path)
 
@@ -221,11 +312,15 @@ def export(cfg: ExportConfig) -> ExportReport:
             n += len(pending)
         for k, tmp in enumerate(parts):  # the shard count is known only now
             final = data / f"{split}-{k:05d}-of-{len(parts):05d}.parquet"
+            written.append(final)
             tmp.rename(final)
             report.files.append(str(final.relative_to(cfg.out_dir)))
+            report.sha256[final.relative_to(cfg.out_dir).as_posix()] = _sha256(final)
         report.splits[split] = n
-    (cfg.out_dir / "export_report.json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
-    (cfg.out_dir / "README.md").write_text(dataset_card(cfg, feats, report))
+    written += [cfg.out_dir / CARD, cfg.out_dir / REPORT]
+    (cfg.out_dir / CARD).write_text(dataset_card(cfg, feats, report))
+    report.sha256[CARD] = _sha256(cfg.out_dir / CARD)
+    (cfg.out_dir / REPORT).write_text(json.dumps(report.to_json(), indent=2) + "\n")
     return report
 
 
@@ -287,6 +382,35 @@ def dataset_card(cfg: ExportConfig, feats: Any, report: ExportReport) -> str:
         + "\n## Excluded from the export\n\n" + excluded
         + "\n## Conversion losses (the run)\n\n" + _loss_summary(cfg.run)
     )  # fmt: skip
+
+
+def check_token(repo_id: str) -> str:
+    """Check the configured Hugging Face token with the Hub (``whoami``) before anything is written.
+
+    Returns the account name. ConfigError when there is no token or the Hub refuses it (fix the
+    login), RuntimeError when the Hub cannot be reached; neither message shows the token.
+    """
+    from huggingface_hub import HfApi, get_token
+    from huggingface_hub.errors import HfHubHTTPError
+
+    if get_token() is None:
+        raise ConfigError("--push needs a Hugging Face token: run `hf auth login` or set HF_TOKEN")
+    try:
+        who = HfApi().whoami()
+    except HfHubHTTPError as e:
+        status = getattr(e.response, "status_code", None)
+        if status in (401, 403):
+            raise ConfigError(
+                f"the Hugging Face Hub refused the token (HTTP {status}); run `hf auth login` again "
+                f"or set HF_TOKEN to a token that can write to datasets/{repo_id}"
+            ) from None
+        raise RuntimeError(f"could not check the token with the Hugging Face Hub (HTTP {status})") from None
+    except Exception as e:  # no network, DNS, proxy, offline mode: many types; the message says which
+        raise RuntimeError(
+            f"could not reach the Hugging Face Hub to check the token ({type(e).__name__}); nothing "
+            "was written: check the network, or export without --push and upload later"
+        ) from None
+    return str(who.get("name", "?"))
 
 
 def push(out_dir: Path, repo_id: str, *, dry_run: bool = False) -> str:

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from pipeline.cli import cli
 from tests.cases import CASES
-from tests.engine.helpers import output_lines, write_job, write_jsonl
+from tests.engine.helpers import file_hashes, output_lines, write_job, write_jsonl
 from tests.helpers import assert_identical
 
 
@@ -201,3 +201,24 @@ def test_runs_says_where_it_looked_when_there_are_none(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["runs", "--catalog", catalog])
     assert res.exit_code == 0
     assert res.output == f"no runs in the catalog {catalog} (`chatlake run JOB.toml` registers one)\n"
+
+
+def test_a_renamed_job_does_not_take_over_another_jobs_run_directory(tmp_path: Path) -> None:
+    """Same inputs, steps and target under another name: exit 2 naming both jobs, nothing touched
+    (docs/jobs.md: the run directory is the job's; the catalog lists runs by job name)."""
+    job = _job(tmp_path)
+    assert CliRunner().invoke(cli, ["run", str(job), "--no-catalog", "-q"]).exit_code == 0
+    before = file_hashes(tmp_path / "run")
+    renamed = tmp_path / "renamed.toml"
+    renamed.write_text(job.read_text().replace('name = "test-job"', 'name = "other-job"'))
+    assert renamed.read_text() != job.read_text()
+    res = CliRunner().invoke(cli, ["run", str(renamed), "--no-catalog", "-q"])
+    assert res.exit_code == 2, res.output
+    assert "holds a run of job 'test-job', not 'other-job'" in res.output
+    assert "--fresh" in res.output and "Traceback" not in res.output
+    assert file_hashes(tmp_path / "run") == before
+    again = CliRunner().invoke(cli, ["run", str(job), "--no-catalog", "-q"])  # its own job resumes
+    assert again.exit_code == 0, again.output
+    fresh = CliRunner().invoke(cli, ["run", str(renamed), "--no-catalog", "-q", "--fresh"])
+    assert fresh.exit_code == 0, fresh.output
+    assert orjson.loads((tmp_path / "run" / "manifest.json").read_bytes())["job"] == "other-job"

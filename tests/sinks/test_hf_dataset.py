@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import datasets
+import huggingface_hub
+import orjson
 import pytest
+import requests
 import yaml
 from click.testing import CliRunner
 
@@ -135,14 +141,16 @@ def test_openai_style_and_split_by(fixture_run: FixtureRun, tmp_path: Path) -> N
 def test_bad_config_exits_2(fixture_run: FixtureRun, exported: Path, tmp_path: Path) -> None:
     run = str(fixture_run.path)
     for args, message in [
-        (["export-hf", run, str(exported)], "is not empty"),
+        (["export-hf", run, str(exported)], f"{str(exported)!r} holds an earlier chatlake export; pass"),
         (["export-hf", run, str(tmp_path / "a"), "--split-by", "nope"], "is not a conversations column"),
         (["export-hf", run, str(tmp_path / "b"), "--split-by", "source_file"], "not valid split names"),
         (["export-hf", str(tmp_path), str(tmp_path / "c")], "has no Parquet shards"),
+        (["export-hf", run, str(tmp_path / "d"), "--dry-run"], "--dry-run checks an upload"),
     ]:
         res = CliRunner().invoke(cli, args)
         assert res.exit_code == 2, (args, res.output)
         assert message in res.output, (args, res.output)
+    assert not any((tmp_path / x).exists() for x in "abcd")  # nothing written
 
 
 def test_push_dry_run_never_shows_the_token(
@@ -158,8 +166,162 @@ def test_push_dry_run_never_shows_the_token(
     n_files = sum(1 for p in exported.rglob("*") if p.is_file())
     assert plan == f"would upload {n_files} files to datasets/me/ds"
     out = tmp_path / "cli-out"
+    seen: list[bool] = []
+
+    def whoami(self: object, *a: object, **kw: object) -> dict[str, str]:
+        seen.append(out.exists())
+        return {"name": "me"}
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "whoami", whoami)
     res = CliRunner().invoke(
         cli, ["export-hf", str(fixture_run.path), str(out), "--push", "me/ds", "--dry-run"]
     )
     assert res.exit_code == 0, res.output
-    assert "would upload" in res.output and secret not in res.output
+    assert seen == [False]  # the token was checked with the Hub before anything was written
+    assert "would upload" in res.output and "account 'me'" in res.output and secret not in res.output
+
+
+def test_push_checks_the_token_before_writing_anything(
+    fixture_run: FixtureRun, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """No token: exit 2; a refused token: exit 2; no network: exit 1, one line; OUT_DIR never created."""
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    out = tmp_path / "out"
+    args = ["export-hf", str(fixture_run.path), str(out), "--push", "me/ds", "--dry-run"]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 2 and "needs a Hugging Face token" in res.output, res.output
+    secret = "hf_" + "y" * 34
+    monkeypatch.setenv("HF_TOKEN", secret)
+
+    def offline(self: object, *a: object, **kw: object) -> None:
+        raise requests.ConnectionError(f"Max retries exceeded (token {secret})")
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "whoami", offline)
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 1, res.output
+    assert res.output.strip().count("\n") == 0 and "Traceback" not in res.output and secret not in res.output
+    assert "could not reach the Hugging Face Hub to check the token (ConnectionError)" in res.output
+
+    def refused(self: object, *a: object, **kw: object) -> None:
+        response = requests.Response()
+        response.status_code = 401
+        raise huggingface_hub.errors.HfHubHTTPError("401 Unauthorized", response=response)
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "whoami", refused)
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 2 and "refused the token (HTTP 401)" in res.output, res.output
+    assert secret not in res.output and not out.exists()
+
+
+def test_push_without_network_fails_in_one_line(fixture_run: FixtureRun, tmp_path: Path) -> None:
+    """The real huggingface_hub, offline (HF_HUB_OFFLINE=1 makes every Hub call fail at once)."""
+    env = {**os.environ, "HF_TOKEN": "hf_" + "z" * 34, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "h")}
+    out = tmp_path / "out"
+    res = subprocess.run(
+        [sys.executable, "-m", "pipeline", "export-hf", str(fixture_run.path), str(out), "--push", "me/ds",
+         "--dry-run"], capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert res.returncode == 1, res.stderr
+    assert res.stderr.startswith("Error: could not reach the Hugging Face Hub"), res.stderr
+    assert res.stderr.count("\n") == 1
+    assert "hf_zzz" not in res.stderr + res.stdout and not out.exists()
+
+
+def test_a_second_export_says_how_to_proceed_and_overwrites_only_its_own_files(
+    fixture_run: FixtureRun, tmp_path: Path
+) -> None:
+    run, out = str(fixture_run.path), tmp_path / "out"
+    first = CliRunner().invoke(cli, ["export-hf", run, str(out), "--shard-rows", "7"])
+    assert first.exit_code == 0, first.output
+    before = sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
+    again = CliRunner().invoke(cli, ["export-hf", run, str(out)])
+    assert again.exit_code == 2 and "pass --overwrite to replace it" in again.output
+    assert str(out) in again.output and "Traceback" not in again.output
+    res = CliRunner().invoke(cli, ["export-hf", run, str(out), "--overwrite"])  # 1 shard instead of several
+    assert res.exit_code == 0, res.output
+    after = sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
+    assert after == ["README.md", "data", "data/train-00000-of-00001.parquet", "export_report.json"] != before
+    report = json.loads((out / "export_report.json").read_text())
+    assert sorted(report["sha256"]) == ["README.md", "data/train-00000-of-00001.parquet"]
+    assert len(list(_load(out, split="train"))) == report["exported"]
+    # a file of the user's, or a card edited after the export: refused even with --overwrite
+    for k, (name, text, why) in enumerate([
+        ("notes.txt", "mine", "notes.txt was not written by export-hf"),
+        ("README.md", "license: mit", "README.md was changed after the export"),
+    ]):  # fmt: skip
+        case = tmp_path / f"case{k}"
+        assert CliRunner().invoke(cli, ["export-hf", run, str(case)]).exit_code == 0
+        (case / name).write_text(text)
+        kept = {p: p.read_bytes() for p in case.rglob("*") if p.is_file()}
+        res = CliRunner().invoke(cli, ["export-hf", run, str(case), "--overwrite"])
+        assert res.exit_code == 2 and why in res.output and "choose a new directory" in res.output, res.output
+        assert {p: p.read_bytes() for p in case.rglob("*") if p.is_file()} == kept
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "keep.txt").write_text("x")
+    res = CliRunner().invoke(cli, ["export-hf", run, str(foreign), "--overwrite"])
+    assert res.exit_code == 2 and "no export_report.json" in res.output
+    assert (foreign / "keep.txt").read_text() == "x"
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, OSError(28, "No space left on device")])
+def test_an_interrupted_export_leaves_nothing_half_written(
+    fixture_run: FixtureRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: BaseException
+) -> None:
+    """Ctrl-C or a full disk after the data files: they are removed, and the same command works again."""
+    import pipeline.sinks.hf_dataset as hf_dataset
+
+    def card(*a: object, **kw: object) -> str:
+        assert list((out / "data").iterdir())  # the shards were written by now
+        raise error
+
+    out = tmp_path / "out"
+    real = hf_dataset.dataset_card
+    monkeypatch.setattr(hf_dataset, "dataset_card", card)
+    res = CliRunner().invoke(cli, ["export-hf", str(fixture_run.path), str(out), "--shard-rows", "7"])
+    interrupted = error is KeyboardInterrupt
+    code, said = (130, "interrupted: nothing was kept") if interrupted else (1, "no space left on the device")
+    assert res.exit_code == code and said in res.output, res.output
+    assert "Aborted!" not in res.output and "Traceback" not in res.output
+    assert not out.exists()
+    monkeypatch.setattr(hf_dataset, "dataset_card", real)
+    res = CliRunner().invoke(cli, ["export-hf", str(fixture_run.path), str(out)])
+    assert res.exit_code == 0, res.output
+
+
+REASONING_ROWS = [
+    {"messages": [{"role": "user", "content": "What is 2+2?"},
+                  {"role": "assistant", "reasoning_content": "Add them.", "content": "4"}]},
+    {"messages": [{"role": "user", "content": "Weather in Paris?"},
+                  {"role": "assistant", "content": None, "reasoning_content": "Call the tool.",
+                   "tool_calls": [{"id": "c1", "type": "function",
+                                   "function": {"name": "get", "arguments": {"city": "Paris", "n": 1.0}}}]},
+                  {"role": "tool", "tool_call_id": "c1", "name": "get", "content": "sunny"},
+                  {"role": "assistant", "content": "Sunny.", "thinking": "gpt-oss keeps it here"}],
+     "tools": [{"type": "function", "function": {"name": "get", "parameters": {"type": "object"}}}]},
+    {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]},
+]  # fmt: skip
+
+
+def test_reasoning_content_and_argument_objects_are_exported(tmp_path: Path) -> None:
+    """What Qwen3 / DeepSeek-R1 (``reasoning_content``) and gpt-oss (``thinking``) templates read
+    reaches the dataset; a reasoning key that is not text is excluded with its reason."""
+    bad = {"messages": [{"role": "assistant", "content": "x", "reasoning_content": ["not", "text"]}]}
+    src = tmp_path / "hf.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in [*REASONING_ROWS, bad]))
+    res = CliRunner().invoke(cli, ["convert", str(src), "--from", "hf", "--to", "parquet", "--run-dir",
+                                   str(tmp_path / "run"), "-q"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(cli, ["export-hf", str(tmp_path / "run"), str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    report = json.loads((tmp_path / "out" / "export_report.json").read_text())
+    assert (report["exported"], report["excluded"]) == (3, 1)
+    assert report["excluded_by_reason"] == {
+        "message key 'reasoning_content' is not a string (chat templates read it as text)": 1
+    }
+    rows = list(_load(tmp_path / "out", split="train"))
+    for row, want in zip(rows, REASONING_ROWS, strict=True):
+        assert_identical(_strip_nulls(row)["messages"], _strip_nulls(want)["messages"])
+    call = rows[1]["messages"][1]["tool_calls"][0]["function"]["arguments"]
+    assert_identical(call, {"city": "Paris", "n": 1.0})  # an object, as templates take it

@@ -1,0 +1,247 @@
+"""Docs that run: every shell command and Python example in README.md and docs/*.md is executed.
+
+A command is a line (``\\``-continued lines joined) of a fenced block tagged ``bash``, ``sh`` or
+``shell``. Each runs with ``bash -c`` in its own copy of a sandbox (:func:`sandbox`): the repository's
+``data/``, ``jobs/``, ``sql/``, a fresh HOME (so the user's catalog and Hugging Face login are never
+touched), the venv's ``chatlake`` and ``python`` first on PATH, and the files the docs' placeholder
+names stand for (:data:`FIXTURES`: ``RUN``, ``lake.parquet``, ``logs.jsonl``, ...). It must exit 0,
+or the code an ``<!-- exit: N -->`` marker before the block states, and print no traceback.
+
+A ``python`` block runs whole, the same way, after :data:`PY_PRELUDE` (the names the examples take
+as given: ``table``, ``path``, ``pl``), in a sandbox that also holds an export in ``OUT_DIR``.
+
+Markers (HTML comments on the lines right before a block; CONTRIBUTING.md, "Docs that run"):
+
+* ``<!-- needs-network: why -->``: skipped, with the reason shown (pip installs, the Hub, a Ray
+  cluster);
+* ``<!-- slow: why -->``: a benchmark that runs minutes: skipped, with the reason shown (the
+  benchmark scripts have tests of their own where they do);
+* ``<!-- needs: PROGRAM -->``: skipped, saying so, when PROGRAM is not on PATH (``duckdb``,
+  ``chromium``);
+* ``<!-- exit: N -->``: every command of the block is expected to exit N.
+
+An untagged block that starts like a command (``chatlake``, ``python``, ...) fails
+:func:`test_command_blocks_are_tagged`: a command nobody runs is how docs rot.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.corpus import CORPUS_DIR, corpus_available
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SHELL = frozenset(("bash", "sh", "shell"))
+FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
+MARKER = re.compile(r"^\s*<!--\s*(needs-network|slow|needs|exit)\s*(?::\s*(.*?))?\s*-->\s*$")
+COMMAND_START = re.compile(r"^\s*(chatlake|python3?|duckdb|ray|pip|\.venv/bin/)\b")
+BIN = Path(sys.executable).parent
+
+# Placeholder names the docs use, and what they are in the sandbox. A new name in a doc command
+# goes here. Corpus-backed ones need ../shared/corpus (their commands skip, saying so, without it).
+FIXTURES = {
+    "RUN": "runs/r1, a run of jobs/sample.toml's job (`latest` in the sandbox catalog)",
+    "lake.parquet": "canonical Parquet of data/sample-responses.jsonl",
+    "logs.jsonl": "data/sample-chat.jsonl",
+    "logs/": "logs/sample.jsonl (Responses) and logs/*.json (inspect_ai logs from the corpus)",
+    "traj/": "traj/*.traj.json (SWE-agent trajectories from the corpus)",
+    "session.jsonl": "a Claude Code transcript from the corpus",
+    "~/.codex/sessions/": "a Codex rollout from the corpus",
+    "views.sql": "the CREATE VIEW block of docs/audit.md, as that page says to save it",
+    "job.toml": "jobs/sample.toml's job, into runs/job",
+    "OUT_DIR": "(Python examples only) an export-hf of RUN",
+}
+CORPUS_NAMES = ("session.jsonl", "~/.codex", "logs/*.json ", "traj/", "read_source(path")
+
+
+# What the Python examples take as given (a table they transform, an agent log they read).
+PY_PRELUDE = """\
+import glob
+import orjson
+import polars as pl
+from pipeline import decode_records
+table = decode_records([orjson.loads(x) for x in open("data/sample-responses.jsonl") if x.strip()],
+                       "responses").table
+path = (sorted(glob.glob("logs/*.json")) or ["needs ../shared/corpus"])[0]
+"""
+
+
+@dataclass
+class Command:
+    doc: str  # path relative to the repository
+    line: int
+    text: str
+    markers: dict[str, str] = field(default_factory=dict)
+    python: bool = False
+
+    @property
+    def id(self) -> str:
+        return f"{self.doc}:{self.line}"
+
+
+def _blocks(path: Path) -> list[tuple[int, str, list[tuple[int, str]], dict[str, str]]]:
+    """Fenced blocks of a Markdown file: (line of the fence, tag, [(line, text)], markers)."""
+    out = []
+    lines = path.read_text().splitlines()
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        markers: dict[str, str] = {}
+        k = i - 1
+        while k >= 0 and (mk := MARKER.match(lines[k])):
+            markers[mk.group(1)] = mk.group(2) or ""
+            k -= 1
+        start, tag, body = i + 1, m.group(2), []
+        i += 1
+        while i < len(lines) and not FENCE.match(lines[i]):
+            body.append((i + 1, lines[i]))
+            i += 1
+        out.append((start, tag, body, markers))
+        i += 1
+    return out
+
+
+def doc_commands() -> list[Command]:
+    """Every shell command of the docs, in order."""
+    commands = []
+    for path in DOCS:
+        for start, tag, body, markers in _blocks(path):
+            if tag == "python":
+                text = "".join(t + "\n" for _, t in body)
+                commands.append(Command(str(path.relative_to(ROOT)), start, text, markers, python=True))
+            if tag not in SHELL:
+                continue
+            pending: tuple[int, str] | None = None
+            for n, text in body:
+                if pending is not None:
+                    n, text = pending[0], pending[1] + " " + text.strip()
+                    pending = None
+                if text.rstrip().endswith("\\"):
+                    pending = (n, text.rstrip()[:-1])
+                    continue
+                if text.strip() and not text.lstrip().startswith("#"):
+                    commands.append(Command(str(path.relative_to(ROOT)), n, text.strip(), markers))
+    return commands
+
+
+def test_command_blocks_are_tagged() -> None:
+    """A block whose first line is a command is tagged ``bash`` (run here) or holds no command."""
+    untagged = [
+        f"{p.relative_to(ROOT)}:{start}"
+        for p in DOCS
+        for start, tag, body, _ in _blocks(p)
+        if tag == "" and body and COMMAND_START.match(body[0][1])
+    ]
+    assert untagged == [], f"tag these blocks ```bash so tests/test_docs.py runs them: {untagged}"
+
+
+def test_markers_are_known_and_commands_were_found() -> None:
+    """A misspelt marker would silently run (or skip) a block; finding no commands would test nothing."""
+    for p in DOCS:
+        for n, line in enumerate(p.read_text().splitlines(), 1):
+            if re.match(r"^\s*<!--\s*(needs|slow|exit|skip)", line):
+                assert MARKER.match(line), f"{p.relative_to(ROOT)}:{n}: unknown marker {line.strip()!r}"
+    commands = doc_commands()
+    assert len(commands) >= 20
+    assert {c.doc for c in commands} >= {"README.md", "docs/audit.md", "docs/jobs.md", "docs/transforms.md"}
+
+
+def _env(home: Path) -> dict[str, str]:
+    """A fresh HOME: the user's catalog, XDG dirs and Hugging Face login are not seen (nor changed)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "CHATLAKE_", "HF_", "HUGGING"))}
+    return {**env, "HOME": str(home), "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+            "HF_HUB_OFFLINE": "1", "COLUMNS": "100", "NO_COLOR": "1"}  # fmt: skip
+
+
+def _run(args: list[str], cwd: Path, env: dict[str, str]) -> None:
+    res = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert res.returncode == 0, f"{args}: {res.stdout}\n{res.stderr}"
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory every command's copy starts from (FIXTURES)."""
+    base = tmp_path_factory.mktemp("docs") / "repo"
+    base.mkdir()
+    for name in ("data", "jobs", "sql", "benchmarks"):
+        shutil.copytree(ROOT / name, base / name)
+    home = base / "home"
+    home.mkdir()
+    env = _env(home)
+    chatlake = str(BIN / "chatlake")
+    # not runs/sample: a job's fingerprint names its inputs' real paths, so jobs/sample.toml run in
+    # a copy of the sandbox would find another job's run there
+    sample = (ROOT / "jobs" / "sample.toml").read_text()
+    for old, new in (("../data/", "data/"), ("../runs/sample", "runs/r1"), ('"sample-to-chat"', '"r1"')):
+        assert old in sample, old
+        sample = sample.replace(old, new)
+    (base / "r1.toml").write_text(sample)
+    _run([chatlake, "run", "r1.toml", "-q"], base, env)
+    (base / "RUN").symlink_to("runs/r1")
+    (base / "job.toml").write_text(sample.replace("runs/r1", "runs/job").replace('"r1"', '"job"'))
+    _run([chatlake, "convert", "data/sample-responses.jsonl", "--from", "responses", "--to", "parquet",
+          "-o", "lake.parquet", "-q"], base, env)  # fmt: skip
+    shutil.copy(ROOT / "data" / "sample-chat.jsonl", base / "logs.jsonl")
+    [views] = [b for _, tag, b, _ in _blocks(ROOT / "docs" / "audit.md")
+               if tag == "sql" and b[0][1].startswith("-- views.sql")]  # fmt: skip
+    (base / "views.sql").write_text("".join(text + "\n" for _, text in views))
+    (base / "logs").mkdir()
+    shutil.copy(ROOT / "data" / "sample-responses.jsonl", base / "logs" / "sample.jsonl")
+    if corpus_available():
+        for p in sorted((CORPUS_DIR / "inspect-ai-logs").glob("*.json"))[:2]:
+            shutil.copy(p, base / "logs" / p.name)
+        (base / "traj").mkdir()
+        for p in sorted((CORPUS_DIR / "swe-agent-traj").glob("*.traj.json"))[:1]:
+            shutil.copy(p, base / "traj" / p.name)
+        shutil.copy(next((CORPUS_DIR / "claude-code-agentcmd").glob("*.jsonl")), base / "session.jsonl")
+        codex = home / ".codex" / "sessions" / "2025" / "09" / "24"
+        codex.mkdir(parents=True)
+        for p in sorted((CORPUS_DIR / "codex-rollouts-agentcmd").glob("rollout-*.jsonl"))[:1]:
+            shutil.copy(p, codex / p.name)
+    return base
+
+
+@pytest.fixture(scope="module")
+def py_sandbox(sandbox: Path) -> Path:
+    """The sandbox plus an export in OUT_DIR, for the Python examples that read one."""
+    base = sandbox.parent / "py-repo"
+    shutil.copytree(sandbox, base, symlinks=True)
+    _run([str(BIN / "chatlake"), "export-hf", "RUN", "OUT_DIR"], base, _env(base / "home"))
+    return base
+
+
+@pytest.mark.parametrize("cmd", doc_commands(), ids=lambda c: c.id)
+def test_doc_command_runs_as_written(cmd: Command, sandbox: Path, tmp_path: Path,
+                                     request: pytest.FixtureRequest) -> None:  # fmt: skip
+    if "needs-network" in cmd.markers:
+        pytest.skip(f"needs a network: {cmd.markers['needs-network'] or 'marked needs-network'}")
+    if "slow" in cmd.markers:
+        pytest.skip(f"slow: {cmd.markers['slow'] or 'marked slow'}")
+    if (program := cmd.markers.get("needs")) and shutil.which(program) is None:
+        pytest.skip(f"{program} is not installed")
+    if not corpus_available() and any(name in cmd.text + " " for name in CORPUS_NAMES):
+        pytest.skip("needs ../shared/corpus for its input files")
+    where = tmp_path / "repo"  # the catalog in HOME names the sandbox's runs: copy, do not move
+    base = request.getfixturevalue("py_sandbox") if cmd.python else sandbox
+    shutil.copytree(base, where, symlinks=True)
+    if cmd.python:
+        (where / "example.py").write_text(PY_PRELUDE + cmd.text)
+    args = [str(BIN / "python"), "example.py"] if cmd.python else ["bash", "-c", cmd.text]
+    res = subprocess.run(args, cwd=where, env=_env(where / "home"), capture_output=True,
+                         text=True, timeout=300, check=False)  # fmt: skip
+    expected = int(cmd.markers.get("exit") or 0)
+    said = f"{cmd.id}: {cmd.text}\nstdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-3000:]}"
+    assert res.returncode == expected, said
+    assert "Traceback" not in res.stderr + res.stdout, said
