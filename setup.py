@@ -52,6 +52,8 @@ setup(
             sources=[
                 "pipeline/_native/decode.c",
                 "pipeline/_native/encode.c",
+                "pipeline/_native/fingerprint.c",
+                "pipeline/_native/md5.c",
                 "pipeline/_native/vendor/yyjson/yyjson.c",
             ],
             include_dirs=["pipeline/_native"],
@@ -59,6 +61,7 @@ setup(
                 "pipeline/_native/vendor/yyjson/yyjson.h",
                 "pipeline/_native/orjson_escape.h",
                 "pipeline/_native/encode_common.h",
+                "pipeline/_native/md5.h",
             ],
             # yyjson's writer, mutable documents and JSON Pointer are not used by the decoder
             define_macros=[("YYJSON_DISABLE_WRITER", "1"), ("YYJSON_DISABLE_UTILS", "1")],

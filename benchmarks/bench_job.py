@@ -7,8 +7,8 @@ Contenders, each in its own process (peak RSS of the whole process tree):
 
 * floor: orjson loads + dumps per line over the N-record JSONL (1 core);
 * floor: pyarrow read + zstd write of the job's own canonical Parquet output (conversations/);
-* `chatlake run` over N/10 and N records: ingest -> role_swap + turns (when pipeline.transforms has
-  them) -> Chat JSONL, 2 workers, sharded output with losses and rejected files.
+* `chatlake run` over N/10 and N records: ingest -> role_swap + turns -> Chat JSONL, 2 workers,
+  sharded output with losses and rejected files.
 
 Memory should be flat in the input size: the peak at N about equals the peak at N/10.
 """
@@ -30,19 +30,7 @@ PY = sys.executable
 HERE = Path(__file__).resolve().parent
 # on_unsupported=drop: records with tool calls or reasoning go through (those items are dropped)
 # instead of being rejected, so the whole input reaches the Chat encoder.
-WANTED_STEPS = ("role_swap:on_unsupported=drop", "turns")
-
-
-def available_steps() -> list[str]:
-    """The benchmark's steps that this install has (none when pipeline.transforms is missing)."""
-    try:
-        from pipeline.jobs.resolve import build_steps
-
-        build_steps(list(WANTED_STEPS))
-    except Exception as e:  # the transforms module is missing or lacks a step: say so in the table
-        print(f"steps unavailable ({e}); running the job without steps", file=sys.stderr)
-        return []
-    return list(WANTED_STEPS)
+STEPS = ["role_swap:on_unsupported=drop", "turns"]
 
 
 def write_job(
@@ -93,18 +81,17 @@ def main() -> None:
     small_n = max(args.n // 10, 1)
     src = ensure_input(args.workdir, args.n, args.seed)
     small = ensure_input(args.workdir, small_n, args.seed)  # the first N/10 records of the same stream
-    steps = available_steps()
     gb = src.stat().st_size / 1e9
 
     def job(label: str, path: Path, n: int) -> Measured:
         run_dir = args.workdir / f"job-{label}"
         shutil.rmtree(run_dir, ignore_errors=True)
-        job_file = write_job(args.workdir / f"job-{label}.toml", path, run_dir, steps, args.shard_records,
+        job_file = write_job(args.workdir / f"job-{label}.toml", path, run_dir, STEPS, args.shard_records,
                              args.workers)  # fmt: skip
         cmd = [PY, "-m", "pipeline", "run", str(job_file), "--quiet", "--no-catalog"]
         return measure(f"chatlake run, {n:,} records ({args.workers} workers)", cmd, n)
 
-    print(f"input: {args.n:,} Responses records, {gb:.2f} GB; steps: {steps or 'none'}", file=sys.stderr)
+    print(f"input: {args.n:,} Responses records, {gb:.2f} GB; steps: {STEPS}", file=sys.stderr)
     floor_cmd = [PY, str(HERE / "floor.py"), "orjson", str(src)]
     floor = measure("orjson loads+dumps floor (1 core)", floor_cmd, args.n)
     job_small = job("small", small, small_n)
@@ -125,7 +112,7 @@ def main() -> None:
 
     lines = [
         f"Job benchmark: {args.n:,} synthetic Responses conversations, {gb:.2f} GB JSONL, steps "
-        f"{' + '.join(steps) if steps else '(none: pipeline.transforms unavailable)'} -> Chat JSONL "
+        f"{' + '.join(STEPS)} -> Chat JSONL "
         f"(`python benchmarks/bench_job.py --n {args.n} --shard-records {args.shard_records} "
         f"--workers {args.workers}`), Python {platform.python_version()}, "
         f"{platform.machine()}.",

@@ -72,3 +72,12 @@ def native_encoder(target: str) -> ModuleType | None:
         return None
     module = _extension()[0]
     return module if module is not None and hasattr(module, "encode_chat") else None
+
+
+def native_fingerprints() -> ModuleType | None:
+    """The compiled extension when it is active and computes item fingerprints (``fingerprint.c``), else
+    None (DuckDB computes them: :mod:`pipeline.fingerprint`, the reference)."""
+    if os.environ.get(ENV, "").strip() == "0":
+        return None
+    module = _extension()[0]
+    return module if module is not None and hasattr(module, "fingerprints") else None

@@ -12,9 +12,11 @@ What counts as content: ``type``, ``role``, ``name``, ``namespace``, ``call_id``
 ``type``, ``text`` and ``extra_json``. Not content: ``id``, ``status``, ``phase``, the opaque state
 itself, and annotations/logprobs (provider output metadata).
 
-The hash runs in DuckDB over the flat item struct array (MD5 is fixed, unlike Polars' or DuckDB's
-internal hashes, which may change between versions): files written by one version are checked by
-the next.
+The hash is MD5 (fixed, unlike Polars' or DuckDB's internal hashes, which may change between
+versions): files written by one version are checked by the next. :data:`FINGERPRINT_SQL` (DuckDB,
+over the flat item struct array) defines it and computes it on the pure-Python path; the compiled
+codec computes the same strings in C (``pipeline/_native/fingerprint.c``, GIL released, ~1/5 of the CPU;
+tests/native/test_fingerprint.py checks they are equal).
 
 >>> import pyarrow as pa
 >>> from pipeline.formats import decode_records
@@ -30,6 +32,8 @@ import threading
 
 import duckdb
 import pyarrow as pa
+
+from pipeline import codec
 
 # Separators below U+0020 cannot collide with JSON text (JSON escapes them); NUL marks a null value.
 _BLOCKS = (
@@ -62,12 +66,29 @@ def _connection() -> duckdb.DuckDBPyConnection:
 def fingerprints(items: pa.StructArray | pa.ChunkedArray) -> pa.Array:
     """The fingerprint of every item of a flat item struct array (null where it has no state).
 
-    Order is kept: element ``i`` belongs to item ``i``.
+    Order is kept: element ``i`` belongs to item ``i``. Computed in C when the compiled codec is
+    active and the array has the canonical field types, else by :func:`duckdb_fingerprints`.
     """
     if len(items) == 0:
         return pa.array([], pa.string())
     if isinstance(items, pa.ChunkedArray):
         items = items.combine_chunks()
+    native = codec.native_fingerprints()
+    if native is not None:
+        try:
+            valid, nulls, offsets, data = (
+                b if type(b) is int else pa.foreign_buffer(*b) for b in native.fingerprints(items)
+            )
+        except ValueError:  # not the canonical field types (e.g. large_string from Polars): the reference
+            return duckdb_fingerprints(items)
+        return pa.Array.from_buffers(pa.string(), len(items), [valid, offsets, data], nulls)
+    return duckdb_fingerprints(items)
+
+
+def duckdb_fingerprints(items: pa.StructArray) -> pa.Array:
+    """:func:`fingerprints` by :data:`FINGERPRINT_SQL` in DuckDB: the reference the C is tested against."""
+    if len(items) == 0:
+        return pa.array([], pa.string())
     flat = pa.Table.from_struct_array(items)
     con = _connection()
     con.register("items", flat)

@@ -2179,9 +2179,16 @@ static PyObject *conversation_id_hex(PyObject *self, PyObject *args) {
 /* The Chat encoder lives in encode.c (its own file, so the decoder and encoder evolve apart). */
 PyObject *chatlake_encode_chat(PyObject *self, PyObject *args);
 extern const char chatlake_encode_chat_doc[];
+/* Item fingerprints and the MD5 they use: fingerprint.c, md5.c. */
+PyObject *chatlake_fingerprints(PyObject *self, PyObject *args);
+extern const char chatlake_fingerprints_doc[];
+PyObject *chatlake_md5_hex(PyObject *self, PyObject *args);
+extern const char chatlake_md5_hex_doc[];
 
 static PyMethodDef METHODS[] = {
     {"encode_chat", chatlake_encode_chat, METH_VARARGS, chatlake_encode_chat_doc},
+    {"fingerprints", chatlake_fingerprints, METH_VARARGS, chatlake_fingerprints_doc},
+    {"md5_hex", chatlake_md5_hex, METH_VARARGS, chatlake_md5_hex_doc},
     {"decode_lines", decode_lines, METH_VARARGS, decode_lines_doc},
     {"conversation_id_hex", conversation_id_hex, METH_VARARGS, blake2b_doc},
     {NULL, NULL, 0, NULL},

@@ -164,15 +164,25 @@ def _lines(texts: pa.Array) -> bytes:
     return joined.buffers()[2][int(offsets[0]) : int(offsets[-1])].to_pybytes()
 
 
-def encode_rows(table: pa.Table, target: str) -> EncodedRows:
-    """Encode every row of a canonical table to ``target``; a failing row never raises."""
+def encode_rows(table: pa.Table, target: str, *, as_decoded: bool = False) -> EncodedRows:
+    """Encode every row of a canonical table to ``target``; a failing row never raises.
+
+    ``as_decoded``: the caller decoded these rows from wire records in this process and nothing
+    changed them since (no step ran), so every item's stored fingerprint was computed from its
+    present content and none is edited: the edit check (:func:`clear_stale_state`, one fingerprint
+    per item) is skipped on the compiled path. Never set it for rows read from canonical Parquet
+    (written after steps, their fingerprints are the original content's).
+    """
     table = cast_to_canonical(table).combine_chunks()
     n = table.num_rows
     fast = np.zeros(n, bool)
     module = codec.native_encoder(target) if n else None
     parts: list[tuple[np.ndarray, pa.Array, pa.Array, pa.Table]] = []
     if module is not None and _any_responses_request(table):
-        cleaned, edited, not_plain = _edited_losses(table)
+        if as_decoded:
+            cleaned, edited, not_plain = table, ROW_LOSSES.empty_table(), np.zeros(0, np.int64)
+        else:
+            cleaned, edited, not_plain = _edited_losses(table)
         records, losses, fast = _native(module, cleaned)
         fast[not_plain] = False
         rows = np.flatnonzero(fast)
@@ -195,12 +205,14 @@ def encode_rows(table: pa.Table, target: str) -> EncodedRows:
             pa.array([], pa.large_string()), pa.array([], pa.string()), ROW_LOSSES.empty_table(),
             pa.array([], pa.bool_()),
         )  # fmt: skip
+    if len(parts) == 1:  # one encoder took every row, in order: nothing to interleave
+        _, records, errors, losses = parts[0]
+        return EncodedRows(records, errors, losses, pa.array(fast))
     order = np.argsort(np.concatenate([p[0] for p in parts]), kind="stable")
     records = pa.concat_arrays([p[1] for p in parts]).take(pa.array(order))
     errors = pa.concat_arrays([p[2] for p in parts]).take(pa.array(order))
     losses = pa.concat_tables([p[3] for p in parts])
-    if len(parts) > 1:
-        losses = losses.take(np.argsort(losses.column("row").to_numpy(), kind="stable"))
+    losses = losses.take(np.argsort(losses.column("row").to_numpy(), kind="stable"))
     return EncodedRows(records, errors, losses, pa.array(fast))
 
 

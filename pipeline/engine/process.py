@@ -171,7 +171,7 @@ class _Counts:
 
 
 def _encode(
-    table: pa.Table, target: str, policy: LossPolicy, originals: _Originals
+    table: pa.Table, target: str, policy: LossPolicy, originals: _Originals, as_decoded: bool = False
 ) -> tuple[pa.Table, bytes, pa.Table, list[dict[str, Any]]]:
     """Encode every row to ``target``; keep the ones that encode and pass the loss policy.
 
@@ -181,9 +181,10 @@ def _encode(
     :func:`encode_rows` converts column at a time where it can (Responses -> Chat), with the same
     bytes and losses as the per-record encoders; only rejected rows are visited one by one here.
     Each record's losses are written sorted by (path, kind, detail): see the comment at the sort.
+    ``as_decoded``: the rows are as this process decoded them (see :func:`encode_rows`).
     """
     canonical = cast_to_canonical(table)
-    enc = encode_rows(canonical, target)
+    enc = encode_rows(canonical, target, as_decoded=as_decoded)
     refused = enc.refused_kinds(policy)
     failed = enc.errors.is_valid().to_numpy(zero_copy_only=False)
     keep = ~(failed | refused.is_valid().to_numpy(zero_copy_only=False))
@@ -249,6 +250,10 @@ def run_shard(
     encoded = work.target != PARQUET
     # JSONL lines and dataset rows are kept verbatim for the rejected file; other inputs are encoded back
     raw_format = shard.format if _wire_lines(shard) else None
+    # Rows decoded here from wire lines and not changed by a step cannot hold an edited item (their
+    # fingerprints were just computed from this content): the encoder skips the edit check. Canonical
+    # Parquet and source adapters' rows keep it.
+    as_decoded = raw_format is not None and not steps
     writer = ShardWriter(Path(work.run_dir), shard.id, encoded, target=work.target, layout=work.layout)
     counts = _Counts()
     started = time.perf_counter()
@@ -262,7 +267,7 @@ def run_shard(
                 table, step_rejected = _apply_steps(table, steps, originals)
                 rejected = rejected + step_rejected
             if encoded:
-                table, data, losses, enc_rejected = _encode(table, work.target, policy, originals)
+                table, data, losses, enc_rejected = _encode(table, work.target, policy, originals, as_decoded)
                 writer.output(data, table.num_rows)
                 writer.losses(losses)
                 rejected = rejected + enc_rejected

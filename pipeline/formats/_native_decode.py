@@ -128,8 +128,23 @@ def decode(
     if res.table.num_rows == 0:
         return NativeDecode(table, res.rejected, blank, counts)
     rejected_lines = {r.line for r in res.rejected}
-    python_rows = [i for i in index if first_line + i not in rejected_lines]
-    row_index = np.concatenate([np.frombuffer(cols["row_index"], np.int64), np.array(python_rows, np.int64)])
-    order = np.argsort(row_index, kind="stable")
-    merged = pa.concat_tables([table, res.table]).take(pa.array(order)).combine_chunks()
-    return NativeDecode(merged, res.rejected, blank, counts)
+    python_rows = np.array([i for i in index if first_line + i not in rejected_lines], np.int64)
+    return NativeDecode(_merge(table, np.frombuffer(cols["row_index"], np.int64), res.table, python_rows),
+                        res.rejected, blank, counts)  # fmt: skip
+
+
+def _merge(native: pa.Table, native_rows: np.ndarray, python: pa.Table, python_rows: np.ndarray) -> pa.Table:
+    """The two decoders' rows in line order (``*_rows``: each row's line index, ascending), as one chunk.
+
+    Cut and concatenated in runs (a run of Python rows goes between two slices of native rows), not
+    ``take``n row by row: gathering nested lists costs ~5-40x more than copying slices.
+    """
+    cut = np.searchsorted(native_rows, python_rows)  # native rows before each Python row
+    starts = np.flatnonzero(np.diff(cut, prepend=-1))  # Python runs: no native row between their rows
+    ends = np.append(starts[1:], len(python_rows))[: len(starts)]
+    pieces, done = [], 0
+    for a, z in zip(starts.tolist(), ends.tolist(), strict=True):
+        pieces += [native.slice(done, int(cut[a]) - done), python.slice(a, z - a)]
+        done = int(cut[a])
+    pieces.append(native.slice(done))
+    return pa.concat_tables(pieces).combine_chunks()

@@ -204,12 +204,12 @@ def written_records(
     encrypted = items.column("encrypted_bytes").to_numpy()[compaction]
     columns: dict[str, Any] = {
         "conversation_id": ids,
-        "shard": pa.array(np.full(n, shard, object), pa.string()),
+        "shard": pa.repeat(pa.scalar(shard, pa.string()), n),
         "source_file": table.column("source_file"),
         "source_line": table.column("source_line"),
         "source_format": table.column("source_format"),
-        "target_format": pa.nulls(n, pa.string()) if target is None else pa.array([target] * n, pa.string()),
-        "status": pa.array(["written"] * n, pa.string()),
+        "target_format": pa.repeat(pa.scalar(target, pa.string()), n),  # all null without a target
+        "status": pa.repeat(pa.scalar("written", pa.string()), n),
         "stage": pa.nulls(n, pa.string()),
         "n_items": pa.array(n_items),
         **{k: pa.array(v) for k, v in turns.items()},

@@ -225,3 +225,15 @@ def test_hypothesis_records_with_edits(records: list[dict[str, Any]], data: st.D
     if not res.table.num_rows:
         return
     check_same(draw_edits(res.table, data))
+
+
+def test_as_decoded_rows_have_no_edited_item_and_encode_the_same() -> None:
+    """``as_decoded=True`` (the engine: rows it decoded, no step run) skips the edit check; on freshly
+    decoded rows that must change nothing, because nothing can be edited."""
+    records = [r for _, r in RESPONSES] + list(synth.generate("responses", 300, seed=11))
+    table = cast_to_canonical(decode_records(records, "responses").table)
+    assert drop_stale_state(table)[1] == []
+    checked, skipped = encode_rows(table, "chat"), encode_rows(table, "chat", as_decoded=True)
+    assert checked.records.equals(skipped.records) and checked.errors.equals(skipped.errors)
+    assert checked.losses.equals(skipped.losses) and checked.native.equals(skipped.native)
+    assert skipped.native.to_numpy(zero_copy_only=False).sum() > len(records) // 2

@@ -305,3 +305,36 @@ def test_a_resume_redoes_a_finished_shard_whose_file_is_damaged(tmp_path: Path, 
     assert shard == "part-00001" and why.startswith("conversations/part-00001.parquet: ")
     assert expected[damage] in why
     assert run_job(job)["shards_redone"] == {}
+
+
+def test_edits_are_found_in_canonical_parquet_written_after_steps(tmp_path: Path) -> None:
+    """The engine skips the edit check only for rows it decoded itself with no step run: Parquet
+    written by a role_swap job keeps the original fingerprints, and converting it with no steps must
+    still drop the swapped items' stale ids (``edited`` losses), exactly as convert_table does."""
+    from pipeline.encoders.edits import drop_stale_state
+
+    src = write_jsonl(tmp_path / "in.jsonl", [orjson.dumps(r) for _, r in CASES["responses"]])
+    first = write_job(
+        tmp_path / "swap.toml", [{"path": "in.jsonl", "format": "responses"}],
+        {"path": "swapped", "target": "parquet"}, steps=["role_swap:on_unsupported=drop"],
+        engine={"workers": 1},
+    )  # fmt: skip
+    run_job(load_job(first))
+    swapped = folder(tmp_path / "swapped", "conversations")
+    assert drop_stale_state(swapped)[1], "no item was edited by role_swap: the test would prove nothing"
+    pq.write_table(swapped, tmp_path / "swapped.parquet")
+    second = write_job(
+        tmp_path / "chat.toml", [{"path": "swapped.parquet", "format": "canonical"}],
+        {"path": "chat", "target": "chat"}, loss={"on_loss": "allow"}, engine={"workers": 1},
+    )  # fmt: skip
+    summary = run_job(load_job(second))
+    expected = Counter(
+        loss.kind for conv in convert_table(swapped, "chat") if conv.error is None for loss in conv.losses
+    )
+    assert summary["losses_by_kind"]["edited"] == expected["edited"] > 0
+    # and the same input as wire JSONL with no steps has nothing edited: the check was skipped safely
+    plain = write_job(
+        tmp_path / "plain.toml", [{"path": str(src), "format": "responses"}],
+        {"path": "plain", "target": "chat"}, loss={"on_loss": "allow"}, engine={"workers": 1},
+    )  # fmt: skip
+    assert "edited" not in run_job(load_job(plain))["losses_by_kind"]

@@ -7,8 +7,10 @@ surrogate escapes, invalid UTF-8, NUL bytes, odd whitespace, truncation and byte
 goes through :func:`tests.native.differential.compare` (same table, Parquet and IPC bytes, same
 rejected lines, read == written + rejected), then the decoded table through
 :func:`tests.native.encode_diff.compare_encode` (the compiled Chat encoder vs the per-record one:
-same JSON bytes, losses, refusals). A failing batch is narrowed to the single line that
-fails alone, written to ``--failures`` and the run exits 1.
+same JSON bytes, losses, refusals). Decoding also runs the C item fingerprints (``fingerprint.c``,
+checked against DuckDB's by ``compare``), and each batch's bytes go through the C MD5 against
+hashlib. A failing batch is narrowed to the single line that fails alone, written to ``--failures``
+and the run exits 1.
 
 Run it against an AddressSanitizer + UBSan build (how tests/native/test_fuzz.py runs it)::
 
@@ -22,6 +24,7 @@ Without ``--ext-dir`` it fuzzes the extension already built in the worktree.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import re
@@ -155,9 +158,11 @@ BYTES: list[Callable[[bytes, Rnd], bytes]] = [
     lambda raw, rnd: _at(raw, rnd, rnd.choice(WHITESPACE)),
     lambda raw, rnd: raw[: rnd.randrange(len(raw) + 1)],
     lambda raw, rnd: _at(raw, rnd, bytes([rnd.randrange(256)])) if raw else raw,
-    lambda raw, rnd: (lambda i: raw[:i] + bytes([rnd.randrange(256)]) + raw[i + 1 :])(rnd.randrange(len(raw)))
-    if raw
-    else raw,
+    lambda raw, rnd: (
+        (lambda i: raw[:i] + bytes([rnd.randrange(256)]) + raw[i + 1 :])(rnd.randrange(len(raw)))
+        if raw
+        else raw
+    ),
 ]
 
 
@@ -254,6 +259,8 @@ def run(fmt: str, n_lines: int, seed: int, batch: int, failures: Path | None) ->
     from pipeline import codec
 
     assert codec.native_module(fmt) is not None, codec.status()
+    md5 = codec.native_fingerprints()
+    assert md5 is not None, codec.status()
     rnd = random.Random(seed)
     pool = seeds(fmt, 200, seed)
     counts: Counter[str] = Counter()
@@ -273,6 +280,10 @@ def run(fmt: str, n_lines: int, seed: int, batch: int, failures: Path | None) ->
         except Exception:  # the Python decoder itself raised: not the native decoder's to judge
             lines = _drop_python_crashes(lines, fmt, python_crashes)
             error = _fails(lines, fmt)
+        joined = b"\n".join(lines)
+        blob = joined[: max(0, len(joined) - done % 131)]  # cut so that lengths vary modulo 64
+        if error is None and md5.md5_hex(blob) != hashlib.md5(blob).hexdigest():
+            error = f"md5_hex differs from hashlib on {len(blob)} bytes"
         if error is not None:
             bad = next((line for line in lines if _fails([line], fmt) is not None), None)
             print(f"FAILURE at lines {done}..{done + len(lines)} (seed {seed}): {error[:3000]}")
