@@ -95,3 +95,25 @@ def test_convert_from_lists_each_format_once() -> None:
     res = CliRunner().invoke(cli, ["convert", "x.jsonl", "--from", "nope", "--to", "chat", "-o", "y.jsonl"])
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert res.output.count("'sharegpt'") == 1, res.output
+
+
+def test_a_filled_default_is_not_refused_by_on_loss_reject(tmp_path: Path) -> None:
+    """A plain one-message Chat conversation converts to Anthropic under --on-loss reject: the
+    max_tokens chatlake fills is an addition, listed apart in the summary, not a loss."""
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b'{"messages": [{"role": "user", "content": "hi"}]}\n')
+    out = tmp_path / "o.jsonl"
+    argv = ["convert", str(src), "--from", "chat", "--to", "anthropic", "--on-loss", "reject", "-o", str(out),
+            "--report", str(tmp_path / "r.json")]  # fmt: skip
+    result = CliRunner().invoke(cli, argv)
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    hi = [{"role": "user", "content": "hi"}]
+    assert orjson.loads(out.read_bytes()) == {"max_tokens": 4096, "messages": hi}
+    assert "added (not losses; see the losses file): filled_default in 1 records" in result.output
+    assert "lost something" not in result.output
+    report = orjson.loads((tmp_path / "r.json").read_bytes())
+    assert (report["written"], report["rejected"], report["records_with_losses"]) == (1, 0, 0)
+    assert report["losses_by_kind"] == {} and report["additions_by_kind"] == {"filled_default": 1}
+    [line] = (tmp_path / "o.jsonl.losses.jsonl").read_bytes().splitlines()
+    assert orjson.loads(line)["kind"] == "filled_default"

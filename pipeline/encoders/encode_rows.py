@@ -84,7 +84,8 @@ class EncodedRows:
     def refused_kinds(self, policy: LossPolicy) -> pa.Array:
         """Per row: the sorted distinct kinds ``policy`` refuses, joined with ``", "`` (null: none).
 
-        Rows that failed to encode have no refused kinds (they are rejected for their error).
+        Rows that failed to encode have no refused kinds (they are rejected for their error);
+        additions are never refused (``LossPolicy.accepted``).
         """
         n = len(self.records)
         if policy.on_loss == "allow" or self.losses.num_rows == 0:
@@ -92,7 +93,7 @@ class EncodedRows:
         lf = pl.from_arrow(self.losses.select(["row", "kind"]))
         assert isinstance(lf, pl.DataFrame)
         refused = (
-            lf.filter(~pl.col("kind").is_in(sorted(policy.allowed)))
+            lf.filter(~pl.col("kind").is_in(sorted(policy.accepted)))
             .unique()
             .sort("row", "kind")
             .group_by("row", maintain_order=True)

@@ -26,7 +26,7 @@ from pipeline.errors import reason_of
 from pipeline.formats import encode_jsonl
 from pipeline.io.run_tables import LOSSES_SCHEMA, loss_refused, rejected_row
 from pipeline.jobs.resolve import CANONICAL, PARQUET, build_steps
-from pipeline.losses import LossPolicy
+from pipeline.losses import ADDITIONS, LossPolicy
 from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
 from pipeline.transforms import apply_steps
 
@@ -168,6 +168,25 @@ class _Counts:
         self.loss_kinds: Counter[str] = Counter()
         self.source_counts: Counter[str] = Counter()
         self.fallback: Counter[str] = Counter()
+        self.additions: Counter[str] = Counter()  # records per addition kind
+
+    def add_losses(self, losses: pa.Table) -> None:
+        """Count a batch's loss rows: losses by kind and lossy records, additions apart (records
+        per kind): an addition is not a loss (pipeline.losses.ADDITIONS)."""
+        added = pc.is_in(losses.column("kind"), value_set=pa.array(sorted(ADDITIONS), pa.string()))
+        lost = losses.filter(pc.invert(added))
+        if lost.num_rows:
+            kinds = pc.value_counts(lost.column("kind"))
+            names, n = kinds.field("values").to_pylist(), kinds.field("counts").to_pylist()
+            self.loss_kinds.update(dict(zip(names, n, strict=True)))
+            self.lossy += pc.count_distinct(lost.column("conversation_id"), mode="all").as_py()
+        extra = losses.filter(added)
+        if extra.num_rows:
+            per_kind = extra.group_by("kind").aggregate([("conversation_id", "count_distinct")])
+            self.additions.update(
+                dict(zip(per_kind.column("kind").to_pylist(),
+                         per_kind.column("conversation_id_count_distinct").to_pylist(), strict=True))
+            )  # fmt: skip
 
 
 def _encode(
@@ -267,10 +286,7 @@ def run_shard(
                 writer.losses(losses)
                 rejected = rejected + enc_rejected
                 if losses.num_rows:
-                    kinds = pc.value_counts(losses.column("kind"))
-                    names, n = kinds.field("values").to_pylist(), kinds.field("counts").to_pylist()
-                    counts.loss_kinds.update(dict(zip(names, n, strict=True)))
-                    counts.lossy += pc.count_distinct(losses.column("conversation_id"), mode="all").as_py()
+                    counts.add_losses(losses)
             writer.conversations(table)
             writer.rejected(rejected)
             counts.read += batch.read
@@ -302,6 +318,7 @@ def run_shard(
         "rejected_by_reason": dict(sorted(counts.by_reason.items())),
         "losses_by_kind": dict(sorted(counts.loss_kinds.items())),
         "records_with_losses": counts.lossy,
+        "additions_by_kind": dict(sorted(counts.additions.items())),
         **({"source_counts": dict(sorted(counts.source_counts.items()))} if counts.source_counts else {}),
         "codec": shard_codec(shard),
         "native_fallback": dict(sorted(counts.fallback.items())),

@@ -21,6 +21,7 @@ from pipeline.formats import decode_lines, decode_records
 from pipeline.io import shard_counts
 from pipeline.io.record_index import RECORD_INDEX_SCHEMA
 from pipeline.jobs import load_job
+from pipeline.losses import LOSS_KINDS
 from pipeline.schema import CONVERSATION_SCHEMA
 from tests.cases import BAD_LINES, CASES
 from tests.engine.helpers import file_hashes, folder, output_lines, write_job, write_jsonl
@@ -103,8 +104,13 @@ def test_accounting_on_a_job_mixing_good_and_bad_records(tmp_path: Path) -> None
     losses = folder(run, "losses")
     assert losses.schema.equals(LOSSES_SCHEMA)
     assert set(losses.column("kind").to_pylist()) <= set(ALLOWED)
-    assert dict(Counter(losses.column("kind").to_pylist())) == summary["losses_by_kind"]
-    assert summary["records_with_losses"] == len(set(losses.column("conversation_id").to_pylist()))
+    lost = [r for r in losses.to_pylist() if not LOSS_KINDS[r["kind"]].addition]
+    added = [r for r in losses.to_pylist() if LOSS_KINDS[r["kind"]].addition]
+    assert dict(Counter(r["kind"] for r in lost)) == summary["losses_by_kind"]
+    assert summary["records_with_losses"] == len({r["conversation_id"] for r in lost})
+    assert summary["additions_by_kind"] == {
+        k: len({r["conversation_id"] for r in added if r["kind"] == k}) for k in {r["kind"] for r in added}
+    }
 
 
 def test_run_layout_contract(tmp_path: Path) -> None:
@@ -145,8 +151,8 @@ def test_run_layout_contract(tmp_path: Path) -> None:
     on_disk = orjson.loads((run / "summary.json").read_bytes())
     assert on_disk == summary
     for key in ("job", "run_id", "started_at", "finished_at", "inputs", "read", "written", "rejected",
-                "rejected_by_stage", "rejected_by_reason", "losses_by_kind", "records_with_losses", "steps",
-                "target", "timings_s", "versions"):  # fmt: skip
+                "rejected_by_stage", "rejected_by_reason", "losses_by_kind", "records_with_losses",
+                "additions_by_kind", "steps", "target", "timings_s", "versions"):  # fmt: skip
         assert key in summary, key
     src = str(tmp_path / "in.jsonl")
     assert summary["inputs"] == [{"path": src, "format": "responses", "read": len(lines)}]
