@@ -30,9 +30,10 @@ Semantics (sections 3 and 4.1 of the wire-format reference):
   as ``file`` (filename and part shape are lost); other files are dropped (``file``).
 * **request**: ``model`` is carried verbatim (never invented: a body without one must get it from
   the caller); ``max_tokens`` comes from ``max_output_tokens`` / ``max_completion_tokens`` /
-  ``max_tokens`` or is the documented :data:`DEFAULT_MAX_TOKENS` (``filled_default``, since the
-  source had no limit); Chat ``stop`` becomes ``stop_sequences``; everything else is
-  ``request_field`` (the pinned SDK's request type has no ``temperature`` or ``top_p``).
+  ``max_tokens`` (an HF/ShareGPT row's top-level one, reported: the way back drops it) or is the
+  documented :data:`DEFAULT_MAX_TOKENS` (``filled_default``, since the source had no limit); Chat
+  ``stop`` becomes ``stop_sequences``; everything else is ``request_field`` (the pinned SDK's
+  request type has no ``temperature`` or ``top_p``).
 
 * **dataset rows** (HF, ShareGPT) are read as :mod:`pipeline.encoders.from_dataset` reads them for
   Chat: id-less calls get generated ids and their outputs the same (``generated_id``), HF object
@@ -74,13 +75,13 @@ TEXT_TYPES = frozenset(("input_text", "output_text", "text", None))
 IMAGE_MEDIA = frozenset(("image/jpeg", "image/png", "image/gif", "image/webp"))
 # A custom tool's free-form input wrapped as an object, and the schema declaring that wrapper.
 CUSTOM_SCHEMA = {"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}
-# Source keys for the output token limit, in order of preference.
-# Dataset rows (HF, ShareGPT) have none: they always get the default.
+# Source keys for the output token limit, in order of preference. Dataset rows (HF, ShareGPT) have
+# no field of their own: a top-level max_tokens (what --set writes there) is used, else the default.
 TOKEN_KEYS = {
     "responses": ("max_output_tokens",),
     "chat": ("max_completion_tokens", "max_tokens"),
-    "hf": (),
-    "sharegpt": (),
+    "hf": ("max_tokens",),
+    "sharegpt": ("max_tokens",),
 }
 # Sources whose calls sit in their assistant message's ``tool_calls`` (and come back there).
 NESTED = frozenset(("chat", "hf"))
@@ -947,15 +948,15 @@ def _max_tokens(ctx: Ctx, extra: dict[str, Any]) -> int:
     """Anthropic requires ``max_tokens``: the source's limit, or :data:`DEFAULT_MAX_TOKENS`."""
     keys = TOKEN_KEYS[ctx.source]
     value: int | None = None
-    if not keys:
-        ctx.lose("/max_tokens", "filled_default", f"no token limit; max_tokens {DEFAULT_MAX_TOKENS} was set")
-        return DEFAULT_MAX_TOKENS
     for key in keys:
         if key not in extra:
             continue
         x = extra.pop(key)
         if value is None and type(x) is int and x >= 1:
             value = x
+            if ctx.source in from_dataset.DATASETS:
+                detail = "kept, but HF/ShareGPT rows written from Anthropic have none"
+                ctx.lose(pointer(key), "request_field", detail)
             if key != keys[0]:
                 ctx.lose(pointer(key), "request_field", f"'{key}' comes back as '{keys[0]}'")
                 ctx.lose(pointer(keys[0]), "request_field", f"'{keys[0]}' comes back instead of '{key}'")

@@ -47,6 +47,7 @@ class Work:
     chunk_bytes: int
     batch_rows: int
     layout: str = "run"  # writers.RUN (every table and audit fact) or writers.SINGLE_FILE
+    sets: tuple[tuple[str, Any], ...] = ()  # the job's checked [set] / --set values, in order
 
     @classmethod
     def of(cls, job: Any) -> Work:
@@ -59,6 +60,7 @@ class Work:
             job.chunk_bytes,
             job.batch_rows,
             job.layout,
+            tuple(job.sets.items()),
         )
 
 
@@ -190,7 +192,7 @@ class _Counts:
 
 
 def _encode(
-    table: pa.Table, target: str, policy: LossPolicy, originals: _Originals
+    table: pa.Table, target: str, policy: LossPolicy, originals: _Originals, sets: dict[str, Any]
 ) -> tuple[pa.Table, bytes, pa.Table, list[dict[str, Any]]]:
     """Encode every row to ``target``; keep the ones that encode and pass the loss policy.
 
@@ -202,7 +204,7 @@ def _encode(
     Each record's losses are written sorted by (path, kind, detail): see the comment at the sort.
     """
     canonical = cast_to_canonical(table)
-    enc = encode_rows(canonical, target)
+    enc = encode_rows(canonical, target, sets)
     refused = enc.refused_kinds(policy)
     failed = enc.errors.is_valid().to_numpy(zero_copy_only=False)
     keep = ~(failed | refused.is_valid().to_numpy(zero_copy_only=False))
@@ -281,7 +283,8 @@ def run_shard(
                 table, step_rejected = _apply_steps(table, steps, originals)
                 rejected = rejected + step_rejected
             if encoded:
-                table, data, losses, enc_rejected = _encode(table, work.target, policy, originals)
+                sets = dict(work.sets)
+                table, data, losses, enc_rejected = _encode(table, work.target, policy, originals, sets)
                 writer.output(data, table.num_rows)
                 writer.losses(losses)
                 rejected = rejected + enc_rejected
