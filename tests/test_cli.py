@@ -148,6 +148,7 @@ def test_convert_reports_a_model_of_another_provider(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, argv)
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert "loss: model_provider (on_loss = reject)" in result.output
+    assert "`--set model=NAME`" in result.output
     rejected = orjson.loads((tmp_path / "o.jsonl.rejected.jsonl").read_bytes())
     assert rejected["reason"] == "loss: model_provider (on_loss = reject)"
     result = CliRunner().invoke(cli, [*argv, "--set", "model=claude-haiku-4-5"])
