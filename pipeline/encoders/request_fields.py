@@ -163,42 +163,64 @@ def apply_sets(table: pa.Table, sets: Mapping[str, Any], target: str) -> tuple[p
     return table, losses.to_arrow().cast(ROW_LOSSES)
 
 
+# extra_json is compact JSON written by the decoder (orjson's spelling, no duplicate keys). A JSON
+# string, a scalar value, and a top-level member with a scalar value, as regular expressions: a
+# token-limit member is cut out with them when every member before it is such a member (so the
+# match is at the top level, not inside a nested object).
+_STR = r'"(?:[^"\\]|\\.)*"'
+_SCALAR = rf"(?:{_STR}|-?[0-9][0-9.eE+-]*|true|false|null)"
+_MEMBER = rf"{_STR}:{_SCALAR}"
+_TOKEN = "\"(?:" + "|".join(sorted(TOKEN_NAMES)) + ")\":"  # never matches inside a string value
+_CUT_INNER = rf"^(\{{(?:{_MEMBER},)*){_TOKEN}{_SCALAR},"  # the member and its comma: keep group 1
+_CUT_LAST = rf"^(\{{(?:{_MEMBER}(?:,{_MEMBER})*)?),?{_TOKEN}{_SCALAR}\}}$"  # the last member
+
+
+def set_token_limit_one(raw: str | None, key: str, text: str) -> tuple[str, bool]:
+    """One row's ``extra_json`` with every token-limit key removed and ``key`` set to the JSON
+    ``text`` (last), and whether it had a token limit: the reference the vectorised path of
+    :func:`_set_token_limit` is tested against, and its fallback for irregular rows."""
+    d = orjson.loads(raw) if raw is not None else {}
+    had = any(k in d for k in TOKEN_NAMES)
+    for k in TOKEN_NAMES:
+        d.pop(k, None)
+    d[key] = orjson.loads(text)
+    return orjson.dumps(d).decode(), had
+
+
 def _set_token_limit(
     df: pl.DataFrame, request: np.ndarray, text: str
 ) -> tuple[pl.Series, pl.Series, pl.Series]:
     """``extra_json`` with the token limit ``text`` set in request rows (under the row's
-    :data:`SOURCE_TOKEN_KEY`, other token-limit keys removed), whether the row had one, and the key.
+    :data:`SOURCE_TOKEN_KEY`, last, other token-limit keys removed), whether the row had one (or an
+    explicit null one), and the key; as :func:`set_token_limit_one` does it for one row.
 
-    A row whose extra fields name no token-limit key (the usual case: why a value is set) gets it
-    appended as text; a row that has one is rewritten with orjson (its keys stay in order, the
-    value is replaced in place), as it would be decoded.
+    Column at a time: a row without a token-limit key gets the member appended; a row with one
+    top-level token-limit member with a scalar value after scalar members only (the shape API
+    logs have) gets it cut out first. Other rows (a nested object before it, several token keys)
+    are rare and go through :func:`set_token_limit_one`.
     """
     keys = df["source_format"].replace_strict(SOURCE_TOKEN_KEY, default="max_tokens", return_dtype=pl.String)
+    req = pl.Series(request)
     extra = df["extra_json"]
-    has = [extra.str.contains(f'"{k}":', literal=True).fill_null(False) for k in sorted(TOKEN_NAMES)]
-    named = pl.select(pl.any_horizontal(has)).to_series() & pl.Series(request)
+    count = extra.str.count_matches(_TOKEN).fill_null(0)
+    regular = (count == 1) & (extra.str.contains(_CUT_INNER) | extra.str.contains(_CUT_LAST)).fill_null(False)
+    cut = extra.str.replace(_CUT_INNER, "${1}").str.replace(_CUT_LAST, "${1}}")
+    base = pl.select(pl.when(regular).then(cut).otherwise(extra)).to_series()
     appended = pl.select(
-        pl.when(extra.is_null() | (extra == "{}"))
+        pl.when(base.is_null() | (base == "{}"))
         .then(pl.concat_str(pl.lit('{"'), keys, pl.lit(f'":{text}}}')))
-        .otherwise(pl.concat_str(extra.str.head(-1), pl.lit(',"'), keys, pl.lit(f'":{text}}}')))
+        .otherwise(pl.concat_str(base.str.head(-1), pl.lit(',"'), keys, pl.lit(f'":{text}}}')))
     ).to_series()
-    out = pl.select(pl.when(pl.Series(request)).then(appended).otherwise(extra)).to_series()
-    had = pl.Series([False] * len(df))
-    rewrite = np.flatnonzero(named.to_numpy())
-    if len(rewrite):
-        # only rows that already carry a token limit: the value they had is replaced, the rest kept
-        texts, flags = [], []
-        for raw, key in zip(extra.gather(rewrite).to_list(), keys.gather(rewrite).to_list(), strict=True):
-            d = orjson.loads(raw)
-            flags.append(any(k in d for k in TOKEN_NAMES))
-            for k in TOKEN_NAMES - {key}:
-                d.pop(k, None)
-            d[key] = orjson.loads(text)
-            texts.append(orjson.dumps(d).decode())
-        out = out.scatter(rewrite, texts)
-        had = had.scatter(rewrite, flags)
+    out = pl.select(pl.when(req).then(appended).otherwise(extra)).to_series()
+    had = regular & req
+    irregular = np.flatnonzero(((count > 0) & ~regular & req).to_numpy())
+    if len(irregular):
+        pairs = zip(extra.gather(irregular).to_list(), keys.gather(irregular).to_list(), strict=True)
+        fixed = [set_token_limit_one(raw, key, text) for raw, key in pairs]
+        out = out.scatter(irregular, [t for t, _ in fixed])
+        had = had.scatter(irregular, [h for _, h in fixed])
     nulls = df["null_fields"].list.eval(pl.element().is_in(sorted(TOKEN_NAMES))).list.any().fill_null(False)
-    return out, had | nulls, keys
+    return out, had | (nulls & req), keys
 
 
 def model_provider_losses(table: pa.Table, target: str) -> pa.Table:

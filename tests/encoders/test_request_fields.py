@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import orjson
 import pytest
 
 from pipeline.encoders import convert_table
 from pipeline.encoders.encode_rows import encode_rows
 from pipeline.encoders.request_fields import (
+    _set_token_limit,
     apply_sets,
     check_sets,
     model_provider_losses,
     parse_sets,
     parse_value,
+    set_token_limit_one,
 )
 from pipeline.errors import ConfigError
 from pipeline.formats import decode_records
@@ -198,3 +201,33 @@ def test_the_native_encoder_rows_report_model_provider_like_convert_table() -> N
     ref = [(r, x.path, x.kind, x.detail) for r, c in enumerate(converted) for x in c.losses]
     assert [tuple(x.values()) for x in enc.losses.to_pylist()] == ref
     assert [r for r, _, kind, _ in ref if kind == "model_provider"] == [0, 2]
+
+
+EXTRAS = [
+    None, "{}", '{"temperature":1}', '{"max_tokens":5}', '{"max_tokens":5,"temperature":1}',
+    '{"temperature":1,"max_output_tokens":null}', '{"a":"x,\\"max_tokens\\":1","max_tokens":"5"}',
+    '{"metadata":{"max_tokens":"3"}}', '{"metadata":{"k":"v"},"max_completion_tokens":7}',
+    '{"max_tokens":5,"max_completion_tokens":6}', '{"a":[1,{"b":2}],"max_output_tokens":1,"c":true}',
+    '{"a":-1500.0,"max_completion_tokens":7,"z":"é\\n"}', '{"max_tokens":{"n":1}}',
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("source", ["chat", "responses", "anthropic", "hf"])
+def test_the_column_rewrite_matches_the_one_row_reference(source: str) -> None:
+    """Every shape of extra fields gets what set_token_limit_one (orjson, one row) gives it,
+    whichever path the row takes (appended, cut out with the expressions, or the fallback)."""
+    import polars as pl
+
+    df = pl.DataFrame(
+        {"source_format": [source] * len(EXTRAS), "extra_json": EXTRAS,
+         "null_fields": [None] * len(EXTRAS)},
+        schema={"source_format": pl.String, "extra_json": pl.String, "null_fields": pl.List(pl.String)},
+    )  # fmt: skip
+    out, had, keys = _set_token_limit(df, np.ones(len(EXTRAS), bool), "321")
+    key = keys[0]
+    for raw, got, flag in zip(EXTRAS, out.to_list(), had.to_list(), strict=True):
+        assert raw is None or orjson.dumps(orjson.loads(raw)).decode() == raw  # as the decoder writes it
+        assert (got, flag) == set_token_limit_one(raw, key, "321"), raw
+    # rows that are not requests keep their text
+    out, had, _ = _set_token_limit(df, np.zeros(len(EXTRAS), bool), "321")
+    assert out.to_list() == EXTRAS and not any(had.to_list())
