@@ -171,6 +171,31 @@ def test_parquet_target_writes_no_output_folder_files_and_empty_losses(tmp_path:
     assert summary["written"] == len(CASES["responses"]) and summary["rejected"] == n_bad
 
 
+def test_a_set_table_reaches_every_written_record_and_is_counted_as_an_addition(tmp_path: Path) -> None:
+    """A job's [set] values are in every output record (over two shards, two workers), each record
+    reports them as set additions in losses/, and the summary counts them apart from losses; the
+    canonical table keeps the source's values."""
+    _mixed(tmp_path)
+    job = write_job(tmp_path / "job.toml", [{"path": "in.jsonl", "format": "responses"}],
+                    {"path": "run", "target": "anthropic", "shard_records": 4}, engine={"workers": 2},
+                    set_fields={"max_tokens": 777, "model": "claude-haiku-4-5"})  # fmt: skip
+    summary = run_job(load_job(job))
+    run = tmp_path / "run"
+    bodies = [orjson.loads(line) for line in output_lines(run)]
+    assert len(bodies) == summary["written"] > 0
+    requests = [b for b in bodies if "messages" in b]  # response objects are left as they are
+    assert 0 < len(requests) < len(bodies)
+    assert all(b["max_tokens"] == 777 and b["model"] == "claude-haiku-4-5" for b in requests)
+    losses = folder(run, "losses").to_pylist()
+    set_rows = [x for x in losses if x["kind"] == "set"]
+    assert len(set_rows) == 2 * len(requests)
+    assert {x["path"] for x in set_rows} == {"/model", "/max_output_tokens"}
+    assert summary["additions_by_kind"]["set"] == len(requests)
+    assert "set" not in summary["losses_by_kind"] and "model_provider" not in summary["losses_by_kind"]
+    models = set(folder(run, "conversations").column("model").to_pylist())
+    assert "claude-haiku-4-5" not in models  # the canonical rows are the source's
+
+
 def test_output_does_not_depend_on_workers(tmp_path: Path) -> None:
     _mixed(tmp_path)
     hashes = []
