@@ -151,7 +151,7 @@ def apply_sets(table: pa.Table, sets: Mapping[str, Any], target: str) -> tuple[p
         kept = pl.select(pl.when(kept.list.len() > 0).then(kept)).to_series()  # none left: null, as decoded
         nulls = pl.select(pl.when(pl.Series(request)).then(kept).otherwise(nulls)).to_series()
         detail = pl.select(
-            pl.concat_str(pl.lit(f"{field} {text} set by --set"),
+            pl.concat_str(pl.lit(f"{field} set to {text} (--set / [set])"),
                           pl.when(had).then(pl.lit(", replacing the source's value")).otherwise(pl.lit("")))
         ).to_series()  # fmt: skip
         one = {"row": rows, "path": paths.gather(rows), "kind": "set", "detail": detail.gather(rows)}

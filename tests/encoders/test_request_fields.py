@@ -104,8 +104,8 @@ def test_set_values_reach_every_target(source: str, target: str) -> None:
         mine = [loss for loss in losses if loss["row"] == row]
         added = [(loss["path"], loss["detail"]) for loss in mine if loss["kind"] == "set"]
         assert len(added) == 2 and added[0][0] == "/model", mine
-        assert added[0][1].startswith('model "m-1" set by --set')
-        assert added[1][1].startswith(f"{TARGET_KEY[target]} 321 set by --set")
+        assert added[0][1].startswith('model set to "m-1" (--set / [set])')
+        assert added[1][1].startswith(f"{TARGET_KEY[target]} set to 321 (--set / [set])")
         # what an encoder says about a field the user set is replaced by the set addition
         set_paths = {p for p, _ in added}
         assert not [x for x in mine if x["kind"] == "request_field" and x["path"] in set_paths]
@@ -118,13 +118,13 @@ def test_set_values_reach_every_target(source: str, target: str) -> None:
 def test_the_set_detail_says_when_a_source_value_is_replaced() -> None:
     table = decode_records(SOURCES["chat"], "chat").table
     _, added = apply_sets(table, check_sets({"max_tokens": 50}, "anthropic"), "anthropic")
+    said = "max_tokens set to 50 (--set / [set])"
+    replaced = said + ", replacing the source's value"
     assert added.to_pylist() == [
-        {"row": 0, "path": "/max_completion_tokens", "kind": "set", "detail": "max_tokens 50 set by --set"},
-        {"row": 1, "path": "/max_completion_tokens", "kind": "set",
-         "detail": "max_tokens 50 set by --set, replacing the source's value"},
-        {"row": 2, "path": "/max_completion_tokens", "kind": "set",
-         "detail": "max_tokens 50 set by --set, replacing the source's value"},
-    ]  # fmt: skip
+        {"row": 0, "path": "/max_completion_tokens", "kind": "set", "detail": said},
+        {"row": 1, "path": "/max_completion_tokens", "kind": "set", "detail": replaced},
+        {"row": 2, "path": "/max_completion_tokens", "kind": "set", "detail": replaced},
+    ]
     # a nested key of the same name is not a token limit: row 2's metadata keeps it
     t2, _ = apply_sets(table, check_sets({"max_tokens": 50}, "anthropic"), "anthropic")
     assert orjson.loads(t2.column("extra_json")[2].as_py()) == {"max_completion_tokens": 50,
