@@ -192,7 +192,11 @@ class _Counts:
 
 
 def _encode(
-    table: pa.Table, target: str, policy: LossPolicy, originals: _Originals, sets: dict[str, Any]
+    table: pa.Table,
+    target: str,
+    policy: LossPolicy,
+    originals: _Originals,
+    sets: dict[str, Any] | None = None,
 ) -> tuple[pa.Table, bytes, pa.Table, list[dict[str, Any]]]:
     """Encode every row to ``target``; keep the ones that encode and pass the loss policy.
 
