@@ -147,6 +147,11 @@ def doctor() -> None:
 @click.option(
     "--allow-loss", default="", help="Comma-separated loss kinds to accept (implies --on-loss reject)."
 )
+@click.option(
+    "--set", "set_fields", multiple=True, metavar="FIELD=VALUE",
+    help="Set a top-level request field in every record (repeatable): model, and the target's token "
+    "limit (max_tokens / max_completion_tokens / max_output_tokens). VALUE is a JSON scalar or text.",
+)  # fmt: skip
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 def convert(
     inputs: tuple[Path, ...],
@@ -158,6 +163,7 @@ def convert(
     workers: int | None,
     on_loss: str,
     allow_loss: str,
+    set_fields: tuple[str, ...],
     quiet: bool,
 ) -> None:
     """Convert JSONL conversations (one per line) or canonical Parquet.
@@ -171,6 +177,7 @@ def convert(
     chatlake convert data/sample-responses.jsonl --from responses --to parquet -o out/c.parquet
     chatlake convert logs.jsonl --from responses --to chat -o chat.jsonl --allow-loss item_id,status
     chatlake convert logs/*.jsonl --from responses --to chat --run-dir runs/chat   # sharded, resumable
+    chatlake convert chat.jsonl --from chat --to anthropic -o a.jsonl --set max_tokens=1024
     """
     allowed = frozenset(k.strip() for k in allow_loss.split(",") if k.strip())
     try:
@@ -179,6 +186,12 @@ def convert(
         raise click.UsageError(f"--allow-loss: {e}") from None
     if (output is None) == (run_dir is None):
         raise click.UsageError("give either --output FILE or --run-dir DIR")
+    from pipeline.encoders.request_fields import check_sets, parse_sets
+
+    try:
+        sets = check_sets(parse_sets(set_fields), target)
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from None
     if workers is not None and workers < 1:
         raise click.UsageError("--workers must be at least 1")
     if source in FORMATS and PARQUET not in (source, target):
@@ -196,7 +209,7 @@ def convert(
             _check_report(report, names, run_dir)
             job = convert_job(
                 names, source, target, str(run_dir), on_loss=policy.on_loss,
-                allow=sorted(policy.allowed), workers=workers or 2,
+                allow=sorted(policy.allowed), workers=workers or 2, sets=sets,
             )  # fmt: skip
         except ConfigError as e:
             raise click.UsageError(str(e)) from None
@@ -204,7 +217,7 @@ def convert(
         return
     assert output is not None
     summary, verdict = _single_file(
-        names, source, target, output, report, policy=policy, workers=workers, quiet=quiet
+        names, source, target, output, report, policy=policy, workers=workers, quiet=quiet, sets=sets
     )
     summary.update({"from": source, "to": target})
     _write_report(report, summary)
@@ -238,7 +251,7 @@ def _write_report(report: Path | None, summary: dict[str, object]) -> None:
 def _single_file(
     inputs: list[str], source: str, target: str, output: Path, report: Path | None, *,
     policy: LossPolicy | None = None, workers: int | None = None, steps: list[str] | None = None,
-    quiet: bool = False,
+    quiet: bool = False, sets: dict[str, object] | None = None,
 ) -> tuple[dict[str, object], str | None]:  # fmt: skip
     """Run convert/transform -o FILE on the engine (single-file layout, docs/run-layout.md).
 
@@ -257,7 +270,7 @@ def _single_file(
         job = convert_job(
             inputs, source, target, str(staging_dir(output)), on_loss=policy.on_loss,
             allow=sorted(policy.allowed), workers=workers or 2, steps=steps, layout=SINGLE_FILE,
-            shard_records=SINGLE_FILE_SHARD_RECORDS,
+            shard_records=SINGLE_FILE_SHARD_RECORDS, sets=sets,
         )  # fmt: skip
         if workers is None and sum(f.size for f in job.files) < job.chunk_bytes:
             job.workers = 1  # one small batch: starting a worker pool would cost more than it saves

@@ -4,14 +4,30 @@ A loss is ``{"path", "kind", "detail"}``: ``path`` is an RFC 6901 JSON pointer i
 record naming what was dropped or changed, ``kind`` one of :data:`LOSS_KINDS`, ``detail`` a short
 human sentence. The vocabulary is closed: a converter that reports a kind not listed here fails its
 tests (``Loss.__post_init__`` checks it).
+
+Most kinds are losses: something of the source is not in the target as it was. A few are
+*additions* (``addition=True`` on their entry, :data:`ADDITIONS`): something chatlake put in the
+target that the source did not have (a required value filled with its documented default, a value
+the user set with ``--set``). They are reported in the same loss table, so a user sees them, but
+``--on-loss reject`` never refuses a record for them and the counts of lossy records leave them out.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
-# kind -> (what it means, an example)
-LOSS_KINDS: dict[str, tuple[str, str]] = {
+
+class LossKind(NamedTuple):
+    """One entry of :data:`LOSS_KINDS`."""
+
+    meaning: str
+    example: str
+    addition: bool = False  # chatlake added something (not a loss): never refused, not "lossy"
+
+
+# kind -> (what it means, an example[, True for an addition])
+_KINDS: dict[str, tuple[str, str] | tuple[str, str, bool]] = {
     "item_id": ("an item id the target has no slot for", "Responses /input/3/id 'msg_1' -> Chat"),
     "generated_id": (
         "the target requires an id the source did not have; one was generated deterministically",
@@ -86,6 +102,20 @@ LOSS_KINDS: dict[str, tuple[str, str]] = {
     "filled_default": (
         "the target requires a value the source did not have; a documented default was set",
         "/max_output_tokens absent -> Anthropic max_tokens 4096",
+        True,
+    ),
+    "set": (
+        "a top-level request field set by the user (--set FIELD=VALUE, a job's [set] table)",
+        "/max_output_tokens set to 4096 by --set max_tokens=4096 -> Anthropic",
+        True,
+    ),
+    "model_provider": (
+        "the source's model names another provider's model, which the target's API will likely refuse",
+        "/model 'claude-sonnet-4-5' -> Chat (OpenAI); replace it with --set model=NAME",
+    ),
+    "tool_reference": (
+        "an Anthropic tool_reference result block became a text placeholder naming the tool",
+        "/messages/3/content/0/content/0 -> Responses output text '[tool_reference: get_weather]'",
     ),
     "request_field": ("a top-level request field the target does not take dropped", "/temperature"),
     "edited": (
@@ -105,6 +135,10 @@ LOSS_KINDS: dict[str, tuple[str, str]] = {
         "/messages/2 user text + tool_use -> a user and an assistant message",
     ),
 }
+LOSS_KINDS: dict[str, LossKind] = {kind: LossKind(*entry) for kind, entry in _KINDS.items()}
+
+ADDITIONS: frozenset[str] = frozenset(kind for kind, entry in LOSS_KINDS.items() if entry.addition)
+"""The kinds that are additions, not losses (from :data:`LOSS_KINDS`)."""
 
 
 @dataclass(frozen=True)
@@ -126,7 +160,8 @@ class LossPolicy:
     """What to do with a record that has losses.
 
     ``allow`` (default) writes it and records the losses; ``reject`` sends it to the rejected file
-    unless every loss kind is in ``allowed`` (``--allow-loss KIND,...`` implies ``reject``).
+    unless every loss kind is in ``allowed`` (``--allow-loss KIND,...`` implies ``reject``) or is an
+    addition (:data:`ADDITIONS`).
     """
 
     on_loss: str = "allow"
@@ -140,10 +175,15 @@ class LossPolicy:
             raise ValueError(f"unknown loss kinds {unknown}; known kinds: {', '.join(sorted(LOSS_KINDS))}")
 
     def refused(self, losses: list[Loss]) -> list[Loss]:
-        """The losses that make this record rejected (empty: write it)."""
+        """The losses that make this record rejected (empty: write it). Additions never do."""
         if self.on_loss == "allow":
             return []
-        return [loss for loss in losses if loss.kind not in self.allowed]
+        return [loss for loss in losses if loss.kind not in self.accepted]
+
+    @property
+    def accepted(self) -> frozenset[str]:
+        """The kinds that never make a record rejected: the allowed ones and the additions."""
+        return self.allowed | ADDITIONS
 
 
 def pointer(*parts: str | int) -> str:

@@ -1,5 +1,5 @@
 -- question: For each conversion direction (source format -> target format), how many written records lost
---   something, and how many losses were reported?
+--   something, and how many losses were reported? (Additions, loss_kinds.addition, are not losses.)
 -- result: one row per source format of the written records, by source format:
 --   source_format VARCHAR, target_format VARCHAR (the run's target when the source reported no loss),
 --   written BIGINT, records_with_losses BIGINT, losses BIGINT, lossless_share DOUBLE
@@ -14,8 +14,11 @@ WITH written AS (  -- per-shard counts of written records (record_counts), summe
     WHERE status = 'written'
     GROUP BY source_format, target_format
 ),
-lost AS (  -- every loss row on disk (loss_counts sums losses/ exactly)
-    SELECT source_format, target_format, sum(losses) AS losses FROM loss_counts GROUP BY ALL
+lost AS (  -- every loss row on disk (loss_counts sums losses/ exactly), additions left out
+    SELECT source_format, target_format, sum(losses) AS losses
+    FROM loss_counts
+    WHERE kind NOT IN (SELECT kind FROM loss_kinds WHERE addition)
+    GROUP BY ALL
 )
 SELECT
     w.source_format,

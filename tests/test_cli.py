@@ -95,3 +95,77 @@ def test_convert_from_lists_each_format_once() -> None:
     res = CliRunner().invoke(cli, ["convert", "x.jsonl", "--from", "nope", "--to", "chat", "-o", "y.jsonl"])
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert res.output.count("'sharegpt'") == 1, res.output
+
+
+def test_a_filled_default_is_not_refused_by_on_loss_reject(tmp_path: Path) -> None:
+    """A plain one-message Chat conversation converts to Anthropic under --on-loss reject: the
+    max_tokens chatlake fills is an addition, listed apart in the summary, not a loss."""
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b'{"messages": [{"role": "user", "content": "hi"}]}\n')
+    out = tmp_path / "o.jsonl"
+    argv = ["convert", str(src), "--from", "chat", "--to", "anthropic", "--on-loss", "reject", "-o", str(out),
+            "--report", str(tmp_path / "r.json")]  # fmt: skip
+    result = CliRunner().invoke(cli, argv)
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    hi = [{"role": "user", "content": "hi"}]
+    assert orjson.loads(out.read_bytes()) == {"max_tokens": 4096, "messages": hi}
+    assert "added (not losses; see the losses file): filled_default in 1 records" in result.output
+    assert "lost something" not in result.output
+    report = orjson.loads((tmp_path / "r.json").read_bytes())
+    assert (report["written"], report["rejected"], report["records_with_losses"]) == (1, 0, 0)
+    assert report["losses_by_kind"] == {} and report["additions_by_kind"] == {"filled_default": 1}
+    [line] = (tmp_path / "o.jsonl.losses.jsonl").read_bytes().splitlines()
+    assert orjson.loads(line)["kind"] == "filled_default"
+
+
+def test_convert_set_fields_under_on_loss_reject(tmp_path: Path) -> None:
+    """--set writes the values into every record and reports them as additions (never refused)."""
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b'{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}\n')
+    out = tmp_path / "o.jsonl"
+    argv = ["convert", str(src), "--from", "chat", "--to", "anthropic", "--on-loss", "reject", "-o", str(out),
+            "--set", "max_tokens=1024", "--set", "model=claude-sonnet-4-5",
+            "--report", str(tmp_path / "r.json")]  # fmt: skip
+    result = CliRunner().invoke(cli, argv)
+    assert result.exit_code == 0, result.output
+    body = orjson.loads(out.read_bytes())
+    assert (body["model"], body["max_tokens"]) == ("claude-sonnet-4-5", 1024)
+    report = orjson.loads((tmp_path / "r.json").read_bytes())
+    assert report["additions_by_kind"] == {"set": 1} and report["records_with_losses"] == 0
+    lines = (tmp_path / "o.jsonl.losses.jsonl").read_bytes().splitlines()
+    kinds = [orjson.loads(line)["kind"] for line in lines]
+    assert kinds == ["set", "set"]
+
+
+def test_convert_reports_a_model_of_another_provider(tmp_path: Path) -> None:
+    """A gpt- model carried to Anthropic is a model_provider loss: --on-loss reject refuses it and
+    says so; the same command with --set model= writes it."""
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b'{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}\n')
+    argv = ["convert", str(src), "--from", "chat", "--to", "anthropic", "--on-loss", "reject",
+            "-o", str(tmp_path / "o.jsonl")]  # fmt: skip
+    result = CliRunner().invoke(cli, argv)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "loss: model_provider (on_loss = reject)" in result.output
+    assert "`--set model=NAME`" in result.output
+    rejected = orjson.loads((tmp_path / "o.jsonl.rejected.jsonl").read_bytes())
+    assert rejected["reason"] == "loss: model_provider (on_loss = reject)"
+    result = CliRunner().invoke(cli, [*argv, "--set", "model=claude-haiku-4-5"])
+    assert result.exit_code == 0, result.output
+
+
+def test_convert_set_errors_exit_2_before_any_work(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b'{"messages": [{"role": "user", "content": "hi"}]}\n')
+    out = tmp_path / "o.jsonl"
+    for extra, message in (
+        (["--to", "chat", "--set", "max_tokens=5"], "its token limit is max_completion_tokens"),
+        (["--to", "anthropic", "--set", "max_tokens=many"], "whole number of tokens"),
+        (["--to", "anthropic", "--set", "max_tokens"], "write FIELD=VALUE"),
+        (["--to", "hf", "--set", "model=x"], "no request fields to set"),
+    ):
+        result = CliRunner().invoke(cli, ["convert", str(src), "--from", "chat", "-o", str(out), *extra])
+        assert result.exit_code == 2, (extra, result.output)
+        assert message in result.output and "Traceback" not in result.output
+        assert not out.exists() and not (tmp_path / "o.jsonl.partial").exists()

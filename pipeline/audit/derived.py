@@ -56,6 +56,7 @@ lost AS (
     SELECT conversation_id, count(*) AS losses, list_sort(list_distinct(list(kind))) AS loss_kinds,
            list_sort(list(path))[1:5] AS loss_paths
     FROM losses
+    WHERE kind NOT IN (SELECT kind FROM loss_kinds WHERE addition)  -- additions are not losses
     GROUP BY conversation_id
 )
 SELECT

@@ -115,7 +115,7 @@ def _histogram(x: list[int], counts: list[int]) -> str:
 
 def charts(results: dict[str, pa.Table]) -> dict[str, str]:
     """The four charts as SVG text, keyed by caption."""
-    kinds = results["loss_totals_by_kind"].to_pylist()[:25]
+    kinds = [r for r in results["loss_totals_by_kind"].to_pylist() if not r["addition"]][:25]
     share = results["lossless_share_by_dataset"].to_pylist()
     turns = results["turn_count_distribution"].to_pylist()
     item_counts: Counter[str] = Counter()
@@ -165,7 +165,10 @@ def build_report(con: duckdb.DuckDBPyConnection, title: str = "chatlake audit") 
     [(read, written, rejected, target)] = con.sql(
         "SELECT read, written, rejected, target FROM summary"
     ).fetchall()
-    [(records_with_losses,)] = con.sql("SELECT count(DISTINCT conversation_id) FROM losses").fetchall()
+    [(records_with_losses,)] = con.sql(
+        "SELECT count(DISTINCT conversation_id) FROM losses "
+        "WHERE kind NOT IN (SELECT kind FROM loss_kinds WHERE addition)"  # additions are not losses
+    ).fetchall()
     figures = charts(results)
     cards = [
         ("read", f"{read:,}"),

@@ -13,6 +13,8 @@ view                one row per
 ``losses``          reported loss: ``RUN/losses/*.parquet``
 ``rejected``        rejected input record: ``RUN/rejected/*.parquet``
 ``summary``         the run: one row, ``RUN/summary.json`` (``read``, ``written``, ``target``, ...)
+``loss_kinds``      loss kind of this chatlake (``pipeline.losses.LOSS_KINDS``): ``kind``,
+                    ``addition`` (true: something added, not lost), ``meaning``
 ``records``         written or rejected record: the record index ``RUN/records/*.parquet``
                     (turns, compaction, losses per record: pipeline/io/record_index.py)
 ``top_losses``      each shard's 100 records with the most losses (record-index columns)
@@ -39,9 +41,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from pipeline.audit.derived import DERIVED
 from pipeline.errors import ConfigError
+from pipeline.losses import LOSS_KINDS
 
 FOLDERS = ("conversations", "losses", "rejected")
 
@@ -110,11 +114,13 @@ def check_run_files(run: Path) -> None:
 
 
 def define_views(con: duckdb.DuckDBPyConnection, run: Path) -> None:
-    """Create ``conversations``, ``items``, ``losses``, ``rejected`` and ``summary`` on ``con``."""
+    """Create ``conversations``, ``items``, ``losses``, ``rejected``, ``summary``, ``loss_kinds`` and
+    the audit facts on ``con``."""
     check_run(run)
     for folder in FOLDERS:
         con.read_parquet(shard_files(run, folder), union_by_name=True).create_view(folder, replace=True)
     con.read_json(str(run / "summary.json"), format="auto").create_view("summary", replace=True)
+    define_loss_kinds(con)
     index = sorted(str(p) for p in (run / "items").glob("*.parquet"))
     if index:
         con.read_parquet(index).create_view("items", replace=True)
@@ -125,6 +131,14 @@ def define_views(con: duckdb.DuckDBPyConnection, run: Path) -> None:
     for name, sql in DERIVED.items():
         if name not in written_facts(run):
             con.execute(sql)
+
+
+def define_loss_kinds(con: duckdb.DuckDBPyConnection) -> None:
+    """Register ``loss_kinds`` (``kind``, ``addition``, ``meaning``) from ``pipeline.losses.LOSS_KINDS``:
+    the queries and derived views tell additions from losses with it."""
+    kinds = pa.table({"kind": list(LOSS_KINDS), "addition": [k.addition for k in LOSS_KINDS.values()],
+                      "meaning": [k.meaning for k in LOSS_KINDS.values()]})  # fmt: skip
+    con.register("loss_kinds", kinds)  # the connection holds the table
 
 
 def written_facts(run: Path) -> list[str]:

@@ -24,6 +24,7 @@ import pyarrow as pa
 from pipeline.encoders import response_objects, to_anthropic, to_chat, to_hf, to_responses, to_sharegpt
 from pipeline.encoders._context import Ctx
 from pipeline.encoders.edits import drop_stale_state
+from pipeline.encoders.request_fields import model_provider_losses
 from pipeline.errors import a_or_an
 from pipeline.formats import CODECS, gc_paused
 from pipeline.formats._common import ConversationView
@@ -64,7 +65,8 @@ def convert_table(table: pa.Table, target: str, *, as_bytes: bool = False) -> li
 
     ``record`` is a plain dict, or its JSON text when ``as_bytes`` (the fast path for writers).
     Items edited since decoding lose their stale ids and opaque state first (:mod:`.edits`),
-    reported as ``edited`` losses, whatever the target.
+    reported as ``edited`` losses, whatever the target. A request whose model is another
+    provider's than the target's gets a ``model_provider`` loss last (:mod:`.request_fields`).
     """
     table, edited = drop_stale_state(table)
     with gc_paused():
@@ -108,4 +110,9 @@ def convert_table(table: pa.Table, target: str, *, as_bytes: bool = False) -> li
                 f"content changed since decoding; dropped {dropped}",
             )
             out[e.row].losses.insert(0, loss)
+        # a model another provider's API will refuse: the rule encode_rows applies to its native rows
+        model = model_provider_losses(table, target).to_pylist()
+        for m in model:
+            if out[m["row"]].error is None:
+                out[m["row"]].losses.append(Loss(m["path"], m["kind"], m["detail"]))
         return out

@@ -266,6 +266,17 @@ class Ctx:
                 path + pointer(key), self.BLOCK_KEY_KINDS.get(key, "unknown_field"), f"'{key}' is not carried"
             )
 
+    def tool_reference_text(self, j: int, path: str) -> str | None:
+        """An Anthropic ``tool_reference`` block ``j`` (a tool search result naming a tool) as the text
+        placeholder ``[tool_reference: NAME]`` an OpenAI tool output can hold, reported as
+        ``tool_reference``; None when it names no tool (then it is dropped like any other part)."""
+        name = self.block_extra(j).get("tool_name")
+        if not isinstance(name, str):
+            return None
+        self.lose(path, "tool_reference", f"written as the text '[tool_reference: {name}]'")
+        self.lose_block_keys(j, path, {"type", "tool_name"})
+        return f"[tool_reference: {name}]"
+
     def lose_part(self, path: str, part_type: str | None, target: str) -> None:
         """A content part ``target`` cannot hold is dropped."""
         kind = PART_LOSS_KINDS.get(part_type or "", "unknown_field")

@@ -130,6 +130,8 @@ def _result_content(ctx: Ctx, i: int, media: bool) -> None:
                 ctx.lose(ctx.content_ptr(i, k), "empty_text", "an empty or blank text block is not sent back")
         elif c.type[j] == "image" and media and _image_survives(ctx, j):
             kept += 1
+        elif c.type[j] == "tool_reference" and isinstance(ctx.block_extra(j).get("tool_name"), str):
+            kept += 1  # its text placeholder comes back (Ctx.tool_reference_text)
     if not kept:
         ctx.lose(ctx.content_ptr(i), "content_form", "no block of this output comes back: no content")
 

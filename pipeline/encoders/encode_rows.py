@@ -33,8 +33,10 @@ alone, not on its place in the batch.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -44,13 +46,9 @@ import pyarrow.compute as pc
 from pipeline import codec
 from pipeline.encoders import convert_table
 from pipeline.encoders.edits import STATE_FIELDS, clear_stale_state
+from pipeline.encoders.request_fields import ROW_LOSSES, apply_sets, model_provider_losses
 from pipeline.losses import LossPolicy
 from pipeline.schema import cast_to_canonical
-
-ROW_LOSSES = pa.schema(
-    [pa.field("row", pa.int64()), pa.field("path", pa.string()), pa.field("kind", pa.string()),
-     pa.field("detail", pa.string())]
-)  # fmt: skip
 
 # orjson's escaping: quote, backslash and the C0 controls (short forms where JSON has them, else
 # \u00xx in lowercase hex); everything else, DEL and U+2028 included, is written as UTF-8.
@@ -84,7 +82,8 @@ class EncodedRows:
     def refused_kinds(self, policy: LossPolicy) -> pa.Array:
         """Per row: the sorted distinct kinds ``policy`` refuses, joined with ``", "`` (null: none).
 
-        Rows that failed to encode have no refused kinds (they are rejected for their error).
+        Rows that failed to encode have no refused kinds (they are rejected for their error);
+        additions are never refused (``LossPolicy.accepted``).
         """
         n = len(self.records)
         if policy.on_loss == "allow" or self.losses.num_rows == 0:
@@ -92,7 +91,7 @@ class EncodedRows:
         lf = pl.from_arrow(self.losses.select(["row", "kind"]))
         assert isinstance(lf, pl.DataFrame)
         refused = (
-            lf.filter(~pl.col("kind").is_in(sorted(policy.allowed)))
+            lf.filter(~pl.col("kind").is_in(sorted(policy.accepted)))
             .unique()
             .sort("row", "kind")
             .group_by("row", maintain_order=True)
@@ -164,16 +163,25 @@ def _lines(texts: pa.Array) -> bytes:
     return joined.buffers()[2][int(offsets[0]) : int(offsets[-1])].to_pybytes()
 
 
-def encode_rows(table: pa.Table, target: str, *, as_decoded: bool = False) -> EncodedRows:
+def encode_rows(
+    table: pa.Table, target: str, sets: Mapping[str, Any] | None = None, *, as_decoded: bool = False
+) -> EncodedRows:
     """Encode every row of a canonical table to ``target``; a failing row never raises.
 
+    ``sets`` (checked by ``request_fields.check_sets``) are written into the table first, for every
+    encoder to see; each is reported as a ``set`` addition per row, which replaces what an encoder
+    says about that field (a ``request_field`` at the same path: the value is the user's, not the
+    source's).
+
     ``as_decoded``: the caller decoded these rows from wire records in this process and nothing
-    changed them since (no step ran), so every item's stored fingerprint was computed from its
+    changed their items since (no step ran), so every item's stored fingerprint was computed from its
     present content and none is edited: the edit check (:func:`clear_stale_state`, one fingerprint
     per item) is skipped on the compiled path. Never set it for rows read from canonical Parquet
-    (written after steps, their fingerprints are the original content's).
+    (written after steps, their fingerprints are the original content's). ``sets`` touch top-level
+    fields only, never items, so they do not change this.
     """
     table = cast_to_canonical(table).combine_chunks()
+    table, added = apply_sets(table, sets or {}, target)
     n = table.num_rows
     fast = np.zeros(n, bool)
     module = codec.native_encoder(target) if n else None
@@ -207,13 +215,32 @@ def encode_rows(table: pa.Table, target: str, *, as_decoded: bool = False) -> En
         )  # fmt: skip
     if len(parts) == 1:  # one encoder took every row, in order: nothing to interleave
         _, records, errors, losses = parts[0]
-        return EncodedRows(records, errors, losses, pa.array(fast))
-    order = np.argsort(np.concatenate([p[0] for p in parts]), kind="stable")
-    records = pa.concat_arrays([p[1] for p in parts]).take(pa.array(order))
-    errors = pa.concat_arrays([p[2] for p in parts]).take(pa.array(order))
-    losses = pa.concat_tables([p[3] for p in parts])
-    losses = losses.take(np.argsort(losses.column("row").to_numpy(), kind="stable"))
+    else:
+        order = np.argsort(np.concatenate([p[0] for p in parts]), kind="stable")
+        records = pa.concat_arrays([p[1] for p in parts]).take(pa.array(order))
+        errors = pa.concat_arrays([p[2] for p in parts]).take(pa.array(order))
+        losses = pa.concat_tables([p[3] for p in parts])
+    if fast.any():  # convert_table reported the per-record rows' model_provider losses itself
+        model = model_provider_losses(table, target)
+        losses = pa.concat_tables([losses, model.filter(pa.array(fast[model.column("row").to_numpy()]))])
+    if added.num_rows:
+        losses = _with_sets(losses, added, errors)
+    if len(parts) > 1 or fast.any() or added.num_rows:
+        losses = losses.take(np.argsort(losses.column("row").to_numpy(), kind="stable"))
     return EncodedRows(records, errors, losses, pa.array(fast))
+
+
+def _with_sets(losses: pa.Table, added: pa.Table, errors: pa.Array) -> pa.Table:
+    """The encoders' losses with the ``set`` additions after them (rows that failed to encode
+    report nothing), less any ``request_field`` loss at a path a value was set at."""
+    ok = np.asarray(errors.is_null().to_numpy(zero_copy_only=False))
+    added = added.filter(pa.array(ok[added.column("row").to_numpy()]))
+    lf, at = pl.from_arrow(losses), pl.from_arrow(added.select(["row", "path"]))
+    assert isinstance(lf, pl.DataFrame) and isinstance(at, pl.DataFrame)
+    at = at.with_columns(pl.lit(True).alias("set"))
+    joined = lf.join(at, on=["row", "path"], how="left", maintain_order="left")
+    replaced = joined["set"].fill_null(False) & (lf["kind"] == "request_field")
+    return pa.concat_tables([losses.filter(pa.array(~replaced.to_numpy())), added])
 
 
 def _any_responses_request(table: pa.Table) -> bool:

@@ -30,9 +30,10 @@ Semantics (sections 3 and 4.1 of the wire-format reference):
   as ``file`` (filename and part shape are lost); other files are dropped (``file``).
 * **request**: ``model`` is carried verbatim (never invented: a body without one must get it from
   the caller); ``max_tokens`` comes from ``max_output_tokens`` / ``max_completion_tokens`` /
-  ``max_tokens`` or is the documented :data:`DEFAULT_MAX_TOKENS` (``filled_default``, since the
-  source had no limit); Chat ``stop`` becomes ``stop_sequences``; everything else is
-  ``request_field`` (the pinned SDK's request type has no ``temperature`` or ``top_p``).
+  ``max_tokens`` (an HF/ShareGPT row's top-level one, reported: the way back drops it) or is the
+  documented :data:`DEFAULT_MAX_TOKENS` (``filled_default``, since the source had no limit); Chat
+  ``stop`` becomes ``stop_sequences``; everything else is ``request_field`` (the pinned SDK's
+  request type has no ``temperature`` or ``top_p``).
 
 * **dataset rows** (HF, ShareGPT) are read as :mod:`pipeline.encoders.from_dataset` reads them for
   Chat: id-less calls get generated ids and their outputs the same (``generated_id``), HF object
@@ -74,13 +75,13 @@ TEXT_TYPES = frozenset(("input_text", "output_text", "text", None))
 IMAGE_MEDIA = frozenset(("image/jpeg", "image/png", "image/gif", "image/webp"))
 # A custom tool's free-form input wrapped as an object, and the schema declaring that wrapper.
 CUSTOM_SCHEMA = {"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}
-# Source keys for the output token limit, in order of preference.
-# Dataset rows (HF, ShareGPT) have none: they always get the default.
+# Source keys for the output token limit, in order of preference. Dataset rows (HF, ShareGPT) have
+# no field of their own: a top-level max_tokens (what --set writes there) is used, else the default.
 TOKEN_KEYS = {
     "responses": ("max_output_tokens",),
     "chat": ("max_completion_tokens", "max_tokens"),
-    "hf": (),
-    "sharegpt": (),
+    "hf": ("max_tokens",),
+    "sharegpt": ("max_tokens",),
 }
 # Sources whose calls sit in their assistant message's ``tool_calls`` (and come back there).
 NESTED = frozenset(("chat", "hf"))
@@ -460,6 +461,10 @@ def _dropped(ctx: Ctx, i: int) -> None:
         ctx.lose(base, "compaction", "Anthropic has no equivalent of an OpenAI compaction item")
     elif t == "item_reference":
         ctx.lose(base, "unknown_item", "an item reference cannot be resolved here")
+    elif t == "additional_tools" and ctx.kind == "request" and ctx.source == "responses":
+        # its tools are declared in the request's tools (_additional_tools): the calls that use
+        # them later in the history call a declared tool
+        ctx.lose(base, "tools", "its tools are declared in the request's tools, from the start")
     else:
         ctx.lose_item(base, t, "Anthropic")
 
@@ -872,11 +877,21 @@ def _function_tool(ctx: Ctx, tool: dict[str, Any], path: str) -> dict[str, Any]:
     return out
 
 
-def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
+def _tools(
+    ctx: Ctx, raw: Any, base: str = "/tools", declared: set[str] | None = None
+) -> list[dict[str, Any]]:
+    """A source tool list (the request's, or an ``additional_tools`` item's at ``base``) as Anthropic
+    tools; with ``declared`` (names already declared, updated), a Responses tool of a declared name is
+    left out (the API refuses duplicate names)."""
     out = []
     for k, tool in enumerate(raw if isinstance(raw, list) else []):
-        path = pointer("tools", k)
+        path = base + pointer(k)
         t = tool.get("type") if isinstance(tool, dict) else None
+        if declared is not None and t in ("function", "custom"):
+            if tool.get("name") in declared:
+                ctx.lose(path, "tools", f"tool {tool.get('name')!r} is already declared")
+                continue
+            declared.add(tool.get("name") or "")
         if t == "function":
             out.append(_function_tool(ctx, tool, path))
         elif t == "custom":
@@ -886,14 +901,30 @@ def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
             if isinstance(spec.get("description"), str):
                 new["description"] = spec["description"]
             # reported on the list: the tool changes kind, and tools have no key to align on
-            ctx.lose(
-                "/tools", "tools", f"custom tool {k} became a tool taking {{'input': text}}; format lost"
-            )
+            ctx.lose(base, "tools", f"custom tool {k} became a tool taking {{'input': text}}; format lost")
             out.append(new)
         else:
             ctx.lose(path, "tools", f"{a_or_an(quoted(t))} tool has no equivalent in Anthropic")
     if not isinstance(raw, list) or (raw and not out):  # an empty list stays one
-        ctx.lose("/tools", "tools", "no tool Anthropic can declare")
+        ctx.lose(base, "tools", "no tool Anthropic can declare")
+    return out
+
+
+def _additional_tools(ctx: Ctx, declared: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tools of a Responses request's ``additional_tools`` items (tool search results that
+    declare tools partway through), converted like the request's own, for its ``tools``: Anthropic
+    declares every tool up front. A name already declared is not declared twice (the API refuses
+    duplicate names)."""
+    if ctx.source != "responses":
+        return []
+    v = ctx.v
+    names = {t["name"] for t in declared}
+    out: list[dict[str, Any]] = []
+    for i in range(ctx.start, ctx.end):
+        if v.type[i] == "additional_tools":
+            out += _tools(ctx, ctx.extra(i).get("tools"), ctx.item_ptr(i) + "/tools", names)
+    if out:  # the way back lists them in the request's tools too
+        ctx.lose("/tools", "tools", "the tools of additional_tools items are declared here as well")
     return out
 
 
@@ -947,15 +978,15 @@ def _max_tokens(ctx: Ctx, extra: dict[str, Any]) -> int:
     """Anthropic requires ``max_tokens``: the source's limit, or :data:`DEFAULT_MAX_TOKENS`."""
     keys = TOKEN_KEYS[ctx.source]
     value: int | None = None
-    if not keys:
-        ctx.lose("/max_tokens", "filled_default", f"no token limit; max_tokens {DEFAULT_MAX_TOKENS} was set")
-        return DEFAULT_MAX_TOKENS
     for key in keys:
         if key not in extra:
             continue
         x = extra.pop(key)
         if value is None and type(x) is int and x >= 1:
             value = x
+            if ctx.source in from_dataset.DATASETS:
+                detail = "kept, but HF/ShareGPT rows written from Anthropic have none"
+                ctx.lose(pointer(key), "request_field", detail)
             if key != keys[0]:
                 ctx.lose(pointer(key), "request_field", f"'{key}' comes back as '{keys[0]}'")
                 ctx.lose(pointer(keys[0]), "request_field", f"'{keys[0]}' comes back instead of '{key}'")
@@ -988,6 +1019,9 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
         tools = _tools(ctx, raw_tools)
         if tools or raw_tools == []:
             out["tools"] = tools
+    added = _additional_tools(ctx, out.get("tools", []))
+    if added:
+        out["tools"] = [*out.get("tools", []), *added]
     if view.tool_choice[r] is not None:
         choice = _tool_choice(ctx, orjson.loads(view.tool_choice[r]))
         if choice is not None:

@@ -74,6 +74,8 @@ def _text_part(ctx: Ctx, i: int, j: int, k: int, allow_media: bool) -> dict[str,
         if url is not None:
             ctx.lose_block_keys(j, path, {"type", "source"})
             return {"type": "image_url", "image_url": {"url": url}}
+    if t == "tool_reference" and (placeholder := ctx.tool_reference_text(j, path)) is not None:
+        return {"type": "text", "text": placeholder}
     ctx.lose_part(path, t, "Chat here")
     return None
 

@@ -71,6 +71,8 @@ def _part(ctx: Ctx, i: int, j: int, k: int, assistant: bool) -> dict[str, Any] |
         if url is not None:
             ctx.lose(path, "image", "Responses images have a required detail; filled 'auto'")
             return {"type": "input_image", "detail": "auto", "image_url": url}
+    if t == "tool_reference" and (placeholder := ctx.tool_reference_text(j, path)) is not None:
+        return {"type": "input_text", "text": placeholder}
     ctx.lose_part(path, t, "Responses here")
     return None
 

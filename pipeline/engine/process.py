@@ -26,7 +26,7 @@ from pipeline.errors import reason_of
 from pipeline.formats import encode_jsonl
 from pipeline.io.run_tables import LOSSES_SCHEMA, loss_refused, rejected_row
 from pipeline.jobs.resolve import CANONICAL, PARQUET, build_steps
-from pipeline.losses import LossPolicy
+from pipeline.losses import ADDITIONS, LossPolicy
 from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
 from pipeline.transforms import apply_steps
 
@@ -47,6 +47,7 @@ class Work:
     chunk_bytes: int
     batch_rows: int
     layout: str = "run"  # writers.RUN (every table and audit fact) or writers.SINGLE_FILE
+    sets: tuple[tuple[str, Any], ...] = ()  # the job's checked [set] / --set values, in order
 
     @classmethod
     def of(cls, job: Any) -> Work:
@@ -59,6 +60,7 @@ class Work:
             job.chunk_bytes,
             job.batch_rows,
             job.layout,
+            tuple(job.sets.items()),
         )
 
 
@@ -168,10 +170,34 @@ class _Counts:
         self.loss_kinds: Counter[str] = Counter()
         self.source_counts: Counter[str] = Counter()
         self.fallback: Counter[str] = Counter()
+        self.additions: Counter[str] = Counter()  # records per addition kind
+
+    def add_losses(self, losses: pa.Table) -> None:
+        """Count a batch's loss rows: losses by kind and lossy records, additions apart (records
+        per kind): an addition is not a loss (pipeline.losses.ADDITIONS)."""
+        added = pc.is_in(losses.column("kind"), value_set=pa.array(sorted(ADDITIONS), pa.string()))
+        lost = losses.filter(pc.invert(added))
+        if lost.num_rows:
+            kinds = pc.value_counts(lost.column("kind"))
+            names, n = kinds.field("values").to_pylist(), kinds.field("counts").to_pylist()
+            self.loss_kinds.update(dict(zip(names, n, strict=True)))
+            self.lossy += pc.count_distinct(lost.column("conversation_id"), mode="all").as_py()
+        extra = losses.filter(added)
+        if extra.num_rows:
+            per_kind = extra.group_by("kind").aggregate([("conversation_id", "count_distinct")])
+            self.additions.update(
+                dict(zip(per_kind.column("kind").to_pylist(),
+                         per_kind.column("conversation_id_count_distinct").to_pylist(), strict=True))
+            )  # fmt: skip
 
 
 def _encode(
-    table: pa.Table, target: str, policy: LossPolicy, originals: _Originals, as_decoded: bool = False
+    table: pa.Table,
+    target: str,
+    policy: LossPolicy,
+    originals: _Originals,
+    sets: dict[str, Any] | None = None,
+    as_decoded: bool = False,
 ) -> tuple[pa.Table, bytes, pa.Table, list[dict[str, Any]]]:
     """Encode every row to ``target``; keep the ones that encode and pass the loss policy.
 
@@ -184,7 +210,7 @@ def _encode(
     ``as_decoded``: the rows are as this process decoded them (see :func:`encode_rows`).
     """
     canonical = cast_to_canonical(table)
-    enc = encode_rows(canonical, target, as_decoded=as_decoded)
+    enc = encode_rows(canonical, target, sets, as_decoded=as_decoded)
     refused = enc.refused_kinds(policy)
     failed = enc.errors.is_valid().to_numpy(zero_copy_only=False)
     keep = ~(failed | refused.is_valid().to_numpy(zero_copy_only=False))
@@ -267,15 +293,15 @@ def run_shard(
                 table, step_rejected = _apply_steps(table, steps, originals)
                 rejected = rejected + step_rejected
             if encoded:
-                table, data, losses, enc_rejected = _encode(table, work.target, policy, originals, as_decoded)
+                sets = dict(work.sets)
+                table, data, losses, enc_rejected = _encode(
+                    table, work.target, policy, originals, sets, as_decoded
+                )
                 writer.output(data, table.num_rows)
                 writer.losses(losses)
                 rejected = rejected + enc_rejected
                 if losses.num_rows:
-                    kinds = pc.value_counts(losses.column("kind"))
-                    names, n = kinds.field("values").to_pylist(), kinds.field("counts").to_pylist()
-                    counts.loss_kinds.update(dict(zip(names, n, strict=True)))
-                    counts.lossy += pc.count_distinct(losses.column("conversation_id"), mode="all").as_py()
+                    counts.add_losses(losses)
             writer.conversations(table)
             writer.rejected(rejected)
             counts.read += batch.read
@@ -307,6 +333,7 @@ def run_shard(
         "rejected_by_reason": dict(sorted(counts.by_reason.items())),
         "losses_by_kind": dict(sorted(counts.loss_kinds.items())),
         "records_with_losses": counts.lossy,
+        "additions_by_kind": dict(sorted(counts.additions.items())),
         **({"source_counts": dict(sorted(counts.source_counts.items()))} if counts.source_counts else {}),
         "codec": shard_codec(shard),
         "native_fallback": dict(sorted(counts.fallback.items())),

@@ -36,6 +36,11 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         if len(summary["losses_by_kind"]) > 6:
             kinds += f", and {len(summary['losses_by_kind']) - 6} more"
         console.print(f"{summary['records_with_losses']:,} records lost something ({kinds})")
+    added = summary.get("additions_by_kind") or {}
+    if added:
+        # additions are not losses (pipeline.losses.ADDITIONS): listed apart, never a reason to reject
+        listed = ", ".join(f"{kind} in {n:,} records" for kind, n in added.items())
+        console.print(f"added (not losses; see the losses file): {listed}")
     if summary.get("native_fallback"):
         reasons = ", ".join(f"{k} {n:,}" for k, n in summary["fallback_by_reason"].items())
         console.print(
@@ -53,7 +58,7 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
     console.print(f"output: {summary['output']}")  # the single-file layout (convert/transform -o)
     if summary["rejected"]:
         console.print(f"rejected records: {summary['rejected_file']}")
-    if summary.get("losses_file") and summary["records_with_losses"]:
+    if summary.get("losses_file") and (summary["records_with_losses"] or summary.get("additions_by_kind")):
         console.print(f"losses: {summary['losses_file']}")
 
 

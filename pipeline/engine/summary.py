@@ -34,6 +34,7 @@ def summarize(job: Job, shards: list[dict[str, Any]], **run: Any) -> dict[str, A
     by_stage: Counter[str] = Counter()
     by_reason: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
+    additions: Counter[str] = Counter()
     source_counts: Counter[str] = Counter()
     fallback: Counter[str] = Counter()
     codecs: Counter[str] = Counter()
@@ -48,6 +49,7 @@ def summarize(job: Job, shards: list[dict[str, Any]], **run: Any) -> dict[str, A
         by_stage.update(s["rejected_by_stage"])
         by_reason.update(s["rejected_by_reason"])
         kinds.update(s["losses_by_kind"])
+        additions.update(s.get("additions_by_kind", {}))  # .get: manifests from before additions
         source_counts.update(s.get("source_counts", {}))
         # .get: manifests written before the codec was recorded resume without these keys
         fallback.update(s.get("native_fallback", {}))
@@ -73,6 +75,7 @@ def summarize(job: Job, shards: list[dict[str, Any]], **run: Any) -> dict[str, A
         "rejected_by_reason": dict(by_reason.most_common()),
         "losses_by_kind": dict(kinds.most_common()),
         "records_with_losses": lossy,
+        "additions_by_kind": dict(additions.most_common()),
         **({"source_counts": dict(sorted(source_counts.items()))} if source_counts else {}),
         "codec": "native" if active.native else "python",
         "codec_detail": active.describe(),

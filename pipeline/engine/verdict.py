@@ -91,10 +91,13 @@ def _loss_hint(reasons: dict[str, int]) -> str | None:
         return None
     allow = ",".join(kinds)
     listed = ", ".join(f'"{k}"' for k in kinds)
-    return (
+    hint = (
         f"to write them, accept those losses: `--allow-loss {allow}` or `--on-loss allow` "
         f"(a job file: `[loss] allow = [{listed}]`)"
     )
+    if "model_provider" in kinds:  # another provider's model: replacing it is the usual way out
+        hint += "; or give the target's model: `--set model=NAME` (a job file: `[set] model = \"NAME\"`)"
+    return hint
 
 
 def _rejected(run_dir: Path) -> ds.Dataset | None:

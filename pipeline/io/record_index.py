@@ -23,9 +23,9 @@ all_turns                   human_turns + ai_turns
 compactions                 compaction items
 items_after_last_compaction items after the last compaction item (null: no compaction)
 compaction_encrypted_bytes  bytes of the compaction items' ``encrypted_content``
-losses                      loss rows reported for the record in ``losses/``
-loss_kinds                  its distinct loss kinds, sorted
-loss_paths                  its first 5 loss pointers, sorted (byte order)
+losses                      loss rows reported for the record in ``losses/``, additions left out
+loss_kinds                  its distinct loss kinds (additions left out), sorted
+loss_paths                  its first 5 loss pointers (additions left out), sorted (byte order)
 ==========================  ================================================================
 
 Every count column is null for a rejected record (nothing of it was written).
@@ -49,6 +49,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.losses import ADDITIONS
 from pipeline.transforms import _items
 
 MAX_PATHS = 5
@@ -153,8 +154,15 @@ def _lists(groups: np.ndarray, values: pa.Array, n: int) -> pa.ListArray:
 
 
 def loss_facts(conversation_ids: pa.Array, losses: pa.Table | None) -> dict[str, pa.Array]:
-    """Per record row: ``losses`` (count), ``loss_kinds`` (distinct, sorted), ``loss_paths`` (first 5)."""
+    """Per record row: ``losses`` (count), ``loss_kinds`` (distinct, sorted), ``loss_paths`` (first 5).
+
+    Additions (:data:`pipeline.losses.ADDITIONS`) are not losses: they are left out, so a record
+    whose only report is a filled default is not lossy.
+    """
     n = len(conversation_ids)
+    if losses is not None and losses.num_rows:
+        added = pc.is_in(losses.column("kind"), value_set=pa.array(sorted(ADDITIONS), pa.string()))
+        losses = losses.filter(pc.invert(added))
     if losses is None or losses.num_rows == 0:
         empty = pa.array(np.zeros(n + 1, np.int32))
         return {

@@ -16,6 +16,10 @@ path = "runs/eval-chat"      # the run directory (docs/run-layout.md)
 target = "chat"              # a wire format, or "parquet" (conversations/ only)
 shard_records = 10000        # input records (lines) per shard
 
+[set]                        # top-level request fields to set in every record (docs/conversion.md)
+max_tokens = 4096            # the target's own names: model, and max_tokens (anthropic) /
+model = "claude-sonnet-4-5"  # max_completion_tokens (chat) / max_output_tokens (responses)
+
 [loss]
 on_loss = "allow"            # or "reject"; allow = ["item_id"] accepts those kinds under reject
 max_rejected_share = 0.5     # fail (exit 1) when more than this share of the records is rejected
@@ -85,5 +89,7 @@ class JobSpec(_Strict):
     inputs: list[InputSpec] = Field(min_length=1)
     steps: list[str | dict[str, Any]] = Field(default_factory=list)
     output: OutputSpec
+    # [set]: "set" in the file (an alias: a field named set would shadow the builtin in the class)
+    sets: dict[str, Any] = Field(default_factory=dict, alias="set")  # checked in resolve (check_sets)
     loss: LossSpec = Field(default_factory=LossSpec)
     engine: EngineSpec = Field(default_factory=EngineSpec)

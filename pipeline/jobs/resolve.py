@@ -18,6 +18,7 @@ import orjson
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
+from pipeline.encoders.request_fields import check_sets
 from pipeline.errors import ConfigError
 from pipeline.formats import WIRE_FORMATS
 from pipeline.jobs.files import Container, container_of, dataset_arrow_files, expand, file_size, is_url
@@ -77,6 +78,7 @@ class Job:
     ray_address: str | None = None
     layout: str = "run"  # engine.writers.RUN, or SINGLE_FILE for convert/transform -o FILE
     max_rejected_share: float | None = None  # None: fail only when every record read was rejected
+    sets: dict[str, Any] = field(default_factory=dict)  # [set] / --set: request fields, checked
     source_text: str = ""  # the job file as given (kept in the catalog)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -94,6 +96,7 @@ class Job:
             "chunk_bytes": self.chunk_bytes,
             "batch_rows": self.batch_rows,
             **({"layout": self.layout} if self.layout != "run" else {}),  # run dirs keep their fingerprint
+            **({"set": self.sets} if self.sets else {}),  # the same: a job without [set] keeps its own
             "chatlake": chatlake_version(),
             "schema_version": SCHEMA_VERSION,
         }
@@ -210,6 +213,7 @@ def resolve(spec: JobSpec, base: Path, source_text: str = "") -> Job:
         policy = LossPolicy("reject" if allowed else spec.loss.on_loss, allowed)
     except ValueError as e:
         raise ConfigError(f"loss: {e}") from None
+    sets = check_sets(spec.sets, target)
     steps = build_steps(spec.steps)
     names = [str(getattr(s, "name", "") or step_name(sp)) for s, sp in zip(steps, spec.steps, strict=True)]
     if is_url(spec.output.path):
@@ -256,6 +260,7 @@ def resolve(spec: JobSpec, base: Path, source_text: str = "") -> Job:
         pool=spec.engine.pool,
         ray_address=spec.engine.ray_address,
         max_rejected_share=spec.loss.max_rejected_share,
+        sets=sets,
         source_text=source_text,
     )
 
@@ -330,6 +335,7 @@ def convert_job(
     layout: str = "run",
     shard_records: int | None = None,
     max_rejected_share: float | None = None,
+    sets: dict[str, Any] | None = None,
 ) -> Job:
     """``chatlake convert`` / ``transform``: a job (steps optional) from command-line flags.
 
@@ -344,6 +350,7 @@ def convert_job(
                    **({"shard_records": shard_records} if shard_records else {})},
         "loss": {"on_loss": on_loss, "allow": list(allow or []), "max_rejected_share": max_rejected_share},
         "engine": {"workers": workers},
+        "set": dict(sets or {}),
     }  # fmt: skip
     try:
         spec = JobSpec.model_validate(doc)

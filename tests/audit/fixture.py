@@ -31,6 +31,7 @@ from pipeline.encoders import convert_table
 from pipeline.formats import decode_lines
 from pipeline.io.parquet import writer as parquet_writer
 from pipeline.io.run_tables import LOSSES_SCHEMA, REJECTED_SCHEMA
+from pipeline.losses import ADDITIONS
 from tests.cases import BAD_LINES, CASES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -279,6 +280,7 @@ def _summary(
     target: str,
 ) -> dict[str, Any]:
     assert read == conversations.num_rows + len(rejected), "fixture lost a record"
+    lost = [loss for loss in losses if loss["kind"] not in ADDITIONS]  # additions are not losses
     return {
         "job": "audit-fixture",
         "run_id": "fixture",
@@ -290,8 +292,12 @@ def _summary(
         "rejected": len(rejected),
         "rejected_by_stage": _count([r["stage"] for r in rejected]),
         "rejected_by_reason": _count([r["reason"] for r in rejected]),
-        "losses_by_kind": _count([loss["kind"] for loss in losses]),
-        "records_with_losses": len({loss["conversation_id"] for loss in losses}),
+        "losses_by_kind": _count([loss["kind"] for loss in lost]),
+        "records_with_losses": len({loss["conversation_id"] for loss in lost}),
+        "additions_by_kind": {
+            k: len({x["conversation_id"] for x in losses if x["kind"] == k})
+            for k in sorted({x["kind"] for x in losses} & ADDITIONS)
+        },
         "steps": [],
         "target": target,
         "timings_s": {"total": 0.0},

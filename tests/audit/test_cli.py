@@ -28,10 +28,10 @@ def test_audit_csv_and_markdown(fixture_run: FixtureRun) -> None:
     )
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
-    assert lines[0] == "kind,losses,records,share_of_written"
+    assert lines[0] == "kind,losses,records,share_of_written,addition"
     assert (
         lines[1]
-        == f"{ref[0]['kind']},{ref[0]['losses']},{ref[0]['records']},{ref[0]['share_of_written']!r}"
+        == f"{ref[0]['kind']},{ref[0]['losses']},{ref[0]['records']},{ref[0]['share_of_written']!r},False"
     )
     assert len(lines) == len(ref) + 1
     res = CliRunner().invoke(

@@ -17,6 +17,7 @@ from pipeline.audit.derived import DERIVED
 from pipeline.audit.views import written_facts
 from pipeline.io.record_index import TOP_LOSSES
 from pipeline.io.shard_counts import SCHEMAS
+from pipeline.losses import ADDITIONS
 from tests.audit.fixture import FixtureRun
 from tests.audit.test_queries import REFERENCES, _close
 from tests.audit.test_queries import ref_worst_records as REF_WORST
@@ -108,6 +109,8 @@ def test_the_documented_cli_views_answer_every_query(fixture_run: FixtureRun) ->
     views = doc.split("-- views.sql (replace runs/r1 with your run directory)\n", 1)[1].split("```", 1)[0]
     con = duckdb.connect()
     con.execute(views.replace("runs/r1", str(fixture_run.path)))
+    documented = {k for (k,) in con.sql("SELECT kind FROM loss_kinds WHERE addition").fetchall()}
+    assert documented == ADDITIONS, "docs/audit.md's loss_kinds view must list pipeline.losses.ADDITIONS"
     for name in query_names():
         query = load_query(name)
         rows = con.sql(query.sql, params=query.bind() or None).to_arrow_table().to_pylist()

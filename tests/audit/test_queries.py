@@ -20,13 +20,14 @@ import pytest
 from pipeline.audit import load_query, open_run, query_names
 from pipeline.audit.derived import DERIVED
 from pipeline.audit.queries import parse_query
-from pipeline.audit.views import RunDamaged
+from pipeline.audit.views import RunDamaged, define_loss_kinds
 from pipeline.errors import ConfigError
 from pipeline.formats import decode_records
 from pipeline.io.item_index import item_index
 from pipeline.io.record_index import written_records
 from pipeline.io.run_tables import REJECTED_SCHEMA
 from pipeline.io.shard_counts import record_counts
+from pipeline.losses import LOSS_KINDS
 from tests.audit.fixture import AUDIT_RECORDS, LOSSES_SCHEMA, FixtureRun
 
 Rows = list[dict[str, Any]]
@@ -36,23 +37,29 @@ def _written(fx: FixtureRun) -> Rows:
     return fx.conversations.to_pylist()
 
 
+def _lost(fx: FixtureRun) -> Rows:
+    """The fixture's loss rows that are losses (additions, such as filled defaults, are not)."""
+    return [loss for loss in fx.losses if not LOSS_KINDS[loss["kind"]].addition]
+
+
 def ref_loss_totals_by_kind(fx: FixtureRun) -> Rows:
     n = fx.conversations.num_rows
     by: dict[str, list[str]] = defaultdict(list)
     for loss in fx.losses:
         by[loss["kind"]].append(loss["conversation_id"])
     rows = [
-        {"kind": k, "losses": len(ids), "records": len(set(ids)), "share_of_written": len(set(ids)) / n}
+        {"kind": k, "losses": len(ids), "records": len(set(ids)), "share_of_written": len(set(ids)) / n,
+         "addition": LOSS_KINDS[k].addition}
         for k, ids in by.items()
     ]
-    return sorted(rows, key=lambda r: (-r["losses"], r["kind"]))
+    return sorted(rows, key=lambda r: (r["addition"], -r["losses"], r["kind"]))
 
 
 def ref_loss_totals_by_direction(fx: FixtureRun) -> Rows:
     written = Counter(c["source_format"] for c in _written(fx))
     rows = []
     for sf, w in sorted(written.items()):
-        ls = [loss for loss in fx.losses if loss["source_format"] == sf]
+        ls = [loss for loss in _lost(fx) if loss["source_format"] == sf]
         recs = len({loss["conversation_id"] for loss in ls})
         rows.append(
             {
@@ -68,7 +75,7 @@ def ref_loss_totals_by_direction(fx: FixtureRun) -> Rows:
 
 
 def ref_lossless_share_by_dataset(fx: FixtureRun) -> Rows:
-    lossy = {loss["conversation_id"] for loss in fx.losses}
+    lossy = {loss["conversation_id"] for loss in _lost(fx)}
     files = sorted({c["source_file"] for c in _written(fx)} | {r["source_file"] for r in fx.rejected})
     rows = []
     for f in files:
@@ -263,7 +270,7 @@ def ref_turn_count_distribution(fx: FixtureRun) -> Rows:
 
 def ref_worst_records(fx: FixtureRun, n: int = 10) -> Rows:
     by: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for loss in fx.losses:
+    for loss in _lost(fx):
         by[loss["conversation_id"]].append(loss)
     rows = [
         {
@@ -383,6 +390,7 @@ def test_turns_of_a_hand_counted_conversation(facts: str) -> None:
         con.register("losses", LOSSES_SCHEMA.empty_table())
         con.register("rejected", REJECTED_SCHEMA.empty_table())
         con.sql("CREATE VIEW summary AS SELECT 'chat' AS target")
+        define_loss_kinds(con)
         con.execute(DERIVED["records"])
         con.execute(DERIVED["record_counts"])
     rows = load_query("turn_count_distribution").run(con).to_pylist()

@@ -602,3 +602,47 @@ def test_a_call_key_on_a_responses_output_is_reported() -> None:
     out = {"type": "function_call_output", "call_id": "c", "output": "x", "arguments": "{}"}
     [there] = convert_table(decode_records([{"input": [call, out]}], "responses").table, "anthropic")
     assert ("/input/1/arguments", "argument_string") in [(x.path, x.kind) for x in there.losses]
+
+
+def _tool(name: str) -> dict[str, Any]:
+    return {"type": "function", "name": name, "description": f"{name} tool",
+            "parameters": {"type": "object", "properties": {}}, "strict": False}  # fmt: skip
+
+
+@pytest.mark.parametrize("own_tools", [None, [], [_tool("lookup")]])
+def test_additional_tools_are_declared_in_the_request_tools(own_tools: list[dict[str, Any]] | None) -> None:
+    """A tool search result (a Responses ``additional_tools`` item) declares tools partway through;
+    Anthropic declares every tool up front, so they join the request's ``tools`` (the history's
+    later call to one must call a declared tool), and the move is reported."""
+    found = {"type": "additional_tools", "role": "developer",
+             "tools": [_tool("get_weather"), {"type": "web_search"}, _tool("lookup")]}  # fmt: skip
+    record: dict[str, Any] = {
+        "model": "claude-sonnet-4-5",
+        "max_output_tokens": 100,
+        "input": [
+            {"role": "user", "content": "weather?"},
+            found,
+            {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+        ],
+    }
+    if own_tools is not None:
+        record["tools"] = own_tools
+    [out] = convert_table(decode_records([record], "responses").table, "anthropic")
+    assert out.error is None
+    names = [t["name"] for t in out.record["tools"]]
+    assert names == (["lookup", "get_weather"] if own_tools else ["get_weather", "lookup"])
+    assert out.record["tools"][names.index("get_weather")] == {
+        "name": "get_weather", "description": "get_weather tool",
+        "input_schema": {"type": "object", "properties": {}}, "strict": False,
+    }  # fmt: skip
+    losses = {(x.path, x.kind, x.detail) for x in out.losses}
+    assert ("/input/1", "tools", "its tools are declared in the request's tools, from the start") in losses
+    assert ("/input/1/tools/1", "tools", "a 'web_search' tool has no equivalent in Anthropic") in losses
+    assert ("/tools", "tools", "the tools of additional_tools items are declared here as well") in losses
+    assert ("/input/1/tools/2", "tools", "tool 'lookup' is already declared") in losses or not own_tools
+    assert all(x.kind != "unknown_item" for x in out.losses)
+    validate_request("anthropic", out.record)
+    check_api_rules("anthropic", out.record)
+    [back] = convert_table(decode_records([out.record], "anthropic").table, "responses")
+    assert uncovered(record, back.record, out.losses) == []

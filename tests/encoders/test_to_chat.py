@@ -44,3 +44,28 @@ def test_a_call_key_on_a_responses_output_is_reported() -> None:
     assert uncovered(record, back.record, there.losses) == []
     if codec.native_encoder("chat") is not None:
         compare_encode(table)
+
+
+def test_an_anthropic_tool_reference_becomes_a_placeholder_naming_the_tool() -> None:
+    """A tool search result's ``tool_reference`` block has no OpenAI equivalent: the tool output
+    says which tool it named instead of coming back empty (Responses and Chat alike)."""
+    call = {"type": "tool_use", "id": "t1", "name": "search", "input": {}}
+    found = [{"type": "tool_reference", "tool_name": "get_weather"}]
+    record = {
+        "model": "m", "max_tokens": 100,
+        "messages": [
+            {"role": "user", "content": "find a weather tool"},
+            {"role": "assistant", "content": [call]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": found}]},
+        ],
+    }  # fmt: skip
+    table = decode_records([record], "anthropic").table
+    placeholder = "[tool_reference: get_weather]"
+    for target, part in (("chat", {"type": "text", "text": placeholder}),
+                         ("responses", {"type": "input_text", "text": placeholder})):  # fmt: skip
+        [out] = convert_table(table, target)
+        outputs = out.record["messages" if target == "chat" else "input"][-1]
+        assert outputs["content" if target == "chat" else "output"] == [part]
+        assert [(x.path, x.kind, x.detail) for x in out.losses] == [
+            ("/messages/2/content/0/content/0", "tool_reference", f"written as the text '{placeholder}'")
+        ]

@@ -30,6 +30,7 @@ def write_job(
     steps: list[Any] | None = None,
     loss: dict[str, Any] | None = None,
     engine: dict[str, Any] | None = None,
+    set_fields: dict[str, Any] | None = None,
 ) -> Path:
     """A job file from plain values (tables as dicts); steps are strings or dicts with a name."""
     lines = [f"name = {toml_value(name)}"]
@@ -45,7 +46,7 @@ def write_job(
         if isinstance(s, dict):
             lines.append("[[steps]]")
             lines += [f"{k} = {toml_value(v)}" for k, v in s.items()]
-    for section, values in (("output", output), ("loss", loss), ("engine", engine)):
+    for section, values in (("output", output), ("loss", loss), ("engine", engine), ("set", set_fields)):
         if values:
             lines.append(f"[{section}]")
             lines += [f"{k} = {toml_value(v)}" for k, v in values.items()]

@@ -21,6 +21,7 @@ from pipeline.formats import decode_lines, decode_records
 from pipeline.io import shard_counts
 from pipeline.io.record_index import RECORD_INDEX_SCHEMA
 from pipeline.jobs import load_job
+from pipeline.losses import LOSS_KINDS
 from pipeline.schema import CONVERSATION_SCHEMA
 from tests.cases import BAD_LINES, CASES
 from tests.engine.helpers import file_hashes, folder, output_lines, write_job, write_jsonl
@@ -103,8 +104,13 @@ def test_accounting_on_a_job_mixing_good_and_bad_records(tmp_path: Path) -> None
     losses = folder(run, "losses")
     assert losses.schema.equals(LOSSES_SCHEMA)
     assert set(losses.column("kind").to_pylist()) <= set(ALLOWED)
-    assert dict(Counter(losses.column("kind").to_pylist())) == summary["losses_by_kind"]
-    assert summary["records_with_losses"] == len(set(losses.column("conversation_id").to_pylist()))
+    lost = [r for r in losses.to_pylist() if not LOSS_KINDS[r["kind"]].addition]
+    added = [r for r in losses.to_pylist() if LOSS_KINDS[r["kind"]].addition]
+    assert dict(Counter(r["kind"] for r in lost)) == summary["losses_by_kind"]
+    assert summary["records_with_losses"] == len({r["conversation_id"] for r in lost})
+    assert summary["additions_by_kind"] == {
+        k: len({r["conversation_id"] for r in added if r["kind"] == k}) for k in {r["kind"] for r in added}
+    }
 
 
 def test_run_layout_contract(tmp_path: Path) -> None:
@@ -145,8 +151,8 @@ def test_run_layout_contract(tmp_path: Path) -> None:
     on_disk = orjson.loads((run / "summary.json").read_bytes())
     assert on_disk == summary
     for key in ("job", "run_id", "started_at", "finished_at", "inputs", "read", "written", "rejected",
-                "rejected_by_stage", "rejected_by_reason", "losses_by_kind", "records_with_losses", "steps",
-                "target", "timings_s", "versions"):  # fmt: skip
+                "rejected_by_stage", "rejected_by_reason", "losses_by_kind", "records_with_losses",
+                "additions_by_kind", "steps", "target", "timings_s", "versions"):  # fmt: skip
         assert key in summary, key
     src = str(tmp_path / "in.jsonl")
     assert summary["inputs"] == [{"path": src, "format": "responses", "read": len(lines)}]
@@ -163,6 +169,31 @@ def test_parquet_target_writes_no_output_folder_files_and_empty_losses(tmp_path:
     assert pq.read_table(run / "losses" / "part-00000.parquet").num_rows == 0
     n_bad = sum(1 for f, _, _ in BAD_LINES if f == "responses")
     assert summary["written"] == len(CASES["responses"]) and summary["rejected"] == n_bad
+
+
+def test_a_set_table_reaches_every_written_record_and_is_counted_as_an_addition(tmp_path: Path) -> None:
+    """A job's [set] values are in every output record (over two shards, two workers), each record
+    reports them as set additions in losses/, and the summary counts them apart from losses; the
+    canonical table keeps the source's values."""
+    _mixed(tmp_path)
+    job = write_job(tmp_path / "job.toml", [{"path": "in.jsonl", "format": "responses"}],
+                    {"path": "run", "target": "anthropic", "shard_records": 4}, engine={"workers": 2},
+                    set_fields={"max_tokens": 777, "model": "claude-haiku-4-5"})  # fmt: skip
+    summary = run_job(load_job(job))
+    run = tmp_path / "run"
+    bodies = [orjson.loads(line) for line in output_lines(run)]
+    assert len(bodies) == summary["written"] > 0
+    requests = [b for b in bodies if "messages" in b]  # response objects are left as they are
+    assert 0 < len(requests) < len(bodies)
+    assert all(b["max_tokens"] == 777 and b["model"] == "claude-haiku-4-5" for b in requests)
+    losses = folder(run, "losses").to_pylist()
+    set_rows = [x for x in losses if x["kind"] == "set"]
+    assert len(set_rows) == 2 * len(requests)
+    assert {x["path"] for x in set_rows} == {"/model", "/max_output_tokens"}
+    assert summary["additions_by_kind"]["set"] == len(requests)
+    assert "set" not in summary["losses_by_kind"] and "model_provider" not in summary["losses_by_kind"]
+    models = set(folder(run, "conversations").column("model").to_pylist())
+    assert "claude-haiku-4-5" not in models  # the canonical rows are the source's
 
 
 def test_output_does_not_depend_on_workers(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from pipeline.io import shard_counts
 from pipeline.io.item_index import item_index
 from pipeline.io.record_index import RECORD_INDEX_SCHEMA, rejected_records, top_losses, written_records
 from pipeline.io.run_tables import LOSSES_SCHEMA
+from pipeline.losses import LOSS_KINDS
 from tests.audit.test_queries import turns
 from tests.cases import CASES
 from tests.strategies import wire_record
@@ -33,7 +34,8 @@ def _losses(table: pa.Table, target: str) -> pa.Table:
 def _reference(rows: list[dict[str, Any]], losses: list[dict[str, Any]], target: str) -> list[dict[str, Any]]:
     by_id: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for loss in losses:
-        by_id[loss["conversation_id"]].append(loss)
+        if not LOSS_KINDS[loss["kind"]].addition:  # a filled default is not a loss
+            by_id[loss["conversation_id"]].append(loss)
     out = []
     for row in rows:
         items = row["items"] or []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -196,3 +197,21 @@ def test_a_job_file_that_is_not_utf8(tmp_path: Path) -> None:
     (tmp_path / "job.toml").write_bytes(b'name = "caf\xe9"\n')
     with pytest.raises(ConfigError, match=r"is not UTF-8 text \(byte 0xe9 at offset 11\); save it as UTF-8"):
         load_job(tmp_path / "job.toml")
+
+
+def test_a_set_table_is_checked_against_the_target(src: Path, tmp_path: Path) -> None:
+    """[set] takes the target's own field names and typed values; anything else fails before work."""
+    wrong = r"set: the chat target takes model and max_completion_tokens, not 'max_tokens' \(its token limit"
+    _fails(tmp_path, wrong, set_fields={"max_tokens": 10})
+    _fails(tmp_path, "set: max_completion_tokens must be a whole", set_fields={"max_completion_tokens": 0})
+    _fails(tmp_path, "set: model must be a non-empty string", set_fields={"model": 5})
+    parquet = {"path": "run", "target": "parquet"}
+    _fails(tmp_path, "no request fields to set", output=parquet, set_fields={"model": "m"})
+    _fails(tmp_path, r"set: model must be a number, true/false or a string, not \[1\]",
+           set_fields={"model": [1]})
+    args: dict[str, Any] = {"inputs": [{"path": "in.jsonl", "format": "responses"}], "output": OK_OUTPUT}
+    plain = load_job(write_job(tmp_path / "plain.toml", **args))
+    fields = {"model": "gpt-5", "max_completion_tokens": "100"}
+    job = load_job(write_job(tmp_path / "job.toml", **args, set_fields=fields))
+    assert job.sets == {"model": "gpt-5", "max_completion_tokens": 100} and plain.sets == {}
+    assert job.fingerprint() != plain.fingerprint()  # a run directory resumes only its own values
