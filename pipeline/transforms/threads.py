@@ -326,8 +326,8 @@ def _continues(
 ) -> pl.Series:
     """``continues_thread`` of every record: for a thread whose root holds a compaction item, the
     other thread that holds every item the compaction kept (the root's non-system items before
-    its last compaction item). Several: the one whose own root is compacted (the latest window of
-    a chain), then the smallest thread_id."""
+    its last compaction item) and not the compaction item itself. Several: the one whose own root
+    is compacted (the latest window of a chain), then the smallest thread_id."""
     n = len(rows)
     thread = rows.get_column("thread_id")
     is_root = (rows.get_column("cid") == thread).fill_null(False).to_numpy() & (
@@ -349,12 +349,19 @@ def _continues(
     if kept.height == 0:
         return pl.repeat(None, n, dtype=pl.String, eager=True)
     need = kept.group_by("thread").agg(pl.len().alias("need"))
-    # the items of every other thread that are one of those kept items
+    # the root's compaction item: a thread holding it is another window of the same compaction
+    # (its first request missing from the log), not the history it came from
+    mark_at = compacted_root[parent] & (idx == cut[parent])
+    marks = pl.DataFrame({"thread": thread_np[parent[mark_at]], "h1": h1[mark_at], "h2": h2[mark_at]})
+    # the items of every other thread that are one of those kept or compaction items
     every = pl.DataFrame({"other": thread_np[parent], "h1": h1, "h2": h2})
-    every = every.join(kept.select("h1", "h2").unique(), on=["h1", "h2"], how="semi").unique()
+    wanted = pl.concat([kept.select("h1", "h2"), marks.select("h1", "h2")]).unique()
+    every = every.join(wanted, on=["h1", "h2"], how="semi").unique()
+    same_window = marks.join(every, on=["h1", "h2"], how="inner").select("thread", "other")
     found = (
         kept.join(every, on=["h1", "h2"], how="inner")
         .filter(pl.col("other") != pl.col("thread"))
+        .join(same_window, on=["thread", "other"], how="anti")
         .group_by("thread", "other")
         .agg(pl.len().alias("got"))
         .join(need, on="thread")

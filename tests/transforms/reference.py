@@ -546,9 +546,10 @@ def threads_reference(
     thread_items: dict[str, set] = {}
     for i, d in enumerate(info):
         thread_items.setdefault(d["thread_id"], set()).update(seqs[i])
-    compacted_roots = {}
+    compacted_roots, marks = {}, {}
     for i, d in enumerate(info):
         if cuts[i] >= 0 and d["parent_id"] is None and rows[i]["conversation_id"] == d["thread_id"]:
+            marks[d["thread_id"]] = seqs[i][cuts[i]]
             compacted_roots.setdefault(d["thread_id"], set()).update(
                 seqs[i][j]
                 for j, it in enumerate(rows[i]["items"][: cuts[i]])
@@ -556,7 +557,9 @@ def threads_reference(
             )
     continues = {}
     for t, kept in compacted_roots.items():
-        cands = [u for u, its in thread_items.items() if u != t and kept and kept <= its]
+        # another window of the same compaction (its first request missing) holds the compaction item
+        cands = [u for u, its in thread_items.items() if u != t and kept and kept <= its
+                 and marks[t] not in its]
         cands.sort(key=lambda u: (u not in compacted_roots, u))
         continues[t] = cands[0] if cands else None
     out_rows, dropped = [], {}
