@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from pipeline.io.run_tables import LOSSES_SCHEMA, loss_refused, rejected_row
 from pipeline.jobs.resolve import CANONICAL, PARQUET, build_steps
 from pipeline.losses import LossPolicy
 from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
-from pipeline.transforms import apply_steps
+from pipeline.transforms import GROUPING_STEPS, apply_steps
 
 from .read import Batch, read_shard
 from .shards import Shard
@@ -236,6 +236,34 @@ def shard_codec(shard: Shard) -> str:
     return "native" if _wire_lines(shard) and codec.native_module(shard.format) is not None else "python"
 
 
+def _summed(counts: Iterable[dict[str, int]]) -> dict[str, int]:
+    out: Counter[str] = Counter()
+    for c in counts:
+        out.update(c)  # update keeps zero counts, unlike Counter addition
+    return dict(out)
+
+
+def whole_shard(batches: Iterable[Batch]) -> Iterator[Batch]:
+    """The shard's batches as one: a grouping step (threads) relates records to each other, so it
+    runs on every record of the shard at once (memory: the shard's canonical rows)."""
+    parts = list(batches)
+    if not parts:
+        return
+    tables = [to_disk(b.table) for b in parts]
+    merged = Batch(
+        table=pa.concat_tables(tables) if len(tables) > 1 else tables[0],
+        rejected=[r for b in parts for r in b.rejected],
+        read=sum(b.read for b in parts),
+        blank=sum(b.blank for b in parts),
+        raw={k: v for b in parts for k, v in b.raw.items()},
+        nbytes=sum(b.nbytes for b in parts),
+        source_counts=_summed(b.source_counts for b in parts),
+        native_fallback=_summed(b.native_fallback for b in parts),
+    )
+    parts.clear()
+    yield merged
+
+
 def run_shard(
     shard_json: dict[str, Any], work: Work, progress: Callable[[int, int], None] | None = None
 ) -> dict[str, Any]:
@@ -254,7 +282,10 @@ def run_shard(
     started = time.perf_counter()
     try:
         batch: Batch
-        for batch in read_shard(shard, work.chunk_bytes, work.batch_rows):
+        batches: Iterable[Batch] = read_shard(shard, work.chunk_bytes, work.batch_rows)
+        if any(step.name in GROUPING_STEPS for step in steps):
+            batches = whole_shard(batches)
+        for batch in batches:
             rejected = batch.rejected
             table = to_disk(batch.table)
             originals = _Originals(table, batch.raw, raw_format)
