@@ -93,20 +93,6 @@ RECORD_HASH_SQL = (
 )
 
 
-def _plain_type(t: pa.DataType) -> pa.DataType:
-    if pa.types.is_string_view(t) or pa.types.is_large_string(t):
-        return pa.string()
-    if pa.types.is_large_list(t) or pa.types.is_list(t):
-        return pa.list_(_plain_type(t.value_type))
-    if pa.types.is_struct(t):
-        return pa.struct([pa.field(f.name, _plain_type(f.type)) for f in t])
-    return t
-
-
-def _plain_schema(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([pa.field(f.name, _plain_type(f.type)) for f in schema])
-
-
 def item_hashes(items: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """The content hash of every item of a flat item struct array, as two ``uint64`` lanes.
 
@@ -121,12 +107,20 @@ def item_hashes(items: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
     cols = ["type", "role", "name", "namespace", "call_id", "arguments", "input", "encrypted_content",
             "extra_json", "content", "summary"]  # fmt: skip
-    t = pa.Table.from_struct_array(items).select(cols)
-    out = run_sql(t.cast(_plain_schema(t.schema)), ITEM_HASH_SQL)
-    return (
-        out.column("h1").to_numpy().astype(np.uint64, copy=False),
-        out.column("h2").to_numpy().astype(np.uint64, copy=False),
-    )
+    table = pa.Table.from_struct_array(items).select(cols)
+    # A request log repeats each item in every later request (16x on the synthetic log): hash each
+    # distinct item once. The group-by compares the fields exactly (no hash decides equality).
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    groups = frame.with_row_index("__i").group_by(cols).agg(pl.col("__i")).get_column("__i")
+    first = groups.list.first()
+    # DuckDB reads Polars' string views as they are (a cast to plain strings would copy every text)
+    out = run_sql(frame[first].to_arrow(compat_level=pl.CompatLevel.newest()), ITEM_HASH_SQL)
+    g1 = out.column("h1").to_numpy().astype(np.uint64, copy=False)
+    g2 = out.column("h2").to_numpy().astype(np.uint64, copy=False)
+    group_of = np.empty(len(items), np.int64)
+    group_of[groups.explode().to_numpy()] = np.repeat(np.arange(len(groups)), groups.list.len().to_numpy())
+    return g1[group_of], g2[group_of]
 
 
 def record_hashes(df: pl.DataFrame) -> pl.Series:
@@ -134,7 +128,7 @@ def record_hashes(df: pl.DataFrame) -> pl.Series:
     ``model``, ``tools``, ``tool_choice``, ``extra_json`` and the instructions' form and blocks (as
     items hash them). Records with the same items and the same record hash are duplicates."""
     t = df.select(*RECORD_HASH_FIELDS, "instructions").to_arrow(compat_level=pl.CompatLevel.newest())
-    out = run_sql(t.cast(_plain_schema(t.schema)), RECORD_HASH_SQL)
+    out = run_sql(t, RECORD_HASH_SQL)
     return pl.Series("__top", out.column("h"))
 
 
@@ -247,7 +241,10 @@ def _threads(
     cand = pl.DataFrame(
         {"row": parent[keep_at], "len": idx[keep_at] + 1, "k1": k1[keep_at], "k2": k2[keep_at]}
     ).join(nodes, on=key, how="inner")
-    root = cand.group_by("row").agg(pl.col("rep").sort_by("len").first().alias("thread_id"))
+    root = cand.group_by("row").agg(
+        pl.col("rep").sort_by("len").first().alias("thread_id"),
+        pl.col("node").sort_by("len").first().alias("root_node"),
+    )
     strict = cand.join(rows.select("row", pl.col("len").alias("own")), on="row").filter(
         pl.col("len") < pl.col("own")
     )
@@ -262,6 +259,7 @@ def _threads(
         .sort("row")
         .with_columns(
             pl.coalesce("thread_id", "rep").alias("thread_id"),
+            pl.coalesce("root_node", "node").alias("root_node"),
             pl.col("shared_items").fill_null(0),
             (~pl.col("node").is_in(par.get_column("parent_node").unique().implode())).alias("is_leaf"),
         )
@@ -327,55 +325,75 @@ def _continues(
     """``continues_thread`` of every record: for a thread whose root holds a compaction item, the
     other thread that holds every item the compaction kept (the root's non-system items before
     its last compaction item) and not the compaction item itself. Several: the one whose own root
-    is compacted (the latest window of a chain), then the smallest thread_id."""
+    is compacted (the latest window of a chain), then the smallest thread_id.
+
+    Threads are their root node numbers here (integers: no string per item)."""
     n = len(rows)
-    thread = rows.get_column("thread_id")
-    is_root = (rows.get_column("cid") == thread).fill_null(False).to_numpy() & (
-        rows.get_column("parent_id").is_null()
-    ).to_numpy()
-    compacted_root = is_root & (cut >= 0)
+    none = pl.repeat(None, n, dtype=pl.String, eager=True)
+    thread_np = rows.get_column("root_node").to_numpy()
+    compacted_root = (rows.get_column("node") == rows.get_column("root_node")).to_numpy() & (cut >= 0)
     if not compacted_root.any():
-        return pl.repeat(None, n, dtype=pl.String, eager=True)
+        return none
     code = (
         pl.DataFrame([child(items, "type"), child(items, "role")])
         .select(label_code_of(pl.col("type"), pl.col("role")))
         .to_series()
-        .to_numpy()
     )
-    not_system = ~(code == LABELS.index(SYSTEM))
-    kept_at = compacted_root[parent] & (idx < cut[parent]) & ~flag & not_system
-    thread_np = thread.to_numpy()
+    not_system = code.ne_missing(LABELS.index(SYSTEM)).to_numpy()
+    on_root = compacted_root[parent]
+    kept_at = on_root & (idx < cut[parent]) & ~flag & not_system
     kept = pl.DataFrame({"thread": thread_np[parent[kept_at]], "h1": h1[kept_at], "h2": h2[kept_at]}).unique()
     if kept.height == 0:
-        return pl.repeat(None, n, dtype=pl.String, eager=True)
+        return none
     need = kept.group_by("thread").agg(pl.len().alias("need"))
     # the root's compaction item: a thread holding it is another window of the same compaction
     # (its first request missing from the log), not the history it came from
-    mark_at = compacted_root[parent] & (idx == cut[parent])
-    marks = pl.DataFrame({"thread": thread_np[parent[mark_at]], "h1": h1[mark_at], "h2": h2[mark_at]})
-    # the items of every other thread that are one of those kept or compaction items
-    every = pl.DataFrame({"other": thread_np[parent], "h1": h1, "h2": h2})
+    mark_at = on_root & (idx == cut[parent])
+    marks = pl.DataFrame(
+        {"thread": thread_np[parent[mark_at]], "h1": h1[mark_at], "h2": h2[mark_at]}
+    ).unique()
+    # the items of every thread that are one of those kept or compaction items
     wanted = pl.concat([kept.select("h1", "h2"), marks.select("h1", "h2")]).unique()
-    every = every.join(wanted, on=["h1", "h2"], how="semi").unique()
+    every = (
+        pl.DataFrame({"other": thread_np[parent], "h1": h1, "h2": h2})
+        .join(wanted, on=["h1", "h2"], how="semi")
+        .unique()
+    )
     same_window = marks.join(every, on=["h1", "h2"], how="inner").select("thread", "other")
-    found = (
-        kept.join(every, on=["h1", "h2"], how="inner")
+    # candidates come from each thread's rarest kept item (a common one, e.g. "continue", is in
+    # thousands of threads); only those candidates are checked for the other kept items
+    freq = every.group_by("h1", "h2").agg(pl.len().alias("freq"))
+    anchor = (
+        kept.join(freq, on=["h1", "h2"])
+        .sort(["thread", "freq", "h1", "h2"])
+        .group_by("thread", maintain_order=True)
+        .agg(pl.col("h1").first(), pl.col("h2").first())
+    )
+    cands = (
+        anchor.join(every, on=["h1", "h2"], how="inner")
+        .select("thread", "other")
         .filter(pl.col("other") != pl.col("thread"))
         .join(same_window, on=["thread", "other"], how="anti")
+    )
+    found = (
+        cands.join(kept, on="thread", how="inner")
+        .join(every, on=["other", "h1", "h2"], how="semi")
         .group_by("thread", "other")
         .agg(pl.len().alias("got"))
         .join(need, on="thread")
         .filter(pl.col("got") == pl.col("need"))
     )
+    names = rows.group_by("root_node").agg(pl.col("thread_id").first())
     compacted_threads = pl.Series(thread_np[compacted_root]).unique().implode()
     best = (
-        found.with_columns(pl.col("other").is_in(compacted_threads).alias("c"))
-        .sort(["thread", "c", "other"], descending=[False, True, False])
+        found.join(names.rename({"root_node": "other"}), on="other")
+        .with_columns(pl.col("other").is_in(compacted_threads).alias("c"))
+        .sort(["thread", "c", "thread_id"], descending=[False, True, False])
         .group_by("thread", maintain_order=True)
-        .agg(pl.col("other").first().alias("continues_thread"))
+        .agg(pl.col("thread_id").first().alias("continues_thread"))
     )
     return (
-        rows.select(pl.col("thread_id").alias("thread"))
+        rows.select(pl.col("root_node").alias("thread"))
         .join(best, on="thread", how="left", maintain_order="left")
         .get_column("continues_thread")
     )
