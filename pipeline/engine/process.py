@@ -138,18 +138,58 @@ class _Originals:
         except Exception:  # a record its own codec cannot write back: keep the rejection, without input
             return {}
 
+    def many(self, keys: pl.DataFrame) -> list[dict[str, Any]]:
+        """:meth:`of` for every row of ``keys`` (``conversation_id, source_file, source_line``).
+
+        A step may drop most of a batch (``threads:keep=leaves``): one join finds them all in the
+        batch and each format encodes its rows in one call, instead of one scan per record.
+        """
+        names = ["conversation_id", "source_file", "source_line"]
+        rows = keys.select(names).rows()
+        if self.raw_format is not None:
+            return [self.of(*row) for row in rows]
+        src = pl.from_arrow(self.source.select(names))
+        assert isinstance(src, pl.DataFrame)
+        first = src.with_row_index("__src").group_by(names, maintain_order=True).agg(pl.col("__src").first())
+        at = (
+            keys.select(names)
+            .cast(dict(src.schema))  # type: ignore[arg-type]
+            .join(first, on=names, how="left", nulls_equal=True, maintain_order="left")
+            .get_column("__src")
+        )
+        out: list[dict[str, Any]] = [{} for _ in rows]
+        found = at.is_not_null().arg_true().to_list()
+        idx = at.drop_nulls().to_list()
+        fmts = pc.take(self.source.column("source_format"), pa.array(idx, pa.int64())).to_pylist()
+        for fmt in set(fmts):
+            mine = [k for k, f in enumerate(fmts) if f == fmt]
+            try:
+                lines = encode_jsonl(self.source.take(pa.array([idx[k] for k in mine], pa.int64())), fmt)
+            except Exception:  # some row cannot be written back: each one on its own, as of() does
+                for k in mine:
+                    out[found[k]] = self.of(*rows[found[k]])
+                continue
+            for k, line in zip(mine, lines, strict=True):
+                out[found[k]] = {"raw": line, "input_format": fmt}
+        return out
+
 
 def _apply_steps(table: pa.Table, steps: list[Any], originals: _Originals) -> tuple[pa.Table, list[dict]]:
     kept, rej = apply_steps(pl.from_arrow(table), steps)
     rows = []
     if rej.height:
-        # Rejections are few: build their rows in Python (the kept rows never are).
-        for d in rej.select("conversation_id", "source_file", "source_line", "step", "reason").to_dicts():
+        # The kept rows never go through Python; the rejected ones are built here, their inputs
+        # looked up all at once.
+        inputs = originals.many(rej)
+        for d, original in zip(
+            rej.select("conversation_id", "source_file", "source_line", "step", "reason").to_dicts(),
+            inputs,
+            strict=True,
+        ):
             cid, file, line = d["conversation_id"], d["source_file"], d["source_line"]
             rows.append(
                 rejected_row(
-                    file, line, "transform", d["reason"], conversation_id=cid, step=d["step"],
-                    **originals.of(cid, file, line),
+                    file, line, "transform", d["reason"], conversation_id=cid, step=d["step"], **original,
                 )
             )  # fmt: skip
     return frame_to_disk(kept), rows

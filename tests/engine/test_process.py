@@ -68,3 +68,27 @@ def test_threads_refuses_several_input_files(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="concatenate"):
         load_job(job)
+
+
+def test_dropped_records_of_a_parquet_input_keep_their_input(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from pipeline.engine.process import to_disk
+    from pipeline.formats import decode_lines
+    from tests.helpers import json_diff
+
+    lines = [line for line in _log() if line != b"{not json"]
+    table = to_disk(decode_lines(lines, "chat").table)
+    pq.write_table(table, tmp_path / "log.parquet")
+    job = write_job(
+        tmp_path / "job.toml",
+        [{"path": "log.parquet", "format": "canonical"}],
+        {"path": "run", "target": "parquet"},
+        steps=["threads:keep=leaves"],
+    )
+    summary = run_job(load_job(job))
+    assert summary["rejected"] == len(lines) - 2
+    by_id = dict(zip(table.column("conversation_id").to_pylist(), lines, strict=True))
+    for r in folder(tmp_path / "run", "rejected").to_pylist():
+        assert r["input_format"] == "chat"
+        assert json_diff(orjson.loads(by_id[r["conversation_id"]]), orjson.loads(r["input"])) is None
