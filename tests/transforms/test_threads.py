@@ -24,7 +24,7 @@ from pipeline.transforms import apply_steps, make_step, parse_step
 from pipeline.transforms._flat import arrow, split
 from pipeline.transforms.threads import THREAD_COLUMNS, item_hashes
 from tests.helpers import json_diff
-from tests.transforms.reference import threads_reference
+from tests.transforms.reference import item_key, threads_reference
 
 
 def user(t: str) -> dict:
@@ -280,3 +280,59 @@ def test_reference_equality_on_random_shuffles() -> None:
             h = [*h, assistant(rng.choice("ab")), user(rng.choice("xyz"))]
     rng.shuffle(recs)
     check_reference(table_of(recs, ids=[f"c{rng.randrange(1000)}" for _ in recs]), "leaves")
+
+
+# -- the shared corpus ----------------------------------------------------------------------------
+
+
+def _corpus_logs() -> dict[str, tuple[str, list[tuple[str, dict]]]]:
+    """Request logs in the corpus, by name: (format, [(id, request body)]).
+
+    The pydantic-ai cassettes' successive requests (one log per cassette line and format), inspect's
+    model calls (one log per file), and the Codex rollouts cut into the request before each model
+    call (after every user message or run of tool outputs)."""
+    from tests.corpus import corpus_records
+
+    logs: dict[str, tuple[str, list[tuple[str, dict]]]] = {}
+    for r in corpus_records():
+        if r.kind != "request":
+            continue
+        path, _, part = r.source.partition("#")
+        if path.startswith(("pydantic-ai-cassettes/", "inspect-ai-logs/")):
+            name = f"{path}#{part.split('/')[0]}" if path.startswith("pydantic") else path
+            logs.setdefault(f"{name} {r.format}", (r.format, []))[1].append((r.source, r.record))
+        elif path.startswith("codex-rollouts-"):
+            items = r.record["input"]
+            for k, it in enumerate(items):
+                nxt = items[k + 1] if k + 1 < len(items) else {}
+                calls_model = it.get("role") == "user" or str(it.get("type")).endswith("_call_output")
+                if calls_model and not (
+                    nxt.get("role") == "user" or str(nxt.get("type")).endswith("_call_output")
+                ):
+                    logs.setdefault(path, ("responses", []))[1].append(
+                        (f"{path}@{k + 1:04d}", {"input": items[: k + 1]})
+                    )
+    return logs
+
+
+def test_corpus_request_logs_thread_like_the_reference() -> None:
+    from tests.corpus import corpus_available
+
+    if not corpus_available():
+        pytest.skip("the shared corpus (../shared/corpus) is absent: no corpus request logs to thread")
+    logs = _corpus_logs()
+    assert any(k.startswith("codex-rollouts-") for k in logs) and any("inspect" in k for k in logs)
+    linked = 0
+    for name, (fmt, reqs) in sorted(logs.items()):
+        table = table_of([body for _, body in reqs], fmt, ids=[i for i, _ in reqs])
+        got = check_reference(table)
+        linked += sum(r["parent_id"] is not None for r in got)
+        if name.startswith("codex-rollouts-"):  # one conversation cut per turn: one chain
+            assert {r["thread_id"] for r in got} == {reqs[0][0]}, name
+            assert [r["parent_id"] for r in got] == [None, *(i for i, _ in reqs[:-1])], name
+        leaves = check_reference(table, "leaves")
+        # dedupe keeps every item: every request's items are a prefix of a kept leaf's
+        seqs = {r["conversation_id"]: [item_key(it) for it in r["items"]] for r in table.to_pylist()}
+        for cid, items in seqs.items():
+            assert any(seqs[leaf["conversation_id"]][: len(items)] == items for leaf in leaves), (name, cid)
+    assert linked > 0
