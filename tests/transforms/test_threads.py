@@ -336,3 +336,33 @@ def test_corpus_request_logs_thread_like_the_reference() -> None:
         for cid, items in seqs.items():
             assert any(seqs[leaf["conversation_id"]][: len(items)] == items for leaf in leaves), (name, cid)
     assert linked > 0
+
+
+@pytest.mark.parametrize(
+    ("fmt", "kind"), [(f, k) for f in ("responses", "chat", "anthropic") for k in ("request", "response")]
+)
+def test_random_records_and_their_prefixes_equal_the_reference(fmt: str, kind: str) -> None:
+    """Every item shape the decoders produce (nulls, extras, images, reasoning, hosted calls), with
+    copies of the records cut at random lengths so prefixes, duplicates and branches occur."""
+    from tests.strategies import wire_record
+
+    @settings(
+        max_examples=15,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(records=st.lists(wire_record(fmt, kind), min_size=1, max_size=3), data=st.data())
+    def check(records: list[dict], data: st.DataObject) -> None:
+        table = decode_records(records, fmt).table
+        rows = pl.from_arrow(table)
+        assert isinstance(rows, pl.DataFrame)
+        cuts = data.draw(st.lists(st.tuples(st.integers(0, len(rows) - 1), st.integers(0, 6)), max_size=6))
+        copies = [rows.slice(r, 1).with_columns(pl.col("items").list.head(k)) for r, k in cuts]
+        frame = pl.concat([rows, *copies]).with_columns(
+            pl.format("c{}", pl.int_range(pl.len()).reverse()).alias("conversation_id"),
+            pl.col("items").list.len().cast(pl.Int32).alias("n_items"),
+        )
+        check_reference(frame_to_disk(frame))
+        check_reference(frame_to_disk(frame), "leaves")
+
+    check()
