@@ -42,7 +42,7 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.fingerprint import run_sql
-from pipeline.transforms._flat import Frame, arrow, child, eager, split
+from pipeline.transforms._flat import Frame, arrow, child, eager, series, split
 from pipeline.transforms._items import ERROR, LABELS, SYSTEM, label_code_of
 from pipeline.transforms.compaction import DEFAULT_ITEM_TYPES, DEFAULT_MARKERS, compaction_flags
 
@@ -105,22 +105,43 @@ def item_hashes(items: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """
     if len(items) == 0:
         return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
-    cols = ["type", "role", "name", "namespace", "call_id", "arguments", "input", "encrypted_content",
-            "extra_json", "content", "summary"]  # fmt: skip
-    table = pa.Table.from_struct_array(items).select(cols)
+    scalars = ["type", "role", "name", "namespace", "call_id", "arguments", "input", "encrypted_content",
+               "extra_json"]  # fmt: skip
+    table = pa.Table.from_struct_array(items).select([*scalars, "content", "summary"])
     # A request log repeats each item in every later request (16x on the synthetic log): hash each
-    # distinct item once. The group-by compares the fields exactly (no hash decides equality).
-    frame = pl.from_arrow(table)
-    assert isinstance(frame, pl.DataFrame)
-    groups = frame.with_row_index("__i").group_by(cols).agg(pl.col("__i")).get_column("__i")
-    first = groups.list.first()
+    # distinct item once. Equal items are found by exact group-bys (no hash decides equality): the
+    # blocks by their hashed fields first, then the items by their fields and their block numbers
+    # (grouping on the nested blocks directly costs twice as much).
+    key = pl.from_arrow(table.select(scalars))
+    assert isinstance(key, pl.DataFrame)
+    key = key.with_columns(*(_block_numbers(table.column(name), name) for name in ("content", "summary")))
+    first, group_of = _groups(key)
+    full = pl.from_arrow(table)
+    assert isinstance(full, pl.DataFrame)
     # DuckDB reads Polars' string views as they are (a cast to plain strings would copy every text)
-    out = run_sql(frame[first].to_arrow(compat_level=pl.CompatLevel.newest()), ITEM_HASH_SQL)
+    out = run_sql(full[first].to_arrow(compat_level=pl.CompatLevel.newest()), ITEM_HASH_SQL)
     g1 = out.column("h1").to_numpy().astype(np.uint64, copy=False)
     g2 = out.column("h2").to_numpy().astype(np.uint64, copy=False)
-    group_of = np.empty(len(items), np.int64)
-    group_of[groups.explode().to_numpy()] = np.repeat(np.arange(len(groups)), groups.list.len().to_numpy())
     return g1[group_of], g2[group_of]
+
+
+def _groups(frame: pl.DataFrame) -> tuple[pl.Series, np.ndarray]:
+    """The first row of each group of equal rows, and the group number of every row."""
+    groups = frame.with_row_index("__i").group_by(frame.columns).agg(pl.col("__i")).get_column("__i")
+    group_of = np.empty(len(frame), np.int64)
+    group_of[groups.explode().to_numpy()] = np.repeat(np.arange(len(groups)), groups.list.len().to_numpy())
+    return groups.list.first(), group_of
+
+
+def _block_numbers(blocks: pa.ChunkedArray | pa.Array, name: str) -> pl.Series:
+    """Each item's block list as a list of block numbers (equal ``type``, ``text`` and
+    ``extra_json``: equal number); a null list stays null, an empty one empty."""
+    arr = blocks.combine_chunks() if isinstance(blocks, pa.ChunkedArray) else blocks
+    flat = split(arr)
+    fields = pl.from_arrow(pa.Table.from_struct_array(flat.values).select(["type", "text", "extra_json"]))
+    assert isinstance(fields, pl.DataFrame)
+    _, number = _groups(fields)
+    return series(flat.rewrap(pa.array(number, pa.int64())), name)
 
 
 def record_hashes(df: pl.DataFrame) -> pl.Series:
