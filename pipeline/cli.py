@@ -293,16 +293,43 @@ def _single_file(
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--output", "-o", type=click.Path(path_type=Path), default=None, help="File (default: stdout).")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True)
-def synth(fmt: str, n: int, seed: int, output: Path | None, workers: int) -> None:
+@click.option(
+    "--request-log",
+    is_flag=True,
+    help="Write a request log instead: N conversations cut into per-turn requests (retries, edited "
+    "branches, compactions), interleaved.",
+)
+@click.option(
+    "--requests-per-thread",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="With --request-log: mean requests per conversation.",
+)
+def synth(
+    fmt: str, n: int, seed: int, output: Path | None, workers: int, request_log: bool,
+    requests_per_thread: int,
+) -> None:  # fmt: skip
     """Write N realistic synthetic conversations as JSONL request bodies.
 
     Record i depends only on (seed, i): the same command always writes the same bytes.
 
     \b
     chatlake synth --format responses --n 1000 --seed 1 -o data/synth.jsonl
+    chatlake synth --format responses --n 50000 --request-log -o data/log.jsonl   # ~1M requests
     """
     from pipeline import synth as gen
 
+    if request_log:
+        if output is None:
+            for chunk in gen.request_log(fmt, n, seed, mean_requests=requests_per_thread):
+                sys.stdout.buffer.write(chunk)
+            return
+        output.parent.mkdir(parents=True, exist_ok=True)
+        mean = requests_per_thread
+        count = gen.write_request_log(output, fmt, n, seed, mean_requests=mean, workers=workers)
+        click.echo(f"wrote {count} {fmt} requests from {n} conversations to {output}", err=True)
+        return
     if output is None:
         out = sys.stdout.buffer
         for rec in gen.generate(fmt, n, seed):

@@ -14,11 +14,14 @@ class ConfigError(ValueError):
 
 
 _PATH_PREFIX = re.compile(r"^\$[^:]*: ")
+# a record dropped by a grouping step names the record that holds it (threads: its leaf)
+_LEAF_SUFFIX = re.compile(r" \(in leaf .*\)\Z", re.DOTALL)
 
 
 def reason_of(error: str) -> str:
-    """The reason of a rejection without its location, for counting (``$.input[3]: x`` -> ``x``)."""
-    return _PATH_PREFIX.sub("", error)
+    """The reason of a rejection without its location, for counting (``$.input[3]: x`` -> ``x``;
+    ``threads: ... (in leaf r7)`` -> ``threads: ...``)."""
+    return _LEAF_SUFFIX.sub("", _PATH_PREFIX.sub("", error))
 
 
 # Words that take "an": a vowel sound (a, e, i, o; u except in "us..", "ur..", "uni..", "uti.."),

@@ -89,11 +89,16 @@ def duckdb_fingerprints(items: pa.StructArray) -> pa.Array:
     """:func:`fingerprints` by :data:`FINGERPRINT_SQL` in DuckDB: the reference the C is tested against."""
     if len(items) == 0:
         return pa.array([], pa.string())
-    flat = pa.Table.from_struct_array(items)
+    out = run_sql(pa.Table.from_struct_array(items), FINGERPRINT_SQL).column(0)
+    return out.combine_chunks().cast(pa.string())
+
+
+def run_sql(table: pa.Table, sql: str) -> pa.Table:
+    """``sql`` run by DuckDB over ``table`` registered as ``items`` (one in-memory database per
+    thread): every content hash of chatlake runs here, so all of them use the same fixed MD5."""
     con = _connection()
-    con.register("items", flat)
+    con.register("items", table)
     try:
-        out = con.sql(FINGERPRINT_SQL).to_arrow_table().column(0)
+        return con.sql(sql).to_arrow_table()
     finally:
         con.unregister("items")
-    return out.combine_chunks().cast(pa.string())

@@ -58,7 +58,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-__all__ = ["FORMATS", "generate", "write_jsonl"]
+__all__ = ["FORMATS", "generate", "request_log", "write_jsonl", "write_request_log"]
 
 FORMATS = ("responses", "chat", "anthropic")
 
@@ -1768,3 +1768,166 @@ def write_jsonl(path: str | Path, fmt: str, n: int, seed: int = 0, *, workers: i
                 for chunk in pool.imap(_chunk_bytes, tasks):
                     written += fh.write(chunk)
     return written
+
+
+# ---------------------------------------------------------------------------
+# Request logs (chatlake synth --request-log): conversations cut into per-turn requests
+# ---------------------------------------------------------------------------
+
+# A thread is built from up to this many consecutive base conversations (thread j uses base records
+# j * _PIECES ... j * _PIECES + _PIECES - 1), so thread j is a pure function of (seed, j).
+_PIECES = 12
+# Threads generated (and interleaved) together: a log of concurrent conversations.
+_LOG_CHUNK = 64
+_LOG_SALT = 0x7E9D_1A57  # the request-log choices draw from (seed ^ salt, j): not the base records' stream
+
+_CONTINUED = (
+    "This session is being continued from a previous conversation that ran out of context. "
+    "The conversation is summarized below:\n"
+)
+
+
+def _items_key(fmt: str) -> str:
+    return "input" if fmt == "responses" else "messages"
+
+
+def _is_user(fmt: str, it: Json) -> bool:
+    return it.get("role") == "user" and (fmt != "responses" or it.get("type") in (None, "message"))
+
+
+def _is_tool_output(fmt: str, it: Json) -> bool:
+    if fmt == "responses":
+        return str(it.get("type") or "").endswith("_call_output")
+    return fmt == "chat" and it.get("role") == "tool"
+
+
+def _cut_points(fmt: str, items: list[Json]) -> list[int]:
+    """Lengths at which the client calls the model: after a user message or a run of tool outputs
+    (never between two of them, never right after an assistant item)."""
+    out = []
+    for k, it in enumerate(items):
+        if not (_is_user(fmt, it) or _is_tool_output(fmt, it)):
+            continue
+        nxt = items[k + 1] if k + 1 < len(items) else None
+        if nxt is not None and (_is_user(fmt, nxt) or _is_tool_output(fmt, nxt)):
+            continue
+        out.append(k + 1)
+    return out
+
+
+def _user_message(fmt: str, text: str) -> Json:
+    return {"role": "user", "content": text}
+
+
+def _thread_requests(fmt: str, seed: int, j: int, mean_requests: int) -> list[Json]:
+    """The requests of thread ``j``, in the order the client sent them: every turn of a long
+    conversation, plus retries (exact duplicates), edited last turns (branches) and compactions."""
+    rng = random.Random(_record_seed(seed ^ _LOG_SALT, j))
+    rnd = rng.random
+    want = max(1, int(rng.expovariate(1 / mean_requests)) + 1) if mean_requests > 1 else 1
+    key = _items_key(fmt)
+    base = list(generate(fmt, _PIECES, seed, start=j * _PIECES))
+    head = base[0]
+    items: list[Json] = (
+        head[key] if isinstance(head.get(key), list) else [_user_message(fmt, str(head.get(key)))]
+    )
+    items = list(items)
+    for piece in base[1:]:  # a long conversation: later pieces continue it from their first user turn
+        if len(_cut_points(fmt, items)) >= want:
+            break
+        more = piece.get(key)
+        if not isinstance(more, list):
+            continue
+        first = next((i for i, it in enumerate(more) if _is_user(fmt, it)), None)
+        if first is not None:
+            items.extend(more[first:])
+    cuts = _cut_points(fmt, items)[:want] or [len(items)]
+    items = items[: cuts[-1]]
+    requests: list[Json] = []
+    compacted_at: int | None = None
+    if len(cuts) >= 6 and rnd() < 0.15:
+        compacted_at = cuts[len(cuts) // 2]
+    window: list[Json] = []  # the replacement history once compacted
+    for c in cuts:
+        if compacted_at is not None and c > compacted_at:
+            if not window:
+                if fmt == "responses":
+                    kept = [it for it in items[:compacted_at] if _is_user(fmt, it)]
+                    window = [
+                        *kept,
+                        {
+                            "type": "compaction",
+                            "encrypted_content": "gAAAAA" + _b64(rng.getrandbits, 400, 1200),
+                        },
+                    ]
+                else:
+                    window = [_user_message(fmt, _CONTINUED + _otext(rnd))]
+            history = window + items[compacted_at:c]
+        else:
+            history = items[:c]
+        body = {**head, key: history}
+        requests.append(body)
+        x = rnd()
+        if x < 0.04:  # a retry of the same call
+            requests.append({**head, key: list(history)})
+        elif x < 0.09 and _is_user(fmt, history[-1]):  # the user edits the last turn and resends
+            requests.append({**head, key: [*history[:-1], _user_message(fmt, "Actually, " + _otext(rnd))]})
+    return requests
+
+
+def _log_chunk(task: tuple[str, int, int, int, int]) -> bytes:
+    """Threads ``[start, start + n)`` as JSONL, their requests interleaved (each thread in order)."""
+    fmt, seed, start, n, mean_requests = task
+    threads = [_thread_requests(fmt, seed, j, mean_requests) for j in range(start, start + n)]
+    slots = [t for t, reqs in enumerate(threads) for _ in reqs]
+    random.Random(_record_seed(seed ^ _LOG_SALT ^ 1, start)).shuffle(slots)
+    pos = [0] * len(threads)
+    out = []
+    opt = orjson.OPT_APPEND_NEWLINE
+    for t in slots:
+        out.append(orjson.dumps(threads[t][pos[t]], option=opt))
+        pos[t] += 1
+    return b"".join(out)
+
+
+def _log_tasks(fmt: str, threads: int, seed: int, mean_requests: int) -> list[tuple[str, int, int, int, int]]:
+    if fmt not in _GENERATORS:
+        raise ValueError(f"unknown format {fmt!r}; expected one of {FORMATS}")
+    if threads < 0 or mean_requests < 1:
+        raise ValueError(f"threads must be >= 0 and mean_requests >= 1, got {threads}, {mean_requests}")
+    starts = range(0, threads, _LOG_CHUNK)
+    return [(fmt, seed, s, min(_LOG_CHUNK, threads - s), mean_requests) for s in starts]
+
+
+def request_log(fmt: str, threads: int, seed: int = 0, *, mean_requests: int = 20) -> Iterator[bytes]:
+    """The JSONL bytes of :func:`write_request_log`, a chunk of threads at a time."""
+    return map(_log_chunk, _log_tasks(fmt, threads, seed, mean_requests))
+
+
+def write_request_log(
+    path: str | Path, fmt: str, threads: int, seed: int = 0, *, mean_requests: int = 20, workers: int = 1
+) -> int:
+    """Write a synthetic request log of ``threads`` conversations as JSONL; returns the requests written.
+
+    Each conversation is cut into the requests a client sends, one per model call (about
+    ``mean_requests`` each, exponentially distributed), each holding the whole history so far;
+    about 4 % are sent twice (retries), 5 % are followed by a branch whose last user turn is edited,
+    and 15 % of the conversations with six or more requests are compacted halfway (Responses: their
+    user turns plus a ``compaction`` item; Chat and Anthropic: a continuation summary message, as
+    Claude Code writes). Requests of ``_LOG_CHUNK`` threads at a time are interleaved, each thread's
+    in order. Deterministic in ``(fmt, threads, seed, mean_requests)``, whatever ``workers``.
+    """
+    tasks = _log_tasks(fmt, threads, seed, mean_requests)
+    count = 0
+    with open(path, "wb") as fh:
+        if workers <= 1 or len(tasks) <= 1:
+            chunks: Iterator[bytes] = map(_log_chunk, tasks)
+            for chunk in chunks:
+                fh.write(chunk)
+                count += chunk.count(b"\n")
+        else:
+            with multiprocessing.get_context().Pool(workers) as pool:
+                for chunk in pool.imap(_log_chunk, tasks):
+                    fh.write(chunk)
+                    count += chunk.count(b"\n")
+    return count

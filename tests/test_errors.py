@@ -39,3 +39,10 @@ def test_no_message_puts_a_before_a_placeholder() -> None:
 
 def test_reason_of_drops_the_location() -> None:
     assert reason_of("$.input[3]: not a string") == "not a string"
+
+
+def test_reason_of_drops_the_leaf_a_dropped_record_names() -> None:
+    assert reason_of("threads: duplicate of an identical record (in leaf a (b) c)") == (
+        "threads: duplicate of an identical record"
+    )
+    assert reason_of("role_swap: unsupported role 'x' (in leaf") == "role_swap: unsupported role 'x' (in leaf"

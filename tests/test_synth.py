@@ -933,3 +933,51 @@ def test_responses_conversation_size(records: dict[str, list[Json]]) -> None:
     assert 10 <= sum(sizes) / len(sizes) <= 15
     texts = [t for r in records["responses"] for t in _texts(r) if t.strip()]
     assert max(len(t) for t in texts) <= 610  # 600 + whitespace decoration
+
+
+# ---------------------------------------------------------------------------
+# Request logs (--request-log)
+# ---------------------------------------------------------------------------
+
+
+def test_request_log_is_deterministic_whatever_the_workers(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    n = synth.write_request_log(a, "chat", 70, seed=3, mean_requests=5)
+    assert synth.write_request_log(b, "chat", 70, seed=3, mean_requests=5, workers=2) == n
+    serial = b"".join(synth.request_log("chat", 70, seed=3, mean_requests=5))
+    assert a.read_bytes() == b.read_bytes() == serial
+    assert n > 70
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_request_log_threads_back_into_its_conversations(tmp_path: Path, fmt: str) -> None:
+    import polars as pl
+
+    from pipeline.formats import decode_lines
+    from pipeline.transforms import apply_steps, parse_step
+
+    path = tmp_path / "log.jsonl"
+    synth.write_request_log(path, fmt, 40, seed=1, mean_requests=8)
+    lines = path.read_bytes().splitlines()
+    res = decode_lines(lines, fmt)
+    assert res.rejected == []
+    kept, rejected = apply_steps(pl.from_arrow(res.table), [parse_step("threads")])  # type: ignore[arg-type]
+    assert rejected.height == 0
+    # one thread per conversation, plus one per compaction the log made (linked to its conversation)
+    recs = [orjson.loads(line) for line in lines]
+    key = "input" if fmt == "responses" else "messages"
+    # the log's compactions (the base conversations' own sit at index 0 and keep nothing)
+    compactions = {
+        it["encrypted_content"]
+        for r in recs
+        for i, it in enumerate(r[key])
+        if it.get("type") == "compaction" and i
+    }
+    # Chat / Anthropic compactions: a continuation summary that keeps no items (a new thread, unlinked)
+    firsts = {str(r[key][0].get("content")) for r in recs}
+    continued = {text for text in firsts if synth._CONTINUED in text}
+    roots = kept.filter(pl.col("conversation_id") == pl.col("thread_id"))
+    assert roots.filter(pl.col("continues_thread").is_null()).height == 40 + len(continued)
+    assert roots.filter(pl.col("continues_thread").is_not_null()).height == len(compactions)
+    assert (len(compactions) > 0) == (fmt == "responses")
+    assert kept.filter(pl.col("duplicate_of").is_not_null()).height > 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from pipeline.io.run_tables import LOSSES_SCHEMA, loss_refused, rejected_row
 from pipeline.jobs.resolve import CANONICAL, PARQUET, build_steps
 from pipeline.losses import ADDITIONS, LossPolicy
 from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
-from pipeline.transforms import apply_steps
+from pipeline.transforms import GROUPING_STEPS, apply_steps
 
 from .read import Batch, read_shard
 from .shards import Shard
@@ -140,18 +140,58 @@ class _Originals:
         except Exception:  # a record its own codec cannot write back: keep the rejection, without input
             return {}
 
+    def many(self, keys: pl.DataFrame) -> list[dict[str, Any]]:
+        """:meth:`of` for every row of ``keys`` (``conversation_id, source_file, source_line``).
+
+        A step may drop most of a batch (``threads:keep=leaves``): one join finds them all in the
+        batch and each format encodes its rows in one call, instead of one scan per record.
+        """
+        names = ["conversation_id", "source_file", "source_line"]
+        rows = keys.select(names).rows()
+        if self.raw_format is not None:
+            return [self.of(*row) for row in rows]
+        src = pl.from_arrow(self.source.select(names))
+        assert isinstance(src, pl.DataFrame)
+        first = src.with_row_index("__src").group_by(names, maintain_order=True).agg(pl.col("__src").first())
+        at = (
+            keys.select(names)
+            .cast(dict(src.schema))  # type: ignore[arg-type]
+            .join(first, on=names, how="left", nulls_equal=True, maintain_order="left")
+            .get_column("__src")
+        )
+        out: list[dict[str, Any]] = [{} for _ in rows]
+        found = at.is_not_null().arg_true().to_list()
+        idx = at.drop_nulls().to_list()
+        fmts = pc.take(self.source.column("source_format"), pa.array(idx, pa.int64())).to_pylist()
+        for fmt in set(fmts):
+            mine = [k for k, f in enumerate(fmts) if f == fmt]
+            try:
+                lines = encode_jsonl(self.source.take(pa.array([idx[k] for k in mine], pa.int64())), fmt)
+            except Exception:  # some row cannot be written back: each one on its own, as of() does
+                for k in mine:
+                    out[found[k]] = self.of(*rows[found[k]])
+                continue
+            for k, line in zip(mine, lines, strict=True):
+                out[found[k]] = {"raw": line, "input_format": fmt}
+        return out
+
 
 def _apply_steps(table: pa.Table, steps: list[Any], originals: _Originals) -> tuple[pa.Table, list[dict]]:
     kept, rej = apply_steps(pl.from_arrow(table), steps)
     rows = []
     if rej.height:
-        # Rejections are few: build their rows in Python (the kept rows never are).
-        for d in rej.select("conversation_id", "source_file", "source_line", "step", "reason").to_dicts():
+        # The kept rows never go through Python; the rejected ones are built here, their inputs
+        # looked up all at once.
+        inputs = originals.many(rej)
+        for d, original in zip(
+            rej.select("conversation_id", "source_file", "source_line", "step", "reason").to_dicts(),
+            inputs,
+            strict=True,
+        ):
             cid, file, line = d["conversation_id"], d["source_file"], d["source_line"]
             rows.append(
                 rejected_row(
-                    file, line, "transform", d["reason"], conversation_id=cid, step=d["step"],
-                    **originals.of(cid, file, line),
+                    file, line, "transform", d["reason"], conversation_id=cid, step=d["step"], **original,
                 )
             )  # fmt: skip
     return frame_to_disk(kept), rows
@@ -263,6 +303,34 @@ def shard_codec(shard: Shard) -> str:
     return "native" if _wire_lines(shard) and codec.native_module(shard.format) is not None else "python"
 
 
+def _summed(counts: Iterable[dict[str, int]]) -> dict[str, int]:
+    out: Counter[str] = Counter()
+    for c in counts:
+        out.update(c)  # update keeps zero counts, unlike Counter addition
+    return dict(out)
+
+
+def whole_shard(batches: Iterable[Batch]) -> Iterator[Batch]:
+    """The shard's batches as one: a grouping step (threads) relates records to each other, so it
+    runs on every record of the shard at once (memory: the shard's canonical rows)."""
+    parts = list(batches)
+    if not parts:
+        return
+    tables = [to_disk(b.table) for b in parts]
+    merged = Batch(
+        table=pa.concat_tables(tables) if len(tables) > 1 else tables[0],
+        rejected=[r for b in parts for r in b.rejected],
+        read=sum(b.read for b in parts),
+        blank=sum(b.blank for b in parts),
+        raw={k: v for b in parts for k, v in b.raw.items()},
+        nbytes=sum(b.nbytes for b in parts),
+        source_counts=_summed(b.source_counts for b in parts),
+        native_fallback=_summed(b.native_fallback for b in parts),
+    )
+    parts.clear()
+    yield merged
+
+
 def run_shard(
     shard_json: dict[str, Any], work: Work, progress: Callable[[int, int], None] | None = None
 ) -> dict[str, Any]:
@@ -285,7 +353,10 @@ def run_shard(
     started = time.perf_counter()
     try:
         batch: Batch
-        for batch in read_shard(shard, work.chunk_bytes, work.batch_rows):
+        batches: Iterable[Batch] = read_shard(shard, work.chunk_bytes, work.batch_rows)
+        if any(step.name in GROUPING_STEPS for step in steps):
+            batches = whole_shard(batches)
+        for batch in batches:
             rejected = batch.rejected
             table = to_disk(batch.table)
             originals = _Originals(table, batch.raw, raw_format)

@@ -29,6 +29,7 @@ from pipeline.jobs.files import is_url, open_arrow, open_input
 from pipeline.jobs.resolve import InputFile, Job
 
 SCAN_BYTES = 8 << 20
+WHOLE_FILE = 1 << 62  # shard_records of a job with a grouping step
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,9 @@ def _file_ranges(f: InputFile, records: int) -> Iterator[tuple[int, int, int, in
 def plan(job: Job) -> Iterator[Shard]:
     """Every shard of the job, in order (lazily, file by file: work starts after the first file's scan)."""
     k = 0
+    # a grouping step (threads) needs the records of a thread together: one shard per file
+    records = WHOLE_FILE if job.grouping else job.shard_records
     for f in job.files:
-        for a, b, first, weight in _file_ranges(f, job.shard_records):
+        for a, b, first, weight in _file_ranges(f, records):
             yield Shard(shard_id(k), f.url, f.container, f.format, f.options, a, b, first, weight)
             k += 1

@@ -27,7 +27,7 @@ from pipeline.losses import LossPolicy
 from pipeline.schema import CONVERSATION_SCHEMA, SCHEMA_VERSION
 from pipeline.sources import SOURCES, detect_source
 from pipeline.sources._base import check_options
-from pipeline.transforms import make_step, parse_step
+from pipeline.transforms import GROUPING_STEPS, make_step, parse_step
 
 CANONICAL = "canonical"
 PARQUET = "parquet"  # as a target: the canonical table only (conversations/), no output/
@@ -81,6 +81,12 @@ class Job:
     sets: dict[str, Any] = field(default_factory=dict)  # [set] / --set: request fields, checked
     source_text: str = ""  # the job file as given (kept in the catalog)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def grouping(self) -> bool:
+        """Whether a step relates records to each other (threads): then every input file is one
+        shard, read whole before the steps run (docs/transforms.md, "Threads at scale")."""
+        return any(name in GROUPING_STEPS for name in self.step_names)
 
     def fingerprint(self) -> str:
         """What decides the output bytes: a run directory only resumes the job that started it.
@@ -216,6 +222,13 @@ def resolve(spec: JobSpec, base: Path, source_text: str = "") -> Job:
     sets = check_sets(spec.sets, target)
     steps = build_steps(spec.steps)
     names = [str(getattr(s, "name", "") or step_name(sp)) for s, sp in zip(steps, spec.steps, strict=True)]
+    grouping = [n for n in names if n in GROUPING_STEPS]
+    if grouping and len(files) > 1:
+        raise ConfigError(
+            f"step {grouping[0]} relates records across the whole input, and this job reads {len(files)} "
+            "files: give it one file (concatenate them first, e.g. cat a.jsonl b.jsonl > log.jsonl), "
+            "see docs/transforms.md, 'Threads at scale'"
+        )
     if is_url(spec.output.path):
         raise ConfigError(
             f"output.path {spec.output.path!r}: write the run directory to a local or mounted path "

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 from pipeline.errors import ConfigError
 from pipeline.schema import CONVERSATION_SCHEMA
 from pipeline.transforms._items import ERROR
-from pipeline.transforms.registry import STEPS
+from pipeline.transforms.registry import GROUPING_STEPS, STEPS
 
 REJECTED_SCHEMA = {
     "conversation_id": pl.String,
@@ -119,7 +119,9 @@ def apply_steps(
     ``conversation_id, source_file, source_line, step, reason``, one row per record a step could
     not handle (it goes no further).
 
-    Every step computes each row from that row alone, so the frame is cut into about ``chunks``
+    A grouping step (``GROUPING_STEPS``: ``threads``) needs every row at once: with one, the
+    steps run in one pass over the whole frame. Every other step computes each row from that
+    row alone, so the frame is cut into about ``chunks``
     runs of rows that go through the steps on a pool of one thread per Polars thread (Polars and
     Arrow release the GIL) and are concatenated in order: the result is the same as one pass.
     ``None`` picks enough chunks to keep every thread busy (at least :data:`MIN_CHUNK_ROWS` rows
@@ -127,6 +129,10 @@ def apply_steps(
     Runs also end where the frame's stored chunks do (see :func:`pieces`), so ``chunks=1`` on a
     frame of several large stored chunks is one run per stored chunk, one after another.
     """
+    if any(step.name in GROUPING_STEPS for step in steps):
+        # a grouping step (threads) relates rows to each other: one pass over the whole frame
+        kept, rejected = _apply_steps(df, steps)
+        return kept, pl.concat(rejected)
     threads = pl.thread_pool_size()
     if chunks is None:
         chunks = max(min(threads, len(df) // MIN_CHUNK_ROWS), -(-len(df) // MAX_CHUNK_ROWS))
@@ -228,6 +234,7 @@ def _apply_steps(df: pl.DataFrame, steps: Sequence[Step]) -> tuple[pl.DataFrame,
 
 
 __all__ = [
+    "GROUPING_STEPS",
     "MAX_CHUNK_ROWS",
     "MIN_CHUNK_ROWS",
     "REJECTED_SCHEMA",

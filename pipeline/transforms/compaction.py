@@ -13,6 +13,7 @@ Added columns: ``compacted`` (bool), ``compaction_count`` (int32), ``first_compa
 from __future__ import annotations
 
 import polars as pl
+import pyarrow as pa
 
 from pipeline.transforms._flat import Frame, arrow, child, eager, run_starts, scatter, split
 from pipeline.transforms._items import ASSISTANT, USER
@@ -57,10 +58,11 @@ def _contains(text: pl.Series, markers: tuple[str, ...]) -> pl.Series:
     return hit
 
 
-def _compaction(df: pl.DataFrame, markers: tuple[str, ...], item_types: tuple[str, ...]) -> pl.DataFrame:
-    flat = split(arrow(df.get_column("items")))
-    items = flat.values
-    parent = flat.parent()
+def compaction_flags(items: pa.Array, markers: tuple[str, ...], item_types: tuple[str, ...]) -> pl.Series:
+    """Per flat item (a struct array of items, see ``_flat.split``): whether it is a compaction.
+
+    The one place the rule lives: the ``compaction`` step counts these, ``threads`` cuts at them.
+    """
     kind, role = child(items, "type"), child(items, "role")
     flag = kind.is_in(list(item_types)).fill_null(False)
     if markers:
@@ -78,6 +80,13 @@ def _compaction(df: pl.DataFrame, markers: tuple[str, ...], item_types: tuple[st
         flag = flag | scatter(
             len(items), hit_at, pl.repeat(True, len(hit_at), eager=True), pl.Boolean
         ).fill_null(False)
+    return flag
+
+
+def _compaction(df: pl.DataFrame, markers: tuple[str, ...], item_types: tuple[str, ...]) -> pl.DataFrame:
+    flat = split(arrow(df.get_column("items")))
+    parent = flat.parent()
+    flag = compaction_flags(flat.values, markers, item_types)
     count = flat.segment_sum(flag).cast(pl.Int32)
     at = flag.arg_true()
     rows = parent.gather(at)

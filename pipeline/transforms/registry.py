@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pipeline.transforms import compaction as _compaction
 from pipeline.transforms import compat as _compat
 from pipeline.transforms import edits, roles, system, window
+from pipeline.transforms import threads as _threads
 from pipeline.transforms import turns as _turns
 
 Frame = pl.DataFrame | pl.LazyFrame
@@ -58,6 +59,14 @@ class Compaction(Params):
         if any(m == "" for m in v):
             raise ValueError("an empty marker would match every message")
         return v
+
+
+class Threads(Compaction):
+    """``keep``: ``all`` adds the thread columns; ``leaves`` also drops every record that is not a
+    leaf or is a duplicate (to the rejected table, naming its leaf). ``markers``/``item_types``:
+    what counts as a compaction (as the ``compaction`` step)."""
+
+    keep: Literal["all", "leaves"] = "all"
 
 
 class PlaceSystem(Params):
@@ -136,6 +145,7 @@ STEPS: dict[str, tuple[type[Params], StepFn]] = {
     ),
     "turns": (Turns, lambda f, p: _turns.turns(f, p.preview_chars)),
     "compaction": (Compaction, lambda f, p: _compaction.compaction(f, p.markers, p.item_types)),
+    "threads": (Threads, lambda f, p: _threads.threads(f, p.keep, p.markers, p.item_types)),
     "place_system": (
         PlaceSystem,
         lambda f, p: system.place_system(
@@ -149,3 +159,7 @@ STEPS: dict[str, tuple[type[Params], StepFn]] = {
     "window": (Window, lambda f, p: window.window(f, p.last_turns, p.max_chars, p.keep_first_task)),
     "slice_turns": (SliceTurns, lambda f, p: window.slice_turns(f, p.start, p.stop)),
 }
+
+# Steps whose result for one record depends on the other records: they run on the whole frame at
+# once (apply_steps does not cut it into runs of rows) and, in a job, on a whole shard.
+GROUPING_STEPS = frozenset({"threads"})

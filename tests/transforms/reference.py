@@ -467,3 +467,123 @@ def _flat_tools_json(text: str) -> str:
                     inner.setdefault("strict", None)
             out.append(inner)
     return json.dumps(out, separators=(",", ":"), ensure_ascii=False)
+
+
+# ---- threads (a grouping step: the reference takes every row at once) ---------------------------
+
+TEXT_TYPES = (None, "text", "input_text", "output_text")
+
+
+def _blocks_key(blocks: list | None) -> tuple | None:
+    if blocks is None:
+        return None
+    return tuple(
+        ("text" if b["type"] in TEXT_TYPES else b["type"], b["text"], b["extra_json"]) for b in blocks
+    )
+
+
+def item_key(it: dict) -> tuple:
+    """What the item content hash covers (docs/schema.md), as a plain tuple: equal keys, equal hashes."""
+    fields = (
+        "type",
+        "role",
+        "name",
+        "namespace",
+        "call_id",
+        "arguments",
+        "input",
+        "encrypted_content",
+        "extra_json",
+    )
+    return (*(it[f] for f in fields), _blocks_key(it["content"]), _blocks_key(it["summary"]))
+
+
+def record_key(row: Row) -> tuple:
+    """The top-level fields duplicates share besides their items."""
+    ins = row["instructions"]
+    return (
+        row["record_kind"], row["model"], row["tools"], row["tool_choice"], row["extra_json"],
+        None if ins is None else ins["form"], None if ins is None else _blocks_key(ins["content"]),
+    )  # fmt: skip
+
+
+def threads_reference(
+    rows: list[Row], keep: str = "all", markers=(), item_types=("compaction", "compacted")
+) -> tuple[list[Row], dict[int, str]]:
+    """Per record, plainly: the rows with the thread columns added (kept ones), and the reason of
+    every dropped row by its index. Same rules as pipeline.transforms.threads, by loops over tuples."""
+    seqs = [tuple(item_key(it) for it in row["items"] or ()) for row in rows]
+    def is_compaction(it: dict) -> bool:
+        scanned = it["type"] == "message" and it["role"] in ("user", "assistant")
+        return it["type"] in item_types or (scanned and any(m in text(it) for m in markers))
+
+    hits = [[i for i, it in enumerate(row["items"] or ()) if is_compaction(it)] for row in rows]
+    cuts = [h[-1] if h else -1 for h in hits]
+    order = sorted(
+        range(len(rows)),
+        key=lambda i: (rows[i]["conversation_id"] is None, rows[i]["conversation_id"] or "", i),
+    )
+    rep: dict[tuple, str] = {}
+    for i in order:
+        rep.setdefault(seqs[i], rows[i]["conversation_id"])
+    info = []
+    for i, seq in enumerate(seqs):
+        found = [n for n in range(max(cuts[i], 0) + 1, len(seq) + 1) if seq[:n] in rep] if seq else []
+        root = rep[seq[: found[0]]] if found else rep[seq]
+        strict = [n for n in found if n < len(seq)]
+        info.append({"thread_id": root, "parent": seq[: strict[-1]] if strict else None,
+                     "parent_id": rep[seq[: strict[-1]]] if strict else None,
+                     "shared_items": strict[-1] if strict else 0, "found": found})  # fmt: skip
+    parents = {d["parent"] for d in info if d["parent"] is not None}
+    first: dict[tuple, int] = {}
+    for i in order:
+        first.setdefault((seqs[i], record_key(rows[i])), i)
+    for i, d in enumerate(info):
+        d["is_leaf"] = seqs[i] not in parents
+        f = first[(seqs[i], record_key(rows[i]))]
+        d["duplicate_of"] = rows[f]["conversation_id"] if f != i else None
+    # compaction: a compacted root's kept (non-system) items, all found in another thread
+    thread_items: dict[str, set] = {}
+    for i, d in enumerate(info):
+        thread_items.setdefault(d["thread_id"], set()).update(seqs[i])
+    compacted_roots, marks = {}, {}
+    for i, d in enumerate(info):
+        if cuts[i] >= 0 and d["parent_id"] is None and rows[i]["conversation_id"] == d["thread_id"]:
+            marks[d["thread_id"]] = seqs[i][cuts[i]]
+            compacted_roots.setdefault(d["thread_id"], set()).update(
+                seqs[i][j]
+                for j, it in enumerate(rows[i]["items"][: cuts[i]])
+                if label(it) != "system" and not is_compaction(it)
+            )
+    continues = {}
+    for t, kept in compacted_roots.items():
+        # another window of the same compaction (its first request missing) holds the compaction item
+        cands = [u for u, its in thread_items.items() if u != t and kept and kept <= its
+                 and marks[t] not in its]
+        cands.sort(key=lambda u: (u not in compacted_roots, u))
+        continues[t] = cands[0] if cands else None
+    out_rows, dropped = [], {}
+    kept_leaf = [d["is_leaf"] and d["duplicate_of"] is None for d in info]
+    for i, row in enumerate(rows):
+        d = info[i]
+        new = dict(row)
+        for c in ("thread_id", "parent_id", "shared_items", "is_leaf", "duplicate_of"):
+            new[c] = d[c]
+        new["continues_thread"] = continues.get(d["thread_id"])
+        if keep == "leaves" and not kept_leaf[i]:
+            n = len(seqs[i])  # a leaf contains it: same items, or it is one of the leaf's tree prefixes
+            leaves = [
+                rows[j]["conversation_id"]
+                for j in range(len(rows))
+                if kept_leaf[j]
+                and (seqs[j] == seqs[i] or (n and seqs[j][:n] == seqs[i] and n in info[j]["found"]))
+            ]
+            why = (
+                "duplicate of an identical record"
+                if d["duplicate_of"]
+                else "items are a prefix of a longer record"
+            )
+            dropped[i] = f"threads: {why} (in leaf {min(leaves) if leaves else '?'})"
+            continue
+        out_rows.append(new)
+    return out_rows, dropped

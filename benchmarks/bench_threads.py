@@ -1,0 +1,158 @@
+"""Threads benchmark: a request log into threads + dedupe to leaves, side by side with baselines.
+
+    python benchmarks/bench_threads.py --threads 50000 --mean-requests 20 --seed 7 --ref-n 5000
+
+The input is ``chatlake synth --format responses --request-log`` (``--threads`` conversations cut
+into about ``--mean-requests`` requests each: ~1M requests for the defaults), converted once to
+canonical Parquet in ``bench-out/``.
+
+(a) end to end, canonical Parquet in -> Parquet out, each in a fresh process, peak RSS of the tree:
+    the plain Parquet read + write of the same table (the floor, ``bench_transforms.floor``) vs
+    ``chatlake transform --step threads`` and ``--step threads:keep=leaves`` (the dropped records
+    go to the rejected file with their input, encoded back to JSON);
+(b) the step alone in memory (``apply_steps``) on the first ``--ref-n`` requests and on the whole
+    table, vs the per-record Python reference (``tests/transforms/reference.py``,
+    ``threads_reference``) on the same first ``--ref-n`` requests.
+
+A job with the threads step reads its input file as one shard (docs/transforms.md, "Threads at
+scale"): (a)'s memory grows with the input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.measure import Measured, measure
+
+PY = sys.executable
+FLOOR = str(Path(__file__).resolve().parent / "bench_transforms.py")
+
+
+def ensure_parquet(workdir: Path, threads: int, mean: int, seed: int) -> tuple[Path, int]:
+    """The canonical Parquet of the request log (generated once), and its row count."""
+    import pyarrow.parquet as pq
+
+    from pipeline import synth
+
+    path = workdir / f"threads-{threads}-m{mean}-s{seed}.parquet"
+    if not path.exists():
+        src = workdir / f"threads-{threads}-m{mean}-s{seed}.jsonl"
+        print(f"generating a request log of {threads:,} conversations -> {path}", file=sys.stderr)
+        synth.write_request_log(src, "responses", threads, seed, mean_requests=mean, workers=2)
+        cmd = [PY, "-m", "pipeline", "convert", "--quiet", str(src), "--from", "responses", "--to", "parquet"]
+        subprocess.run([*cmd, "-o", str(path)], check=True)
+        src.unlink()
+    return path, pq.ParquetFile(path).metadata.num_rows
+
+
+def in_memory(src: str, ref_n: int) -> None:
+    """(b): prints ``IN_MEMORY n seconds ref_n step_seconds_on_ref ref_seconds``."""
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    from pipeline.transforms import apply_steps, parse_step
+    from tests.transforms.reference import threads_reference
+
+    table = pq.read_table(src)
+    df = pl.from_arrow(table)
+    assert isinstance(df, pl.DataFrame)
+    step = [parse_step("threads")]
+    head = df.head(ref_n)
+    t = time.perf_counter()
+    apply_steps(head, step)
+    head_s = time.perf_counter() - t
+    rows = table.slice(0, ref_n).to_pylist()  # not timed
+    params = step[0].params
+    t = time.perf_counter()
+    threads_reference(rows, "all", params.markers, params.item_types)  # type: ignore[attr-defined]
+    ref_s = time.perf_counter() - t
+    t = time.perf_counter()
+    apply_steps(df, step)
+    all_s = time.perf_counter() - t
+    print(f"IN_MEMORY {len(df)} {all_s:.3f} {len(head)} {head_s:.3f} {ref_s:.3f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--threads", type=int, default=50_000, help="conversations in the request log")
+    ap.add_argument("--mean-requests", type=int, default=20, help="mean requests per conversation")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--workdir", type=Path, default=Path("bench-out"))
+    ap.add_argument("--ref-n", type=int, default=5_000, help="requests the per-record reference runs on")
+    ap.add_argument("--role", choices=("main", "memory"), default="main", help=argparse.SUPPRESS)
+    ap.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.role == "memory":
+        in_memory(args.paths[0], args.ref_n)
+        return
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    src, n = ensure_parquet(args.workdir, args.threads, args.mean_requests, args.seed)
+    print("running contenders (each in a fresh process)", file=sys.stderr)
+    fl = measure(
+        "plain Parquet read + write (pyarrow, same batches)",
+        [PY, FLOOR, "--role", "floor", str(src), str(args.workdir / "threads-floor.parquet")],
+        n,
+    )
+    runs = []
+    for spec in ("threads", "threads:keep=leaves"):
+        out = args.workdir / f"threads-out-{spec.replace(':', '-').replace('=', '-')}.parquet"
+        cmd = [PY, "-m", "pipeline", "transform", "--quiet", str(src), "--step", spec, "-o", str(out)]
+        runs.append(measure(f"chatlake transform --step {spec}", cmd, n))
+    mem = subprocess.run(
+        [PY, str(Path(__file__).resolve()), "--role", "memory", "--ref-n", str(args.ref_n), str(src)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    line = next(x for x in mem.stdout.splitlines() if x.startswith("IN_MEMORY"))
+    _, vn, vs, rn, hs, rs = line.split()
+
+    def row(m: Measured) -> str:
+        ratio = m.seconds / fl.seconds
+        cells = f"{m.seconds:,.1f} | {m.per_second:,.0f} | {ratio:.2f}x | {m.peak_rss_mb:,.0f}"
+        return f"| {m.label} | {cells} |"
+
+    def rate(label: str, records: str, seconds: str) -> str:
+        return f"| {label} | {int(records):,} | {float(seconds):.2f} | {int(records) / float(seconds):,.0f} |"
+
+    cmd = (
+        f"python benchmarks/bench_threads.py --threads {args.threads} --mean-requests {args.mean_requests} "
+        f"--seed {args.seed} --ref-n {args.ref_n}"
+    )
+    text = "\n".join(
+        [
+            f"Threads benchmark: a request log of {n:,} requests from {args.threads:,} synthetic Responses "
+            f"conversations (`{cmd}`), Python {platform.python_version()}, {platform.machine()}.",
+            "",
+            "(a) end to end, canonical Parquet in -> Parquet out",
+            "",
+            "| contender | seconds | requests/s | time vs floor | peak RSS (MB) |",
+            "|---|---:|---:|---:|---:|",
+            row(fl),
+            *(row(m) for m in runs),
+            "",
+            "(b) the step alone, tables in memory (one process)",
+            "",
+            "| contender | requests | seconds | requests/s |",
+            "|---|---:|---:|---:|",
+            rate("apply_steps threads, whole table", vn, vs),
+            rate("apply_steps threads, first --ref-n", rn, hs),
+            rate("per-record Python reference, first --ref-n", rn, rs),
+            "",
+            f"(a) threads:keep=leaves / floor: {runs[1].seconds / fl.seconds:.2f}x (target <= 2x, "
+            "peak < 2 GB).",
+        ]
+    )
+    (args.workdir / f"threads-{n}.md").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
