@@ -47,19 +47,19 @@ static const Field MSG_UNUSED[] = {
     FIELD("call_id", "unknown_field", call_id), FIELD("name", "name", name),
     FIELD("namespace", "namespace", namespace_), FIELD("arguments", "argument_string", arguments),
     FIELD("input", "custom_tool", input), FIELD("encrypted_content", "encrypted_reasoning", encrypted_content),
-    {NULL, NULL, 0},
+    {NULL, NULL, 0, NULL},
 };
 static const Field CALL_UNUSED[] = {
     FIELD("id", "item_id", id), FIELD("status", "status", status), FIELD("namespace", "namespace", namespace_),
     FIELD("phase", "phase", phase), FIELD("encrypted_content", "encrypted_reasoning", encrypted_content),
-    {NULL, NULL, 0},
+    {NULL, NULL, 0, NULL},
 };
 /* to_chat._OUTPUT_LOST: an output item's keys a tool message has no slot for (a call's keys too) */
 static const Field OUT_UNUSED[] = {
     FIELD("name", "name", name), FIELD("id", "item_id", id), FIELD("status", "status", status),
     FIELD("namespace", "namespace", namespace_), FIELD("phase", "phase", phase),
     FIELD("arguments", "argument_string", arguments), FIELD("input", "custom_tool", input),
-    FIELD("encrypted_content", "encrypted_reasoning", encrypted_content), {NULL, NULL, 0},
+    FIELD("encrypted_content", "encrypted_reasoning", encrypted_content), {NULL, NULL, 0, NULL},
 };
 
 

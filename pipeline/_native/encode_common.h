@@ -411,7 +411,7 @@ typedef struct {
     Col source_format, record_kind, model, instr_form, items_form, tools, tool_choice, extra, nulls,
         null_names;
     Col instr_valid, instr_content, instr_blk_valid, instr_text;
-    Col items, item_valid, section, group, type, native_type, role, id, call_id, name, namespace_, arguments,
+    Col items, item_valid, section, group, part, type, native_type, role, id, call_id, name, namespace_, arguments,
         input, status, phase, content_form, content, encrypted_content, signature, iextra, inulls, inull_names;
     Col blk_valid, btype, btext, bann, blogp, bcache, bcit, bextra, bnulls, bnull_names;
     /* row state */
@@ -422,6 +422,7 @@ typedef struct {
     Range *calls;
     int64_t ncalls, capcalls;
     Buf scratch, tmp, tmp2, base, ptr, ptr2; /* reused row after row */
+    Buf aux[3]; /* reused row after row, an encoder's own (lose_* use tmp and tmp2) */
     /* output */
     Buf out, out_off, native;
     Buf loss_row, path, path_off, kind, kind_off, detail, detail_off;
@@ -477,27 +478,30 @@ static inline int has_null(Col *lists, Col *names, int64_t i, const char *name) 
     return 0;
 }
 
-/* The item fields a target may have no slot for: name, loss kind (Ctx.FIELD_KINDS), column. */
+/* The item fields a target may have no slot for: name, loss kind (Ctx.FIELD_KINDS), column, and the
+ * source's key when it is not the field's name (Ctx.wire_key: Chat's tool_call_id; NULL: the name). */
 typedef struct {
     const char *name;
     const char *kind;
     size_t col; /* offsetof(Enc, column) */
+    const char *key;
 } Field;
 
-#define FIELD(n, k, c) {n, k, offsetof(Enc, c)}
+#define FIELD(n, k, c) {n, k, offsetof(Enc, c), NULL}
 
 /* Ctx.lose_fields: each field item i had (a value or an explicit null) has no slot. */
 static inline void lose_fields(Enc *e, int64_t i, const Buf *base, const Field *fields) {
     for (; fields->name; fields++) {
         const Col *c = (const Col *)((const char *)e + fields->col);
         if (!col_valid(c, i) && !has_null(&e->inulls, &e->inull_names, i, fields->name)) continue;
-        size_t n = strlen(fields->name);
+        const char *key = fields->key ? fields->key : fields->name;
+        size_t n = strlen(key);
         e->tmp2.len = 0;
         put(&e->st, &e->tmp2, base->p, base->len);
-        put_ptr(&e->st, &e->tmp2, fields->name, n);
+        put_ptr(&e->st, &e->tmp2, key, n);
         e->tmp.len = 0;
         put(&e->st, &e->tmp, "'", 1);
-        put(&e->st, &e->tmp, fields->name, n);
+        put(&e->st, &e->tmp, key, n);
         puts_(&e->st, &e->tmp, "' has no slot");
         lose(e, e->tmp2.p, e->tmp2.len, fields->kind, e->tmp.p, e->tmp.len);
     }
@@ -720,7 +724,8 @@ static inline int bind_all(Enc *e, struct ArrowArray *a, struct ArrowSchema *s) 
                    &e->encrypted_content, &e->signature, &e->iextra};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (bind(ia, is, names[k], "u", b2, cols[k], NULL, NULL)) return -1;
-    if (bind(ia, is, "group", "i", b2, &e->group, NULL, NULL) || bind_names(ia, is, b2, &e->inulls, &e->inull_names))
+    if (bind(ia, is, "group", "i", b2, &e->group, NULL, NULL) || bind(ia, is, "part", "i", b2, &e->part, NULL, NULL) ||
+        bind_names(ia, is, b2, &e->inulls, &e->inull_names))
         return -1;
     if (bind(ia, is, "content", "+l", b2, &e->content, &lc, &lcs)) return -1;
     if (list_struct(lc, lcs, &e->blk_valid, &sa, &ss)) return -1;
@@ -737,6 +742,7 @@ static inline void enc_free(Enc *e) {
     free(e->tc.frag.p);
     free(e->tc.texts.p);
     free(e->tc.lens.p);
+    for (int k = 0; k < 3; k++) free(e->aux[k].p);
 }
 
 /* The entry points' common body: bind the canonical RecordBatch `batch` (Arrow C data interface), run

@@ -9,7 +9,9 @@ rows                                   converted by
 =====================================  ======================================================
 Responses request bodies -> ``chat``   ``pipeline._native.encode_chat`` (C, ``encode.c``), when
 (edited items included)                the compiled codec is active (:mod:`pipeline.codec`)
-rows it hands back (see encode.c),     ``convert_table`` (the per-record encoders: the
+Chat request bodies -> ``responses``   ``pipeline._native.encode_responses`` (C,
+(edited items included)                ``encode_responses.c``), likewise
+rows they hand back (see the C files), ``convert_table`` (the per-record encoders: the
 rows whose edited items' ids are not   specification the compiled encoder is tested against)
 plain printable ASCII, every other
 row, every row with CHATLAKE_NATIVE=0
@@ -33,8 +35,9 @@ alone, not on its place in the batch.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from types import ModuleType
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -169,11 +172,11 @@ def encode_rows(table: pa.Table, target: str) -> EncodedRows:
     table = cast_to_canonical(table).combine_chunks()
     n = table.num_rows
     fast = np.zeros(n, bool)
-    module = codec.native_encoder(target) if n else None
+    native = codec.native_encoder(target) if n else None
     parts: list[tuple[np.ndarray, pa.Array, pa.Array, pa.Table]] = []
-    if module is not None and _any_responses_request(table):
+    if native is not None and _any_request_of(table, native[1]):
         cleaned, edited, not_plain = _edited_losses(table)
-        records, losses, fast = _native(module, cleaned)
+        records, losses, fast = _native(native[0], cleaned)
         fast[not_plain] = False
         rows = np.flatnonzero(fast)
         if len(rows):
@@ -204,21 +207,24 @@ def encode_rows(table: pa.Table, target: str) -> EncodedRows:
     return EncodedRows(records, errors, losses, pa.array(fast))
 
 
-def _any_responses_request(table: pa.Table) -> bool:
-    """Does the batch hold a row the compiled encoder takes? (Else it is not worth finding the
-    edited items twice: ``convert_table`` does that for its rows.)"""
+def _any_request_of(table: pa.Table, sources: frozenset[str]) -> bool:
+    """Does the batch hold a request body of ``sources``, the rows the compiled encoder takes? (Else
+    it is not worth finding the edited items twice: ``convert_table`` does that for its rows.)"""
     rows = pc.and_(
-        pc.equal(table.column("source_format"), "responses"), pc.equal(table.column("record_kind"), "request")
+        pc.is_in(table.column("source_format"), pa.array(sorted(sources))),
+        pc.equal(table.column("record_kind"), "request"),
     )
     return bool(pc.any(rows).as_py())
 
 
-def _native(module: ModuleType, table: pa.Table) -> tuple[pa.Array, pa.Table, np.ndarray]:
+def _native(
+    encode: Callable[[pa.RecordBatch], Any], table: pa.Table
+) -> tuple[pa.Array, pa.Table, np.ndarray]:
     """The compiled encoder over every row: JSON texts (empty where not encoded), losses, and which
     rows it encoded (the others are the per-record encoders')."""
     [batch] = table.combine_chunks().to_batches()
     # each buffer comes as (address, size, owner): wrapped without a copy, freed with its owner
-    text, offsets, native, loss_row, *cols = (pa.foreign_buffer(*b) for b in module.encode_chat(batch))
+    text, offsets, native, loss_row, *cols = (pa.foreign_buffer(*b) for b in encode(batch))
     n = table.num_rows
     records = pa.LargeStringArray.from_buffers(n, offsets, text)
     rows = np.frombuffer(loss_row, np.int64)
@@ -231,24 +237,40 @@ def _native(module: ModuleType, table: pa.Table) -> tuple[pa.Array, pa.Table, np
 
 
 def item_pointer() -> pl.Expr:
-    """An item's pointer in its Responses source record (``Ctx.item_ptr`` for Responses), as an
-    expression over the row's ``items_form`` and the item's ``section`` and ``group``. Null when
-    ``section`` is null, or ``group`` is null outside the string shorthand.
+    """An item's pointer in its Responses, Chat or Anthropic source record (``Ctx.item_ptr``), as an
+    expression over the row's ``source_format`` and ``items_form`` and the item's ``section``,
+    ``group`` and ``part``. Null for other sources, when ``section`` is null, or ``group`` is null
+    outside the Responses string shorthand.
 
-    ==========  =======  =====  ==========
-    items_form  section  group  pointer
-    ==========  =======  =====  ==========
-    string      input    0      /input
-    parts       input    3      /input/3
-    parts       output   1      /output/1
-    ==========  =======  =====  ==========
+    =========  ==========  ========  =====  ====  ===========================
+    source     items_form  section   group  part  pointer
+    =========  ==========  ========  =====  ====  ===========================
+    responses  string      input     0            /input
+    responses  parts       output    1            /output/1
+    chat                   messages  2      0     /messages/2/tool_calls/0
+    anthropic              messages  3      1     /messages/3/content/1
+    =========  ==========  ========  =====  ====  ===========================
     """
-    items_form, section, group = pl.col("items_form"), pl.col("section"), pl.col("group")
-    # section names are fixed ("input", "output"): nothing in them for a JSON pointer to escape
+    source, items_form = pl.col("source_format"), pl.col("items_form")
+    section, group, part = pl.col("section"), pl.col("group").cast(pl.String), pl.col("part").cast(pl.String)
+    # section names are fixed ("input", "messages", ...): nothing in them for a JSON pointer to escape
+    base = pl.concat_str(pl.lit("/"), section, pl.lit("/"), group)
+    chat = pl.when(part.is_null()).then(base).otherwise(pl.concat_str(base, pl.lit("/tool_calls/"), part))
+    message = (
+        pl.when(section == "output").then(pl.lit("")).otherwise(pl.concat_str(pl.lit("/messages/"), group))
+    )
+    anthropic = (
+        pl.when(part.is_null())
+        .then(pl.when(message == "").then(pl.lit("/")).otherwise(message))
+        .otherwise(pl.concat_str(message, pl.lit("/content/"), part))
+    )
     return (
-        pl.when((items_form == "string") & (section == "input"))
-        .then(pl.lit("/input"))
-        .otherwise(pl.concat_str(pl.lit("/"), section, pl.lit("/"), group.cast(pl.String)))
+        pl.when(source == "responses")
+        .then(pl.when((items_form == "string") & (section == "input")).then(pl.lit("/input")).otherwise(base))
+        .when(source == "chat")
+        .then(chat)
+        .when(source == "anthropic")
+        .then(anthropic)
     )
 
 
@@ -290,8 +312,9 @@ def _edited_losses(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
             {
                 "row": parent,
                 "idx": where,
+                "source_format": table.column("source_format").chunk(0).take(parent),
                 "items_form": table.column("items_form").chunk(0).take(parent),
-                **{f: flat.field(f).take(where) for f in ("section", "group", *STATE_FIELDS)},
+                **{f: flat.field(f).take(where) for f in ("section", "group", "part", *STATE_FIELDS)},
             }
         )
     )
