@@ -60,6 +60,7 @@ setup(
                 "pipeline/_native/vendor/yyjson/yyjson.h",
                 "pipeline/_native/orjson_escape.h",
                 "pipeline/_native/encode_common.h",
+                "pipeline/_native/blake2b.h",
             ],
             # yyjson's writer, mutable documents and JSON Pointer are not used by the decoder
             define_macros=[("YYJSON_DISABLE_WRITER", "1"), ("YYJSON_DISABLE_UTILS", "1")],

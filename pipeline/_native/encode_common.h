@@ -408,7 +408,7 @@ typedef struct {
 typedef struct {
     St st;
     /* columns */
-    Col source_format, record_kind, model, instr_form, items_form, tools, tool_choice, extra, nulls,
+    Col conversation_id, source_format, record_kind, model, instr_form, items_form, tools, tool_choice, extra, nulls,
         null_names;
     Col instr_valid, instr_content, instr_blk_valid, instr_text;
     Col items, item_valid, section, group, part, type, native_type, role, id, call_id, name, namespace_, arguments,
@@ -692,7 +692,8 @@ static inline int bind_all(Enc *e, struct ArrowArray *a, struct ArrowSchema *s) 
     int64_t base = a->offset;
     struct ArrowArray *c, *sa;
     struct ArrowSchema *cs, *ss;
-    if (bind(a, s, "source_format", "u", base, &e->source_format, NULL, NULL) ||
+    if (bind(a, s, "conversation_id", "u", base, &e->conversation_id, NULL, NULL) ||
+        bind(a, s, "source_format", "u", base, &e->source_format, NULL, NULL) ||
         bind(a, s, "record_kind", "u", base, &e->record_kind, NULL, NULL) ||
         bind(a, s, "model", "u", base, &e->model, NULL, NULL) ||
         bind(a, s, "items_form", "u", base, &e->items_form, NULL, NULL) ||

@@ -6,12 +6,12 @@
  * orjson.dumps(convert_table(row, "responses")[0].record) and the row's losses in the order that
  * encoder reports them. A row it cannot prove it encodes byte-identically is flagged and left to the
  * per-record encoder (pipeline/encoders/encode_rows.py): rows that are not Chat request bodies, calls
- * or outputs without a call id (call_ids.py generates and pairs them), assistant messages that become
- * output messages (list content or a refusal: their item id is a generated BLAKE2b id), items other
- * than messages, calls and outputs, and JSON values whose orjson text is not provably their stored
+ * or outputs without a call id (call_ids.py generates and pairs them), items other than messages,
+ * calls and outputs, and JSON values whose orjson text is not provably their stored
  * text (see encode_common.h). The input, output and batch loop are encode_common.h's (run_encoder).
  */
 #include "encode_common.h" /* Python.h, yyjson, the Arrow C data interface, Enc, losses, JSON writing */
+#include "blake2b.h"
 
 /* Item i's pointer in its Chat source record (Ctx.item_ptr): /messages/G, a call /messages/G/tool_calls/P. */
 static int chat_item_ptr(Enc *e, Buf *b, int64_t i) {
@@ -511,6 +511,99 @@ static int top_extra_json(Enc *e, Buf *b) {
     return 0;
 }
 
+/* Ctx.generated_id(prefix, i) as a JSON string into b: prefix_ + blake2b(f"{conversation_id}/{i - start}",
+ * digest_size=12) in hex. */
+static int put_generated_id(Enc *e, Buf *b, const char *prefix, int64_t i) {
+    size_t n;
+    const char *cid = col_str(&e->conversation_id, e->r, &n);
+    if (!cid) return FALLBACK;
+    char local[24], hex[24];
+    int ln = snprintf(local, sizeof local, "/%lld", (long long)(i - e->start));
+    Blake2b s;
+    b2_init(&s, 12);
+    b2_update(&s, (const uint8_t *)cid, n);
+    b2_update(&s, (const uint8_t *)local, (size_t)ln);
+    b2_final_hex_n(&s, hex, 12);
+    put(&e->st, b, "\"", 1);
+    puts_(&e->st, b, prefix);
+    put(&e->st, b, "_", 1);
+    put(&e->st, b, hex, 24);
+    put(&e->st, b, "\"", 1);
+    return 0;
+}
+
+/* The rest of to_responses._message once its content is in e->aux[1] (state, truthy, empty_str as
+ * content() gave them) and its refusal known (a non-null value, or NULL): no item (with its loss), a
+ * plain message, or an output message with a generated id. */
+static int message_item(Enc *e, int64_t i, const Buf *base, Buf *out, const char *role, size_t rl, int state,
+                        int truthy, int empty_str, yyjson_val *refusal, int *kept, int *assistant_text) {
+    St *st = &e->st;
+    Buf *cbuf = &e->aux[1];
+    int assistant = str_eq(role, rl, "assistant");
+    int list = state == C_VALUE && cbuf->len && cbuf->p[0] == '[';
+    if (state != C_VALUE || (empty_str && assistant)) {
+        if (!refusal) {
+            int followed = 0;
+            if (i + 1 < e->end && col_valid(&e->group, i + 1) && col_i32(&e->group, i + 1) == col_i32(&e->group, i)) {
+                size_t tl;
+                const char *t = col_str(&e->type, i + 1, &tl);
+                followed = is_call(t, tl);
+            }
+            if (state == C_NULL && followed) return 0;
+            if (followed) {
+                Buf *p = &e->ptr2;
+                if (chat_item_ptr(e, p, i)) return FALLBACK;
+                puts_(st, p, "/content");
+                lose_s(e, p->p, p->len, "content_form", "absent or empty content comes back as null");
+            } else {
+                lose_s(e, base->p, base->len, "content_form", "a message with no content has no item in Responses");
+            }
+            return 0;
+        }
+        cbuf->len = 0; /* content = [] */
+        puts_(st, cbuf, "[]");
+        list = 1;
+        truthy = 0;
+    }
+    *kept = 1;
+    if (assistant && (list || refusal)) {
+        puts_(st, out, "{\"type\":\"message\",\"id\":");
+        if (put_generated_id(e, out, "msg", i)) return FALLBACK;
+        puts_(st, out, ",\"role\":\"assistant\",\"status\":\"completed\",\"content\":");
+        if (list) {
+            put(st, out, cbuf->p, cbuf->len - 1); /* without its closing bracket */
+        } else {
+            puts_(st, out, "[{\"type\":\"output_text\",\"text\":");
+            put(st, out, cbuf->p, cbuf->len);
+            puts_(st, out, ",\"annotations\":[]}");
+            truthy = 1;
+        }
+        if (refusal) {
+            if (truthy) put(st, out, ",", 1);
+            puts_(st, out, "{\"type\":\"refusal\",\"refusal\":");
+            put_value(st, out, refusal);
+            put(st, out, "}", 1);
+            truthy = 1;
+            Buf *p = &e->ptr2;
+            p->len = 0;
+            put(st, p, base->p, base->len);
+            puts_(st, p, "/refusal");
+            lose_s(e, p->p, p->len, "refusal", "the refusal field became a refusal part");
+        }
+        puts_(st, out, "]}");
+        lose_s(e, base->p, base->len, "generated_id", "an output message needs an id; generated");
+        *assistant_text = truthy;
+        return 0;
+    }
+    puts_(st, out, "{\"role\":");
+    put_json_str(st, out, role, rl);
+    puts_(st, out, ",\"content\":");
+    put(st, out, cbuf->p, cbuf->len);
+    put(st, out, "}", 1);
+    *assistant_text = assistant && truthy;
+    return 0;
+}
+
 /* to_responses._message for a Chat source: the item written to `out` (*kept: 1), or no item
  * (*kept: 0) with its loss. *assistant_text: the item is an assistant message with truthy content. */
 static int message(Enc *e, int64_t i, const Buf *base, Buf *out, int *kept, int *assistant_text) {
@@ -525,23 +618,22 @@ static int message(Enc *e, int64_t i, const Buf *base, Buf *out, int *kept, int 
     *kept = *assistant_text = 0;
     if (content(e, i, assistant, cbuf, &state, &truthy, &empty_str)) return FALLBACK;
     lose_fields(e, i, base, MSG_UNUSED);
-    /* extra: a refusal (a value: an output message with a generated id; null: a loss), then the rest */
+    /* extra: a refusal (a value: an output message's refusal part; null: a loss), then the rest */
     size_t n;
     const char *x = col_str(&e->iextra, i, &n);
+    yyjson_doc *doc = NULL;
+    yyjson_val *refusal = NULL; /* a non-null refusal value (in doc) */
     if (x) {
-        yyjson_doc *doc = parse(x, n);
+        doc = parse(x, n);
         if (!doc) return FALLBACK;
         yyjson_val *root = yyjson_doc_get_root(doc);
         if (!yyjson_is_obj(root)) {
             yyjson_doc_free(doc);
             return FALLBACK;
         }
-        yyjson_val *refusal = yyjson_obj_get(root, "refusal");
-        if (refusal && !yyjson_is_null(refusal)) {
-            yyjson_doc_free(doc);
-            return FALLBACK;
-        }
-        if (refusal) {
+        refusal = yyjson_obj_get(root, "refusal");
+        if (refusal && yyjson_is_null(refusal)) {
+            refusal = NULL;
             size_t bl = base->len;
             Buf *p = &e->ptr2;
             p->len = 0;
@@ -554,36 +646,10 @@ static int message(Enc *e, int64_t i, const Buf *base, Buf *out, int *kept, int 
         yyjson_obj_foreach(root, idx, max, k, v) {
             if (!key_is(k, "refusal")) lose_key(e, base, NULL, k, "unknown_field", "", "' has no slot in Responses");
         }
-        yyjson_doc_free(doc);
     }
-    if (state != C_VALUE || (empty_str && assistant)) {
-        int followed = 0;
-        if (i + 1 < e->end && col_valid(&e->group, i + 1) && col_i32(&e->group, i + 1) == col_i32(&e->group, i)) {
-            size_t tl;
-            const char *t = col_str(&e->type, i + 1, &tl);
-            followed = is_call(t, tl);
-        }
-        if (state == C_NULL && followed) return 0;
-        if (followed) {
-            Buf *p = &e->ptr2;
-            if (chat_item_ptr(e, p, i)) return FALLBACK;
-            puts_(st, p, "/content");
-            lose_s(e, p->p, p->len, "content_form", "absent or empty content comes back as null");
-        } else {
-            lose_s(e, base->p, base->len, "content_form", "a message with no content has no item in Responses");
-        }
-        return 0;
-    }
-    size_t cl = cbuf->len;
-    if (assistant && cl && cbuf->p[0] == '[') return FALLBACK; /* an output message: its id is generated */
-    puts_(st, out, "{\"role\":");
-    put_json_str(st, out, role, rl);
-    puts_(st, out, ",\"content\":");
-    put(st, out, cbuf->p, cl);
-    put(st, out, "}", 1);
-    *kept = 1;
-    *assistant_text = assistant && truthy;
-    return 0;
+    int rc = message_item(e, i, base, out, role, rl, state, truthy, empty_str, refusal, kept, assistant_text);
+    if (doc) yyjson_doc_free(doc);
+    return rc;
 }
 
 /* to_responses._output: a tool message as a function_call_output / custom_tool_call_output. */
