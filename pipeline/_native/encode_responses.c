@@ -5,9 +5,8 @@
  * and call_ids.py): for each canonical row it takes, this writes exactly the bytes of
  * orjson.dumps(convert_table(row, "responses")[0].record) and the row's losses in the order that
  * encoder reports them. A row it cannot prove it encodes byte-identically is flagged and left to the
- * per-record encoder (pipeline/encoders/encode_rows.py): rows that are not Chat request bodies, calls
- * or outputs without a call id (call_ids.py generates and pairs them), items other than messages,
- * calls and outputs, and JSON values whose orjson text is not provably their stored
+ * per-record encoder (pipeline/encoders/encode_rows.py): rows that are not Chat request bodies, items
+ * other than messages, calls and outputs, and JSON values whose orjson text is not provably their stored
  * text (see encode_common.h). The input, output and batch loop are encode_common.h's (run_encoder).
  */
 #include "encode_common.h" /* Python.h, yyjson, the Arrow C data interface, Enc, losses, JSON writing */
@@ -511,25 +510,120 @@ static int top_extra_json(Enc *e, Buf *b) {
     return 0;
 }
 
-/* Ctx.generated_id(prefix, i) as a JSON string into b: prefix_ + blake2b(f"{conversation_id}/{i - start}",
- * digest_size=12) in hex. */
-static int put_generated_id(Enc *e, Buf *b, const char *prefix, int64_t i) {
-    size_t n;
+/* Ctx.generated_id(prefix, i) into out (NUL-terminated, at most GEN_ID bytes with it): prefix_ +
+ * blake2b(f"{conversation_id}/{i - start}", digest_size=12) in hex. Its length, or 0 (no id). */
+#define GEN_ID 32
+static size_t generated_id(Enc *e, const char *prefix, int64_t i, char *out) {
+    size_t n, pl = strlen(prefix);
     const char *cid = col_str(&e->conversation_id, e->r, &n);
-    if (!cid) return FALLBACK;
-    char local[24], hex[24];
+    if (!cid || pl + 1 + 24 + 1 > GEN_ID) return 0;
+    char local[24];
     int ln = snprintf(local, sizeof local, "/%lld", (long long)(i - e->start));
     Blake2b s;
     b2_init(&s, 12);
     b2_update(&s, (const uint8_t *)cid, n);
     b2_update(&s, (const uint8_t *)local, (size_t)ln);
-    b2_final_hex_n(&s, hex, 12);
-    put(&e->st, b, "\"", 1);
-    puts_(&e->st, b, prefix);
-    put(&e->st, b, "_", 1);
-    put(&e->st, b, hex, 24);
-    put(&e->st, b, "\"", 1);
+    memcpy(out, prefix, pl);
+    out[pl] = '_';
+    b2_final_hex_n(&s, out + pl + 1, 12);
+    out[pl + 25] = 0;
+    return pl + 25;
+}
+
+/* ... as a JSON string into b. */
+static int put_generated_id(Enc *e, Buf *b, const char *prefix, int64_t i) {
+    char id[GEN_ID];
+    size_t n = generated_id(e, prefix, i, id);
+    if (!n) return FALLBACK;
+    put_json_str(&e->st, b, id, n);
     return 0;
+}
+
+/* A call's or output's call id in this row (call_ids.CallIds.call_id): its own, generated, its
+ * call's (an output paired by position), or none (p NULL: an output with no call to pair with). */
+typedef struct {
+    const char *p;
+    size_t n;
+    char gen[GEN_ID];
+} Cid;
+
+/* call_ids.CallIds for a row where a call or output has no id: cids[i - start] for every item, the
+ * generated_id losses in CallIds' order (calls, then paired outputs). 0 or FALLBACK. */
+static int call_ids(Enc *e, Cid *cids) {
+    int64_t m = e->end - e->start;
+    int64_t *pending = (int64_t *)malloc((size_t)(m ? m : 1) * sizeof(int64_t));
+    int64_t *pair = (int64_t *)malloc((size_t)(m ? m : 1) * sizeof(int64_t));
+    int64_t npend = 0;
+    int rc = FALLBACK;
+    if (!pending || !pair) goto done;
+    for (int64_t i = e->start; i < e->end; i++) {
+        Cid *c = &cids[i - e->start];
+        c->p = col_str(&e->call_id, i, &c->n);
+        pair[i - e->start] = -1;
+    }
+    /* pair_outputs(positional=True): by own id (the first call before it with that id), else the
+     * oldest unanswered call */
+    for (int64_t i = e->start; i < e->end; i++) {
+        size_t tl;
+        const char *t = col_str(&e->type, i, &tl);
+        Cid *c = &cids[i - e->start];
+        if (is_call(t, tl)) {
+            pending[npend++] = i;
+        } else if (is_output(t, tl)) {
+            int64_t j = -1;
+            if (c->p) {
+                for (int64_t q = e->start; q < i && j < 0; q++) {
+                    size_t ql;
+                    const char *qt = col_str(&e->type, q, &ql);
+                    const Cid *d = &cids[q - e->start];
+                    if (is_call(qt, ql) && d->p && d->n == c->n && memcmp(d->p, c->p, c->n) == 0) j = q;
+                }
+            } else if (npend) {
+                j = pending[0];
+            }
+            if (j < 0) continue;
+            pair[i - e->start] = j;
+            for (int64_t q = 0; q < npend; q++) {
+                if (pending[q] != j) continue;
+                memmove(pending + q, pending + q + 1, (size_t)(npend - q - 1) * sizeof(int64_t));
+                npend--;
+                break;
+            }
+        }
+    }
+    Buf *ptr = &e->ptr2;
+    for (int64_t i = e->start; i < e->end; i++) {
+        size_t tl;
+        const char *t = col_str(&e->type, i, &tl);
+        Cid *c = &cids[i - e->start];
+        if (!is_call(t, tl) || c->p) continue;
+        c->n = generated_id(e, "call", i, c->gen);
+        if (!c->n || chat_item_ptr(e, ptr, i)) goto done;
+        c->p = c->gen;
+        lose_s(e, ptr->p, ptr->len, "generated_id", "a call without id got one");
+    }
+    for (int64_t i = e->start; i < e->end; i++) {
+        Cid *c = &cids[i - e->start];
+        if (pair[i - e->start] < 0 || c->p) continue;
+        const Cid *d = &cids[pair[i - e->start] - e->start];
+        memcpy(c->gen, d->gen, GEN_ID);
+        c->p = d->p == d->gen ? c->gen : d->p;
+        c->n = d->n;
+        if (chat_item_ptr(e, ptr, i)) goto done;
+        lose_s(e, ptr->p, ptr->len, "generated_id", "an output without a call id got its call's id (paired by position)");
+    }
+    rc = 0;
+done:
+    free(pending);
+    free(pair);
+    return rc;
+}
+
+/* Item i's call id: cids' (a row with id-less calls or outputs) or its own. */
+static const char *call_id_of(Enc *e, const Cid *cids, int64_t i, size_t *n) {
+    if (!cids) return col_str(&e->call_id, i, n);
+    *n = cids[i - e->start].n;
+    return cids[i - e->start].p;
 }
 
 /* The rest of to_responses._message once its content is in e->aux[1] (state, truthy, empty_str as
@@ -653,16 +747,16 @@ static int message(Enc *e, int64_t i, const Buf *base, Buf *out, int *kept, int 
 }
 
 /* to_responses._output: a tool message as a function_call_output / custom_tool_call_output. */
-static int output(Enc *e, int64_t i, const Buf *base, Buf *out) {
+static int output(Enc *e, int64_t i, const Buf *base, Buf *out, const Cid *cids) {
     St *st = &e->st;
     size_t cl, rl;
-    const char *cid = col_str(&e->call_id, i, &cl);
+    const char *cid = call_id_of(e, cids, i, &cl);
     int custom = 0; /* its call id is a custom call's (any item of the row) */
     for (int64_t q = e->start; q < e->end && !custom; q++) {
         size_t ql, il;
         const char *qt = col_str(&e->type, q, &ql);
         if (!str_eq(qt, ql, "custom_tool_call")) continue;
-        const char *qid = col_str(&e->call_id, q, &il);
+        const char *qid = call_id_of(e, cids, q, &il);
         custom = qid && il == cl && memcmp(qid, cid, cl) == 0;
     }
     Buf *cbuf = &e->aux[1];
@@ -725,12 +819,12 @@ static int output(Enc *e, int64_t i, const Buf *base, Buf *out) {
 }
 
 /* to_responses._call for a Chat source. */
-static int call(Enc *e, int64_t i, const Buf *base, Buf *out) {
+static int call(Enc *e, int64_t i, const Buf *base, Buf *out, const Cid *cids) {
     St *st = &e->st;
     size_t tl, cl, nl, vl;
     const char *t = col_str(&e->type, i, &tl);
     int custom = str_eq(t, tl, "custom_tool_call");
-    const char *cid = col_str(&e->call_id, i, &cl);
+    const char *cid = call_id_of(e, cids, i, &cl);
     const char *name = col_str(&e->name, i, &nl);
     const char *value = col_str(custom ? &e->input : &e->arguments, i, &vl);
     puts_(st, out, custom ? "{\"type\":\"custom_tool_call\",\"call_id\":" : "{\"type\":\"function_call\",\"call_id\":");
@@ -755,14 +849,14 @@ static int encode_row(Enc *e) {
     const char *instr = col_str(&e->instr_form, r, &n);
     if (col_valid(&e->instr_valid, r) && instr && !str_eq(instr, n, "absent")) return FALLBACK;
     col_list(&e->items, r, &e->start, &e->end);
-    /* every item a message, call or output; every call and output with its own call id (else
-     * call_ids.py generates / pairs them) */
+    /* every item a message, call or output; does a call or output lack its call id? */
+    int idless = 0;
     for (int64_t i = e->start; i < e->end; i++) {
         if (!col_valid(&e->item_valid, i)) return FALLBACK;
         const char *t = col_str(&e->type, i, &n);
         if (!t) return FALLBACK;
         if (is_call(t, n) || is_output(t, n)) {
-            if (!col_valid(&e->call_id, i)) return FALLBACK;
+            if (!col_valid(&e->call_id, i)) idless = 1;
         } else if (!str_eq(t, n, "message")) {
             return FALLBACK; /* reasoning (a generated id), hosted items: the per-record encoder's */
         }
@@ -770,6 +864,7 @@ static int encode_row(Enc *e) {
     Buf base = e->base; /* handed back at the end (it may have grown) */
     Buf *item = &e->aux[0];
     Buf attach = e->scratch; /* the message a following call would attach to (Chat's way back) */
+    Cid *cids = NULL;        /* call ids when a call or output has none (call_ids.py) */
     int rc = FALLBACK;
     put(st, &e->out, "{", 1);
     int64_t first = e->start;
@@ -794,6 +889,10 @@ static int encode_row(Enc *e) {
                 first++;
             }
         }
+    }
+    if (idless) { /* CallIds(ctx): ids generated and paired, reported after the leading system message */
+        cids = (Cid *)malloc((size_t)(e->end - e->start) * sizeof(Cid));
+        if (!cids || call_ids(e, cids)) goto done;
     }
     puts_(st, &e->out, "\"input\":[");
     int nitems = 0, bare_calls = 0, attaches = 0;
@@ -832,10 +931,13 @@ static int encode_row(Enc *e) {
             const char *role = col_str(&e->role, i, &rl);
             is_assistant = str_eq(role, rl, "assistant");
         } else if (is_call(t, tl)) {
-            if (call(e, i, &base, item)) goto done;
+            if (call(e, i, &base, item, cids)) goto done;
             is_c = 1;
+        } else if (cids && !cids[i - e->start].p) {
+            lose_s(e, base.p, base.len, "orphan_output", "a tool output with no call to pair with is dropped");
+            kept = 0;
         } else {
-            if (output(e, i, &base, item)) goto done;
+            if (output(e, i, &base, item, cids)) goto done;
         }
         if (!kept) continue;
         if (nitems++) put(st, &e->out, ",", 1);
@@ -854,6 +956,7 @@ static int encode_row(Enc *e) {
     put(st, &e->out, "}", 1);
     rc = 0;
 done:
+    free(cids);
     e->base = base;
     e->scratch = attach;
     return rc;

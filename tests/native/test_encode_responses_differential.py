@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline import codec, synth
-from pipeline.formats import decode_records
+from pipeline.formats import decode_lines, decode_records
 from pipeline.schema import cast_to_canonical
 from pipeline.transforms import apply_steps, make_step
 from tests.cases import CASES
@@ -35,9 +35,7 @@ pytestmark = pytest.mark.skipif(
 
 # The hand-written Chat cases the compiled encoder leaves to the per-record one, and why.
 PER_RECORD_CASES = {
-    "provider_extras_and_legacy_function",  # a legacy function_call without id (call_ids.py)
     "completion_object",  # response objects are response_objects.py's
-    "tool_calls_and_tool_messages_without_ids",  # ids generated and paired by position (call_ids.py)
 }
 
 
@@ -218,9 +216,9 @@ TRICKY: list[dict[str, Any]] = [
     {"messages": [{"role": "system", "content": "x", "extra": 1}], "instructions": "a Responses key"},
     {"messages": []},
 ]
-# Every synthetic row is native; the corpus' rows with id-less calls are the per-record encoder's.
+# Every synthetic row and every corpus request body is native.
 MIN_SYNTH_SHARE = 1.0
-MIN_CORPUS_SHARE = 0.85
+MIN_CORPUS_SHARE = 1.0
 MIN_EDITED_SHARE = 1.0
 
 
@@ -240,24 +238,37 @@ def test_sliced_table() -> None:
 
 def test_rows_left_to_the_per_record_encoder() -> None:
     """Each documented per-record feature is handed back (and converted as the reference); the rows
-    beside them stay native."""
-    no_id = {k: v for k, v in CALL.items() if k != "id"}
-    records = [
-        {
-            "messages": [
-                {"role": "assistant", "content": None, "tool_calls": [no_id]},
-                {"role": "tool", "content": "ok"},
-            ]
-        },
-        {
-            "messages": [
-                {"role": "assistant", "content": None, "tool_calls": [CALL]},
-                {"role": "tool", "tool_call_id": "c1", "content": "ok"},
-            ]
-        },
-        {"messages": [{"role": "assistant", "content": [{"type": "text", "text": "parts"}]}]},  # generated id
-        {"messages": [{"role": "assistant", "content": "x", "refusal": "no"}]},
-        {"messages": [{"role": "user", "content": "hi"}], "temperature": 1e300},
+    beside them stay native: numbers orjson would write differently from their stored text."""
+    hi = b'{"messages":[{"role":"user","content":"hi"'
+    lines = [
+        hi + b'}],"temperature":1e300}',
+        hi + b',"x":1e-7}]}',
+        hi + b'}],"tools":[{"type":"function","function":{"name":"f","parameters":{"n":1e-7}}}]}',
+        hi + b"}]}",
     ]
+    res = compare_encode(decode_lines(lines, "chat").table, "responses")
+    assert res.native.to_pylist() == [False, False, False, True]
+
+
+def test_calls_and_outputs_without_ids() -> None:
+    """call_ids.py's scheme in C: id-less calls get generated ids, id-less outputs their call's (the
+    oldest unanswered one), outputs with nothing to pair with are dropped; all stay native."""
+    no_id = {k: v for k, v in CALL.items() if k != "id"}
+    custom = {"type": "custom", "custom": {"name": "k", "input": "i"}}
+    out = {"role": "tool", "content": "o"}
+    records = [
+        {"messages": [{"role": "assistant", "content": None, "tool_calls": [no_id, no_id]},
+                      {"role": "tool", "content": "first"}, {"role": "tool", "content": "second"},
+                      {"role": "tool", "content": "orphan"}]},
+        {"messages": [{"role": "tool", "content": "orphan first"},
+                      {"role": "assistant", "content": "x", "tool_calls": [CALL, no_id, custom]},
+                      out, {"role": "tool", "tool_call_id": "c1", "content": "own"}, out, out]},
+        {"messages": [{"role": "assistant", "content": None, "tool_calls": [CALL, CALL]},
+                      {"role": "tool", "tool_call_id": "c1", "content": "a"}, out]},
+        {"messages": [{"role": "assistant", "content": None, "function_call": {"name": "f"}},
+                      {"role": "function", "name": "f", "content": "legacy"}]},
+    ]  # fmt: skip
     res = compare_encode(_chat(records), "responses")
-    assert res.native.to_pylist() == [False, True, True, True, False]
+    assert all(res.native.to_pylist())
+    kinds = res.losses.column("kind").to_pylist()
+    assert kinds.count("generated_id") == 10 and kinds.count("orphan_output") == 3
