@@ -237,40 +237,26 @@ def _native(
 
 
 def item_pointer() -> pl.Expr:
-    """An item's pointer in its Responses, Chat or Anthropic source record (``Ctx.item_ptr``), as an
-    expression over the row's ``source_format`` and ``items_form`` and the item's ``section``,
-    ``group`` and ``part``. Null for other sources, when ``section`` is null, or ``group`` is null
-    outside the Responses string shorthand.
+    """An item's pointer in its Responses source record (``Ctx.item_ptr`` for Responses), as an
+    expression over the row's ``source_format`` and ``items_form`` and the item's ``section`` and
+    ``group``. Null for other sources (their rows with an edited item stay per-record: Chat items
+    hold no state an edit drops, so none has one today), when ``section`` is null, or when ``group``
+    is null outside the string shorthand.
 
-    =========  ==========  ========  =====  ====  ===========================
-    source     items_form  section   group  part  pointer
-    =========  ==========  ========  =====  ====  ===========================
-    responses  string      input     0            /input
-    responses  parts       output    1            /output/1
-    chat                   messages  2      0     /messages/2/tool_calls/0
-    anthropic              messages  3      1     /messages/3/content/1
-    =========  ==========  ========  =====  ====  ===========================
+    ==========  =======  =====  ==========
+    items_form  section  group  pointer
+    ==========  =======  =====  ==========
+    string      input    0      /input
+    parts       input    3      /input/3
+    parts       output   1      /output/1
+    ==========  =======  =====  ==========
     """
-    source, items_form = pl.col("source_format"), pl.col("items_form")
-    section, group, part = pl.col("section"), pl.col("group").cast(pl.String), pl.col("part").cast(pl.String)
-    # section names are fixed ("input", "messages", ...): nothing in them for a JSON pointer to escape
-    base = pl.concat_str(pl.lit("/"), section, pl.lit("/"), group)
-    chat = pl.when(part.is_null()).then(base).otherwise(pl.concat_str(base, pl.lit("/tool_calls/"), part))
-    message = (
-        pl.when(section == "output").then(pl.lit("")).otherwise(pl.concat_str(pl.lit("/messages/"), group))
-    )
-    anthropic = (
-        pl.when(part.is_null())
-        .then(pl.when(message == "").then(pl.lit("/")).otherwise(message))
-        .otherwise(pl.concat_str(message, pl.lit("/content/"), part))
-    )
-    return (
-        pl.when(source == "responses")
-        .then(pl.when((items_form == "string") & (section == "input")).then(pl.lit("/input")).otherwise(base))
-        .when(source == "chat")
-        .then(chat)
-        .when(source == "anthropic")
-        .then(anthropic)
+    items_form, section, group = pl.col("items_form"), pl.col("section"), pl.col("group")
+    # section names are fixed ("input", "output"): nothing in them for a JSON pointer to escape
+    return pl.when(pl.col("source_format") == "responses").then(
+        pl.when((items_form == "string") & (section == "input"))
+        .then(pl.lit("/input"))
+        .otherwise(pl.concat_str(pl.lit("/"), section, pl.lit("/"), group.cast(pl.String)))
     )
 
 
@@ -314,7 +300,7 @@ def _edited_losses(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
                 "idx": where,
                 "source_format": table.column("source_format").chunk(0).take(parent),
                 "items_form": table.column("items_form").chunk(0).take(parent),
-                **{f: flat.field(f).take(where) for f in ("section", "group", "part", *STATE_FIELDS)},
+                **{f: flat.field(f).take(where) for f in ("section", "group", *STATE_FIELDS)},
             }
         )
     )
