@@ -606,8 +606,12 @@ static int call_ids(Enc *e, Cid *cids) {
         Cid *c = &cids[i - e->start];
         if (pair[i - e->start] < 0 || c->p) continue;
         const Cid *d = &cids[pair[i - e->start] - e->start];
-        memcpy(c->gen, d->gen, GEN_ID);
-        c->p = d->p == d->gen ? c->gen : d->p;
+        if (d->p == d->gen) { /* a generated id: copied, so each entry owns its text */
+            memcpy(c->gen, d->gen, GEN_ID);
+            c->p = c->gen;
+        } else {
+            c->p = d->p;
+        }
         c->n = d->n;
         if (chat_item_ptr(e, ptr, i)) goto done;
         lose_s(e, ptr->p, ptr->len, "generated_id", "an output without a call id got its call's id (paired by position)");
