@@ -1,7 +1,9 @@
 /*
- * What the compiled encoders share (encode.c: Responses -> Chat; more encoders to come): the Arrow C
- * data interface and column readers, growing byte buffers, orjson-exact JSON writing, the check that a
- * stored JSON value is written back byte-identically (canonical), and handing buffers to Python.
+ * What the compiled encoders share (encode.c: Responses -> Chat; encode_responses.c: Chat ->
+ * Responses): the Arrow C data interface and column readers, growing byte buffers, orjson-exact JSON
+ * writing, the check that a stored JSON value is written back byte-identically (canonical), handing
+ * buffers to Python, and the row encoder's state (Enc), loss columns, item-field losses, binding of
+ * the canonical batch and the batch loop (run_encoder).
  * Header-only (static inline): each encoder is one translation unit and includes it once.
  */
 #ifndef CHATLAKE_ENCODE_COMMON_H
