@@ -52,6 +52,7 @@ setup(
             sources=[
                 "pipeline/_native/decode.c",
                 "pipeline/_native/encode.c",
+                "pipeline/_native/encode_responses.c",
                 "pipeline/_native/fingerprint.c",
                 "pipeline/_native/md5.c",
                 "pipeline/_native/vendor/yyjson/yyjson.c",
@@ -61,6 +62,7 @@ setup(
                 "pipeline/_native/vendor/yyjson/yyjson.h",
                 "pipeline/_native/orjson_escape.h",
                 "pipeline/_native/encode_common.h",
+                "pipeline/_native/blake2b.h",
                 "pipeline/_native/md5.h",
             ],
             # yyjson's writer, mutable documents and JSON Pointer are not used by the decoder

@@ -26,12 +26,13 @@ PY = sys.executable
 HERE = Path(__file__).resolve().parent
 
 
-def ensure_input(workdir: Path, n: int, seed: int) -> Path:
-    path = workdir / f"responses-{n}-s{seed}.jsonl"
+def ensure_input(workdir: Path, n: int, seed: int, fmt: str = "responses") -> Path:
+    """``n`` synthetic ``fmt`` records (seed ``seed``) as JSON Lines in ``workdir``, generated once."""
+    path = workdir / f"{fmt}-{n}-s{seed}.jsonl"
     if not path.exists():
-        print(f"generating {n:,} synthetic Responses conversations -> {path}", file=sys.stderr)
+        print(f"generating {n:,} synthetic {fmt} conversations -> {path}", file=sys.stderr)
         tmp = path.with_suffix(".tmp")
-        synth.write_jsonl(tmp, "responses", n, seed, workers=2)
+        synth.write_jsonl(tmp, fmt, n, seed, workers=2)
         tmp.rename(path)
     return path
 

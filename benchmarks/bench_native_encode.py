@@ -1,7 +1,8 @@
-"""encode_rows(table, "chat") of N synthetic Responses records: the compiled encoder vs the
+"""encode_rows(table, TARGET) of N synthetic SOURCE records: the compiled encoder vs the
 per-record encoders, in one run.
 
-    python benchmarks/bench_native_encode.py --n 20000
+    python benchmarks/bench_native_encode.py --n 20000                                   # responses -> chat
+    python benchmarks/bench_native_encode.py --n 20000 --source chat --target responses
 
 Each contender runs in a fresh process. The records are decoded to the canonical table first (not
 timed); the time is the CPU seconds of the ``encode_rows`` call alone (one core: no encoder uses
@@ -27,32 +28,35 @@ from benchmarks.bench_codec import ensure_input
 CONTENDERS = ("per-record", "native")
 
 
-def child(variant: str, path: Path) -> None:
+def child(variant: str, path: Path, source: str, target: str) -> None:
     """Encode ``path``'s table one way and print the figures as JSON (runs in its own process)."""
     from pipeline.formats import decode_lines
 
     with open(path, "rb") as f:
         lines = f.read().splitlines()
-    table = decode_lines(lines, "responses").table
+    table = decode_lines(lines, source).table
     from pipeline.encoders.encode_rows import encode_rows
 
-    encode_rows(table.slice(0, 10), "chat")  # one-time imports and caches
+    encode_rows(table.slice(0, 10), target)  # one-time imports and caches
     cpu, wall = time.process_time(), time.perf_counter()
-    enc = encode_rows(table, "chat")
+    enc = encode_rows(table, target)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     fast = sum(enc.native.to_pylist())
     print(json.dumps({"cpu": cpu, "wall": wall, "rows": table.num_rows, "fast": fast,
                       "losses": enc.losses.num_rows}))  # fmt: skip
 
 
-def run(variant: str, path: Path) -> dict:
+def run(variant: str, path: Path, source: str, target: str) -> dict:
     env = dict(os.environ)
     if variant == "per-record":
         env["CHATLAKE_NATIVE"] = "0"
     else:
         env.pop("CHATLAKE_NATIVE", None)
     out = subprocess.run(
-        [sys.executable, __file__, "--child", variant, "--input", str(path)],
+        [
+            *(sys.executable, __file__, "--child", variant, "--input", str(path)),
+            *("--source", source, "--target", target),
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -66,24 +70,28 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=20_000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--source", default="responses", choices=["responses", "chat", "anthropic"])
+    ap.add_argument("--target", default="chat", choices=["responses", "chat", "anthropic"])
     ap.add_argument("--workdir", type=Path, default=Path("bench-out"))
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--input", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child, args.input)
+        child(args.child, args.input, args.source, args.target)
         return
     from pipeline import codec
 
-    if codec.native_encoder("chat") is None:
-        raise SystemExit(f"the native encoder is not active: {codec.status().reason}")
+    native = codec.native_encoder(args.target)
+    if native is None or args.source not in native[1]:
+        why = codec.status().reason
+        raise SystemExit(f"no native encoder {args.source} -> {args.target} is active: {why}")
     args.workdir.mkdir(parents=True, exist_ok=True)
-    path = ensure_input(args.workdir, args.n, args.seed)
-    results = {v: run(v, path) for v in CONTENDERS}
+    path = ensure_input(args.workdir, args.n, args.seed, args.source)
+    results = {v: run(v, path, args.source, args.target) for v in CONTENDERS}
     py = f"{platform.python_implementation()} {platform.python_version()}, {platform.machine()}"
     print(
-        f"encode_rows(table, 'chat'), {args.n:,} synthetic Responses records decoded to a table, "
-        f"seed {args.seed}; {py}"
+        f"encode_rows(table, {args.target!r}), {args.n:,} synthetic {args.source} records decoded to a "
+        f"table, seed {args.seed}; {py}"
     )
     print()
     print("| contender | CPU s | rows/s | CPU vs per-record | rows on its fast path | losses |")

@@ -1,7 +1,7 @@
 """Which exact codec decodes wire formats: the compiled one (``pipeline._native``) or pure Python.
 
 Both give byte-identical tables (tests/native/test_differential.py); the compiled one is faster.
-The same switch governs the compiled Responses -> Chat encoder (:func:`native_encoder`, used by
+The same switch governs the compiled encoders (:func:`native_encoder`, used by
 ``pipeline.encoders.encode_rows``; tests/native/test_encode_differential.py).
 It is used when the extension was built (``pip install`` compiles it when a C compiler is there;
 wheels ship it) and ``CHATLAKE_NATIVE`` is not ``0``. ``chatlake doctor`` prints :func:`status`.
@@ -13,12 +13,20 @@ True
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 # Wire formats the compiled decoder handles; the others always decode in Python.
 NATIVE_FORMATS = frozenset({"responses", "chat", "anthropic"})
 ENV = "CHATLAKE_NATIVE"
+# The compiled encoders: target -> (the extension's function, the source formats of the request
+# bodies it encodes; it hands every other row back to the per-record encoders).
+NATIVE_ENCODERS = {
+    "chat": ("encode_chat", frozenset({"responses"})),
+    "responses": ("encode_responses", frozenset({"chat"})),
+}
 
 
 @dataclass(frozen=True)
@@ -66,12 +74,15 @@ def native_module(fmt: str) -> ModuleType | None:
     return _extension()[0]
 
 
-def native_encoder(target: str) -> ModuleType | None:
-    """The compiled extension when it is active and encodes to ``target`` (Responses -> Chat), else None."""
-    if target != "chat" or os.environ.get(ENV, "").strip() == "0":
+def native_encoder(target: str) -> tuple[Callable[[Any], Any], frozenset[str]] | None:
+    """The compiled encoder to ``target`` and the source formats it takes, when the extension is
+    active and has one (:data:`NATIVE_ENCODERS`), else None."""
+    if target not in NATIVE_ENCODERS or os.environ.get(ENV, "").strip() == "0":
         return None
+    name, sources = NATIVE_ENCODERS[target]
     module = _extension()[0]
-    return module if module is not None and hasattr(module, "encode_chat") else None
+    encode = getattr(module, name, None) if module is not None else None
+    return (encode, sources) if encode is not None else None
 
 
 def native_fingerprints() -> ModuleType | None:

@@ -24,81 +24,6 @@
 
 enum { C_ABSENT, C_NULL, C_VALUE };
 
-/* One Chat message of the row being written. */
-typedef struct {
-    int64_t item;         /* the item it came from (-1: the instructions) */
-    const char *role;     /* role text (static or in the table) */
-    size_t role_len;
-    int content;          /* C_ABSENT / C_NULL / C_VALUE (text at c_off, c_len in scratch) */
-    size_t c_off, c_len;
-    int content_str;      /* the content is a non-empty string (the leading-system rule) */
-    int content_last;     /* content set after tool_calls were added (key order) */
-    int64_t calls_first, ncalls; /* ranges of its tool calls in Enc.calls */
-    const char *tcid;     /* tool messages: tool_call_id */
-    size_t tcid_len;
-} Msg;
-
-typedef struct {
-    size_t off, len;
-} Range;
-
-typedef struct {
-    St st;
-    /* columns */
-    Col source_format, record_kind, model, instr_form, items_form, tools, tool_choice, extra, nulls,
-        null_names;
-    Col instr_valid, instr_content, instr_blk_valid, instr_text;
-    Col items, item_valid, section, group, type, native_type, role, id, call_id, name, namespace_, arguments,
-        input, status, phase, content_form, content, encrypted_content, signature, iextra, inulls, inull_names;
-    Col blk_valid, btype, btext, bann, blogp, bcache, bcit, bextra, bnulls, bnull_names;
-    /* row state */
-    int64_t r, start, end;
-    int string_input;
-    Msg *msgs;
-    int64_t nmsgs, capmsgs;
-    Range *calls;
-    int64_t ncalls, capcalls;
-    Buf scratch, tmp, tmp2, base, ptr, ptr2; /* reused row after row */
-    /* output */
-    Buf out, out_off, native;
-    Buf loss_row, path, path_off, kind, kind_off, detail, detail_off;
-    int64_t nloss;
-    /* the previous row's tools: rows of one log repeat their tool set (see tools_json) */
-    struct {
-        const char *text;
-        size_t len;
-        int valid, rc;
-        Buf frag, texts, lens; /* the written fragment; its losses' path/kind/detail and lengths */
-        int64_t nl;
-    } tc;
-} Enc;
-
-#define FALLBACK 1
-
-static void lose_n(Enc *e, const char *path, size_t path_len, const char *kind, size_t kind_len,
-                   const char *detail, size_t detail_len) {
-    St *st = &e->st;
-    put(st, &e->loss_row, &e->r, 8);
-    put(st, &e->path, path, path_len);
-    int64_t o = (int64_t)e->path.len;
-    put(st, &e->path_off, &o, 8);
-    put(st, &e->kind, kind, kind_len);
-    o = (int64_t)e->kind.len;
-    put(st, &e->kind_off, &o, 8);
-    put(st, &e->detail, detail, detail_len);
-    o = (int64_t)e->detail.len;
-    put(st, &e->detail_off, &o, 8);
-    e->nloss++;
-}
-
-static void lose(Enc *e, const char *path, size_t path_len, const char *kind, const char *detail,
-                 size_t detail_len) {
-    lose_n(e, path, path_len, kind, strlen(kind), detail, detail_len);
-}
-
-static void lose_s(Enc *e, const char *path, size_t path_len, const char *kind, const char *detail) {
-    lose(e, path, path_len, kind, detail, strlen(detail));
-}
 
 /* Item i's pointer in its source record (Ctx.item_ptr for Responses) into b. */
 static int item_ptr(Enc *e, Buf *b, int64_t i) {
@@ -117,92 +42,26 @@ static int item_ptr(Enc *e, Buf *b, int64_t i) {
     return 0;
 }
 
-static int str_eq(const char *p, size_t n, const char *s) { return p && strlen(s) == n && memcmp(p, s, n) == 0; }
-
-static int has_null(Col *lists, Col *names, int64_t i, const char *name) {
-    if (!col_valid(lists, i)) return 0;
-    int64_t a, z;
-    col_list(lists, i, &a, &z);
-    for (int64_t k = a; k < z; k++) {
-        size_t n;
-        const char *s = col_str(names, k, &n);
-        if (str_eq(s, n, name)) return 1;
-    }
-    return 0;
-}
-
-/* The item fields a target may have no slot for: name, loss kind (Ctx.FIELD_KINDS), column. */
-typedef struct {
-    const char *name;
-    const char *kind;
-    size_t col; /* offsetof(Enc, column) */
-} Field;
-
-#define FIELD(n, k, c) {n, k, offsetof(Enc, c)}
 static const Field MSG_UNUSED[] = {
     FIELD("id", "item_id", id), FIELD("status", "status", status), FIELD("phase", "phase", phase),
     FIELD("call_id", "unknown_field", call_id), FIELD("name", "name", name),
     FIELD("namespace", "namespace", namespace_), FIELD("arguments", "argument_string", arguments),
     FIELD("input", "custom_tool", input), FIELD("encrypted_content", "encrypted_reasoning", encrypted_content),
-    {NULL, NULL, 0},
+    {NULL, NULL, 0, NULL},
 };
 static const Field CALL_UNUSED[] = {
     FIELD("id", "item_id", id), FIELD("status", "status", status), FIELD("namespace", "namespace", namespace_),
     FIELD("phase", "phase", phase), FIELD("encrypted_content", "encrypted_reasoning", encrypted_content),
-    {NULL, NULL, 0},
+    {NULL, NULL, 0, NULL},
 };
 /* to_chat._OUTPUT_LOST: an output item's keys a tool message has no slot for (a call's keys too) */
 static const Field OUT_UNUSED[] = {
     FIELD("name", "name", name), FIELD("id", "item_id", id), FIELD("status", "status", status),
     FIELD("namespace", "namespace", namespace_), FIELD("phase", "phase", phase),
     FIELD("arguments", "argument_string", arguments), FIELD("input", "custom_tool", input),
-    FIELD("encrypted_content", "encrypted_reasoning", encrypted_content), {NULL, NULL, 0},
+    FIELD("encrypted_content", "encrypted_reasoning", encrypted_content), {NULL, NULL, 0, NULL},
 };
 
-/* Ctx.lose_fields: each field item i had (a value or an explicit null) has no slot. */
-static void lose_fields(Enc *e, int64_t i, const Buf *base, const Field *fields) {
-    for (; fields->name; fields++) {
-        const Col *c = (const Col *)((const char *)e + fields->col);
-        if (!col_valid(c, i) && !has_null(&e->inulls, &e->inull_names, i, fields->name)) continue;
-        size_t n = strlen(fields->name);
-        e->tmp2.len = 0;
-        put(&e->st, &e->tmp2, base->p, base->len);
-        put_ptr(&e->st, &e->tmp2, fields->name, n);
-        e->tmp.len = 0;
-        put(&e->st, &e->tmp, "'", 1);
-        put(&e->st, &e->tmp, fields->name, n);
-        puts_(&e->st, &e->tmp, "' has no slot");
-        lose(e, e->tmp2.p, e->tmp2.len, fields->kind, e->tmp.p, e->tmp.len);
-    }
-}
-
-/* Ctx.lose_extra: every unmodelled key of item i. */
-static int lose_extra(Enc *e, int64_t i, const Buf *base) {
-    size_t n;
-    const char *x = col_str(&e->iextra, i, &n);
-    if (!x) return 0;
-    yyjson_doc *doc = parse(x, n);
-    if (!doc) return FALLBACK;
-    yyjson_val *root = yyjson_doc_get_root(doc);
-    if (!yyjson_is_obj(root)) {
-        yyjson_doc_free(doc);
-        return FALLBACK;
-    }
-    size_t idx, max;
-    yyjson_val *k, *v;
-    yyjson_obj_foreach(root, idx, max, k, v) {
-        e->tmp2.len = 0;
-        put(&e->st, &e->tmp2, base->p, base->len);
-        put_ptr(&e->st, &e->tmp2, yyjson_get_str(k), yyjson_get_len(k));
-        e->tmp.len = 0;
-        put(&e->st, &e->tmp, "'", 1);
-        put(&e->st, &e->tmp, yyjson_get_str(k), yyjson_get_len(k));
-        puts_(&e->st, &e->tmp, "' has no slot in the target");
-        lose(e, e->tmp2.p, e->tmp2.len, "unknown_field", e->tmp.p, e->tmp.len);
-    }
-    yyjson_doc_free(doc);
-    return 0;
-}
 
 /* Ctx.content_ptr(i, k) into b: the item's pointer + /content (/output for outputs) [+ /k]. */
 static int content_ptr(Enc *e, Buf *b, int64_t i, int64_t k, int output) {
@@ -215,115 +74,6 @@ static int content_ptr(Enc *e, Buf *b, int64_t i, int64_t k, int output) {
     return 0;
 }
 
-/* The key names of source block j in the order ContentBlocks.block rebuilds them; 0 or FALLBACK.
- * Reports each one not in `carried` as Ctx.lose_block_keys does. */
-static int lose_block_keys(Enc *e, int64_t j, const Buf *path, const char *const *carried) {
-    const char *names[16];
-    size_t lens[16];
-    int nn = 0;
-    size_t tl;
-    const char *t = col_str(&e->btype, j, &tl);
-    const char *text_key = "text";
-    if (str_eq(t, tl, "refusal")) text_key = "refusal";
-    if (str_eq(t, tl, "thinking")) text_key = "thinking";
-    if (t) names[nn] = "type", lens[nn++] = 4;
-    if (col_valid(&e->btext, j)) names[nn] = text_key, lens[nn++] = strlen(text_key);
-    static const char *const json_names[] = {"annotations", "logprobs", "cache_control", "citations"};
-    Col *json_cols[] = {&e->bann, &e->blogp, &e->bcache, &e->bcit};
-    for (int q = 0; q < 4; q++)
-        if (col_valid(json_cols[q], j)) names[nn] = json_names[q], lens[nn++] = strlen(json_names[q]);
-    if (col_valid(&e->bnulls, j)) {
-        int64_t a, z;
-        col_list(&e->bnulls, j, &a, &z);
-        for (int64_t q = a; q < z; q++) {
-            if (nn >= 15) return FALLBACK;
-            size_t n;
-            const char *s = col_str(&e->bnull_names, q, &n);
-            if (!s) return FALLBACK;
-            if (str_eq(s, n, "text")) s = text_key, n = strlen(text_key);
-            for (int p = 0; p < nn; p++) /* a repeated key: dict order rules we do not model */
-                if (lens[p] == n && memcmp(names[p], s, n) == 0) return FALLBACK;
-            names[nn] = s, lens[nn++] = n;
-        }
-    }
-    size_t xn;
-    const char *x = col_str(&e->bextra, j, &xn);
-    yyjson_doc *doc = NULL;
-    yyjson_val *root = NULL;
-    if (x && xn > 2) {
-        doc = parse(x, xn);
-        if (!doc) return FALLBACK;
-        root = yyjson_doc_get_root(doc);
-        if (!yyjson_is_obj(root)) {
-            yyjson_doc_free(doc);
-            return FALLBACK;
-        }
-        size_t idx, max;
-        yyjson_val *k, *v;
-        yyjson_obj_foreach(root, idx, max, k, v) {
-            for (int p = 0; p < nn; p++) {
-                if (lens[p] == yyjson_get_len(k) && memcmp(names[p], yyjson_get_str(k), lens[p]) == 0) {
-                    yyjson_doc_free(doc);
-                    return FALLBACK;
-                }
-            }
-        }
-    }
-    static const char *const kinds[][2] = {
-        {"annotations", "annotations"}, {"logprobs", "logprobs"}, {"cache_control", "cache_control"},
-        {"citations", "citations"}, {"image_url", "image"}, {"detail", "image"}, {"file_id", "file"},
-        {"source", "image"},
-    };
-    size_t total = (size_t)nn + (root ? yyjson_obj_size(root) : 0);
-    yyjson_obj_iter it;
-    if (root) it = yyjson_obj_iter_with(root);
-    for (size_t q = 0; q < total; q++) {
-        const char *s;
-        size_t n;
-        if ((int)q < nn) {
-            s = names[q];
-            n = lens[q];
-        } else {
-            yyjson_val *k = yyjson_obj_iter_next(&it);
-            s = yyjson_get_str(k);
-            n = yyjson_get_len(k);
-        }
-        int keep = 0;
-        for (const char *const *c = carried; *c; c++)
-            if (str_eq(s, n, *c)) keep = 1;
-        if (keep) continue;
-        const char *kind = "unknown_field";
-        for (size_t m = 0; m < sizeof kinds / sizeof kinds[0]; m++)
-            if (str_eq(s, n, kinds[m][0])) kind = kinds[m][1];
-        e->tmp2.len = 0;
-        put(&e->st, &e->tmp2, path->p, path->len);
-        put_ptr(&e->st, &e->tmp2, s, n);
-        e->tmp.len = 0;
-        put(&e->st, &e->tmp, "'", 1);
-        put(&e->st, &e->tmp, s, n);
-        puts_(&e->st, &e->tmp, "' is not carried");
-        lose(e, e->tmp2.p, e->tmp2.len, kind, e->tmp.p, e->tmp.len);
-    }
-    if (doc) yyjson_doc_free(doc);
-    return 0;
-}
-
-static const char *part_loss_kind(const char *t, size_t n) {
-    static const char *const map[][2] = {
-        {"input_image", "image"}, {"image", "image"}, {"image_url", "image"}, {"input_file", "file"},
-        {"document", "file"}, {"file", "file"}, {"input_audio", "audio"}, {"refusal", "refusal"},
-    };
-    for (size_t k = 0; k < sizeof map / sizeof map[0]; k++)
-        if (str_eq(t, n, map[k][0])) return map[k][1];
-    return "unknown_field";
-}
-
-/* A string whose Python repr is '...' (printable ASCII, no quote or backslash). */
-static int plain_repr(const char *s, size_t n) {
-    for (size_t k = 0; k < n; k++)
-        if (s[k] < 0x20 || s[k] > 0x7e || s[k] == '\'' || s[k] == '\\') return 0;
-    return 1;
-}
 
 /* to_chat._text_part: block j (the k-th of item i) as a Chat part appended to `out` (with a leading
  * comma unless first), or dropped with a loss. *wrote says which. */
@@ -559,10 +309,6 @@ static int is_output(const char *t, size_t n) {
     return str_eq(t, n, "function_call_output") || str_eq(t, n, "custom_tool_call_output");
 }
 
-static int ends_with(const char *t, size_t n, const char *suffix) {
-    size_t m = strlen(suffix);
-    return n >= m && memcmp(t + n - m, suffix, m) == 0;
-}
 
 /* to_chat._tools for a Responses source, written as `"tools":[...]` into b (or nothing, with the
  * "no tool survives" loss). */
@@ -1157,99 +903,6 @@ done:
 /* ------------------------------------------------------------------------------------------ */
 /* Entry point                                                                                  */
 
-/* The struct array of list column `c` (schema `cs`): its validity as a Col, its array and schema. */
-static int list_struct(struct ArrowArray *c, struct ArrowSchema *cs, Col *valid, struct ArrowArray **sa,
-                       struct ArrowSchema **ss) {
-    if (c->n_children != 1 || strcmp(cs->children[0]->format, "+s") != 0) return -1;
-    *sa = c->children[0];
-    *ss = cs->children[0];
-    valid->valid = (const uint8_t *)(*sa)->buffers[0];
-    valid->base = (*sa)->offset;
-    valid->off = NULL;
-    valid->data = NULL;
-    return 0;
-}
-
-/* A list<string> column (null_fields): the list and its values. */
-static int bind_names(struct ArrowArray *a, struct ArrowSchema *s, int64_t base, Col *list, Col *names) {
-    struct ArrowArray *c;
-    struct ArrowSchema *cs;
-    if (bind(a, s, "null_fields", "+l", base, list, &c, &cs)) return -1;
-    if (c->n_children != 1 || strcmp(cs->children[0]->format, "u") != 0) return -1;
-    struct ArrowArray *v = c->children[0];
-    names->valid = (const uint8_t *)v->buffers[0];
-    names->off = (const int32_t *)v->buffers[1];
-    names->data = (const char *)v->buffers[2];
-    names->base = v->offset;
-    return 0;
-}
-
-static int bind_blocks(struct ArrowArray *sa, struct ArrowSchema *ss, int64_t base, Col *text, Col *type,
-                       Col *ann, Col *logp, Col *cache, Col *cit, Col *extra, Col *nulls, Col *null_names) {
-    if (bind(sa, ss, "text", "u", base, text, NULL, NULL)) return -1;
-    if (!type) return 0;
-    return bind(sa, ss, "type", "u", base, type, NULL, NULL) || bind(sa, ss, "annotations", "u", base, ann, NULL, NULL) ||
-           bind(sa, ss, "logprobs", "u", base, logp, NULL, NULL) ||
-           bind(sa, ss, "cache_control", "u", base, cache, NULL, NULL) ||
-           bind(sa, ss, "citations", "u", base, cit, NULL, NULL) ||
-           bind(sa, ss, "extra_json", "u", base, extra, NULL, NULL) || bind_names(sa, ss, base, nulls, null_names);
-}
-
-static int bind_all(Enc *e, struct ArrowArray *a, struct ArrowSchema *s) {
-    int64_t base = a->offset;
-    struct ArrowArray *c, *sa;
-    struct ArrowSchema *cs, *ss;
-    if (bind(a, s, "source_format", "u", base, &e->source_format, NULL, NULL) ||
-        bind(a, s, "record_kind", "u", base, &e->record_kind, NULL, NULL) ||
-        bind(a, s, "model", "u", base, &e->model, NULL, NULL) ||
-        bind(a, s, "items_form", "u", base, &e->items_form, NULL, NULL) ||
-        bind(a, s, "tools", "u", base, &e->tools, NULL, NULL) ||
-        bind(a, s, "tool_choice", "u", base, &e->tool_choice, NULL, NULL) ||
-        bind(a, s, "extra_json", "u", base, &e->extra, NULL, NULL) || bind_names(a, s, base, &e->nulls, &e->null_names))
-        return -1;
-    /* instructions: struct<form, content: list<block>> */
-    if (bind(a, s, "instructions", "+s", base, &e->instr_valid, &c, &cs)) return -1;
-    int64_t ib = e->instr_valid.base;
-    if (bind(c, cs, "form", "u", ib, &e->instr_form, NULL, NULL)) return -1;
-    struct ArrowArray *lc;
-    struct ArrowSchema *lcs;
-    if (bind(c, cs, "content", "+l", ib, &e->instr_content, &lc, &lcs)) return -1;
-    if (list_struct(lc, lcs, &e->instr_blk_valid, &sa, &ss)) return -1;
-    if (bind_blocks(sa, ss, e->instr_blk_valid.base, &e->instr_text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL))
-        return -1;
-    /* items: list<item> */
-    if (bind(a, s, "items", "+l", base, &e->items, &c, &cs)) return -1;
-    struct ArrowArray *ia;
-    struct ArrowSchema *is;
-    if (list_struct(c, cs, &e->item_valid, &ia, &is)) return -1;
-    int64_t b2 = e->item_valid.base;
-    static const char *const names[] = {"section", "type", "native_type", "role", "id", "call_id", "name",
-                                        "namespace", "arguments", "input", "status", "phase", "content_form",
-                                        "encrypted_content", "signature", "extra_json"};
-    Col *cols[] = {&e->section, &e->type, &e->native_type, &e->role, &e->id, &e->call_id, &e->name,
-                   &e->namespace_, &e->arguments, &e->input, &e->status, &e->phase, &e->content_form,
-                   &e->encrypted_content, &e->signature, &e->iextra};
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-        if (bind(ia, is, names[k], "u", b2, cols[k], NULL, NULL)) return -1;
-    if (bind(ia, is, "group", "i", b2, &e->group, NULL, NULL) || bind_names(ia, is, b2, &e->inulls, &e->inull_names))
-        return -1;
-    if (bind(ia, is, "content", "+l", b2, &e->content, &lc, &lcs)) return -1;
-    if (list_struct(lc, lcs, &e->blk_valid, &sa, &ss)) return -1;
-    return bind_blocks(sa, ss, e->blk_valid.base, &e->btext, &e->btype, &e->bann, &e->blogp, &e->bcache, &e->bcit,
-                       &e->bextra, &e->bnulls, &e->bnull_names);
-}
-
-static void enc_free(Enc *e) {
-    Buf *bufs[] = {&e->scratch, &e->tmp, &e->tmp2, &e->base, &e->ptr, &e->ptr2, &e->out, &e->out_off, &e->native, &e->loss_row, &e->path,
-                   &e->path_off, &e->kind, &e->kind_off, &e->detail, &e->detail_off};
-    for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++) free(bufs[k]->p);
-    free(e->msgs);
-    free(e->calls);
-    free(e->tc.frag.p);
-    free(e->tc.texts.p);
-    free(e->tc.lens.p);
-}
-
 extern const char chatlake_encode_chat_doc[];
 const char chatlake_encode_chat_doc[] =
              "encode_chat(batch) -> (text, offsets, native, loss_row, path, path_offsets, kind, kind_offsets, "
@@ -1265,78 +918,6 @@ PyObject *chatlake_encode_chat(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *batch;
     if (!PyArg_ParseTuple(args, "O", &batch)) return NULL;
-    struct ArrowArray arr;
-    struct ArrowSchema sch;
-    memset(&arr, 0, sizeof arr);
-    memset(&sch, 0, sizeof sch);
-    PyObject *ok = PyObject_CallMethod(batch, "_export_to_c", "KK", (unsigned long long)(uintptr_t)&arr,
-                                       (unsigned long long)(uintptr_t)&sch);
-    if (!ok) return NULL;
-    Py_DECREF(ok);
-    Enc *e = (Enc *)calloc(1, sizeof(Enc));
-    PyObject *result = NULL;
-    if (!e) {
-        PyErr_NoMemory();
-        goto out;
-    }
-    if (strcmp(sch.format, "+s") != 0 || bind_all(e, &arr, &sch)) {
-        PyErr_SetString(PyExc_ValueError, "encode_chat: the batch does not have the canonical schema");
-        goto out;
-    }
-    int64_t n = arr.length;
-    Py_BEGIN_ALLOW_THREADS
-    St *st = &e->st;
-    if (n) {
-        int64_t i0, i1, b0 = 0, b1 = 0, z;
-        col_list(&e->items, 0, &i0, &z);
-        col_list(&e->items, n - 1, &z, &i1);
-        if (i1 > i0) { /* the blocks of items i0 .. i1 - 1 */
-            col_list(&e->content, i0, &b0, &z);
-            col_list(&e->content, i1 - 1, &z, &b1);
-        }
-        size_t text = col_bytes(&e->btext, b0, b1) + col_bytes(&e->arguments, i0, i1) + col_bytes(&e->input, i0, i1) +
-                      col_bytes(&e->tools, 0, n) + col_bytes(&e->extra, 0, n) + col_bytes(&e->model, 0, n);
-        reserve(st, &e->out, text + text / 8 + (size_t)(i1 - i0) * 48 + (size_t)n * 64);
-        reserve(st, &e->out_off, (size_t)(n + 1) * 8);
-        reserve(st, &e->native, (size_t)n);
-    }
-    int64_t zero = 0;
-    put(st, &e->out_off, &zero, 8);
-    put(st, &e->path_off, &zero, 8);
-    put(st, &e->kind_off, &zero, 8);
-    put(st, &e->detail_off, &zero, 8);
-    for (int64_t r = 0; r < n && !st->oom; r++) {
-        e->r = r;
-        size_t out_len = e->out.len, nloss = (size_t)e->nloss;
-        size_t lens[7] = {e->loss_row.len, e->path.len, e->path_off.len, e->kind.len, e->kind_off.len, e->detail.len,
-                          e->detail_off.len};
-        uint8_t native = encode_row(e) == 0;
-        if (!native) { /* roll back what the row wrote */
-            e->out.len = out_len;
-            e->nloss = (int64_t)nloss;
-            Buf *bufs[7] = {&e->loss_row, &e->path, &e->path_off, &e->kind, &e->kind_off, &e->detail, &e->detail_off};
-            for (int k = 0; k < 7; k++) bufs[k]->len = lens[k];
-        }
-        int64_t o = (int64_t)e->out.len;
-        put(st, &e->out_off, &o, 8);
-        put(st, &e->native, &native, 1);
-    }
-    Py_END_ALLOW_THREADS
-    if (e->st.oom) {
-        PyErr_NoMemory();
-        goto out;
-    }
-    result = Py_BuildValue("(NNNNNNNNNN)", export_buf(&e->out), export_buf(&e->out_off), export_buf(&e->native),
-                           export_buf(&e->loss_row), export_buf(&e->path), export_buf(&e->path_off),
-                           export_buf(&e->kind), export_buf(&e->kind_off), export_buf(&e->detail),
-                           export_buf(&e->detail_off));
-out:
-    if (e) {
-        enc_free(e);
-        free(e);
-    }
-    if (arr.release) arr.release(&arr);
-    if (sch.release) sch.release(&sch);
-    return result;
+    return run_encoder(batch, encode_row, "encode_chat");
 }
 

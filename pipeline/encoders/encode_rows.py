@@ -9,7 +9,9 @@ rows                                   converted by
 =====================================  ======================================================
 Responses request bodies -> ``chat``   ``pipeline._native.encode_chat`` (C, ``encode.c``), when
 (edited items included)                the compiled codec is active (:mod:`pipeline.codec`)
-rows it hands back (see encode.c),     ``convert_table`` (the per-record encoders: the
+Chat request bodies -> ``responses``   ``pipeline._native.encode_responses`` (C,
+(edited items included)                ``encode_responses.c``), likewise
+rows they hand back (see the C files), ``convert_table`` (the per-record encoders: the
 rows whose edited items' ids are not   specification the compiled encoder is tested against)
 plain printable ASCII, every other
 row, every row with CHATLAKE_NATIVE=0
@@ -33,9 +35,8 @@ alone, not on its place in the batch.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -184,14 +185,14 @@ def encode_rows(
     table, added = apply_sets(table, sets or {}, target)
     n = table.num_rows
     fast = np.zeros(n, bool)
-    module = codec.native_encoder(target) if n else None
+    native = codec.native_encoder(target) if n else None
     parts: list[tuple[np.ndarray, pa.Array, pa.Array, pa.Table]] = []
-    if module is not None and _any_responses_request(table):
+    if native is not None and _any_request_of(table, native[1]):
         if as_decoded:
             cleaned, edited, not_plain = table, ROW_LOSSES.empty_table(), np.zeros(0, np.int64)
         else:
             cleaned, edited, not_plain = _edited_losses(table)
-        records, losses, fast = _native(module, cleaned)
+        records, losses, fast = _native(native[0], cleaned)
         fast[not_plain] = False
         rows = np.flatnonzero(fast)
         if len(rows):
@@ -243,21 +244,24 @@ def _with_sets(losses: pa.Table, added: pa.Table, errors: pa.Array) -> pa.Table:
     return pa.concat_tables([losses.filter(pa.array(~replaced.to_numpy())), added])
 
 
-def _any_responses_request(table: pa.Table) -> bool:
-    """Does the batch hold a row the compiled encoder takes? (Else it is not worth finding the
-    edited items twice: ``convert_table`` does that for its rows.)"""
+def _any_request_of(table: pa.Table, sources: frozenset[str]) -> bool:
+    """Does the batch hold a request body of ``sources``, the rows the compiled encoder takes? (Else
+    it is not worth finding the edited items twice: ``convert_table`` does that for its rows.)"""
     rows = pc.and_(
-        pc.equal(table.column("source_format"), "responses"), pc.equal(table.column("record_kind"), "request")
+        pc.is_in(table.column("source_format"), pa.array(sorted(sources))),
+        pc.equal(table.column("record_kind"), "request"),
     )
     return bool(pc.any(rows).as_py())
 
 
-def _native(module: ModuleType, table: pa.Table) -> tuple[pa.Array, pa.Table, np.ndarray]:
+def _native(
+    encode: Callable[[pa.RecordBatch], Any], table: pa.Table
+) -> tuple[pa.Array, pa.Table, np.ndarray]:
     """The compiled encoder over every row: JSON texts (empty where not encoded), losses, and which
     rows it encoded (the others are the per-record encoders')."""
     [batch] = table.combine_chunks().to_batches()
     # each buffer comes as (address, size, owner): wrapped without a copy, freed with its owner
-    text, offsets, native, loss_row, *cols = (pa.foreign_buffer(*b) for b in module.encode_chat(batch))
+    text, offsets, native, loss_row, *cols = (pa.foreign_buffer(*b) for b in encode(batch))
     n = table.num_rows
     records = pa.LargeStringArray.from_buffers(n, offsets, text)
     rows = np.frombuffer(loss_row, np.int64)
@@ -271,8 +275,10 @@ def _native(module: ModuleType, table: pa.Table) -> tuple[pa.Array, pa.Table, np
 
 def item_pointer() -> pl.Expr:
     """An item's pointer in its Responses source record (``Ctx.item_ptr`` for Responses), as an
-    expression over the row's ``items_form`` and the item's ``section`` and ``group``. Null when
-    ``section`` is null, or ``group`` is null outside the string shorthand.
+    expression over the row's ``source_format`` and ``items_form`` and the item's ``section`` and
+    ``group``. Null for other sources (their rows with an edited item stay per-record: Chat items
+    hold no state an edit drops, so none has one today), when ``section`` is null, or when ``group``
+    is null outside the string shorthand.
 
     ==========  =======  =====  ==========
     items_form  section  group  pointer
@@ -284,7 +290,7 @@ def item_pointer() -> pl.Expr:
     """
     items_form, section, group = pl.col("items_form"), pl.col("section"), pl.col("group")
     # section names are fixed ("input", "output"): nothing in them for a JSON pointer to escape
-    return (
+    return pl.when(pl.col("source_format") == "responses").then(
         pl.when((items_form == "string") & (section == "input"))
         .then(pl.lit("/input"))
         .otherwise(pl.concat_str(pl.lit("/"), section, pl.lit("/"), group.cast(pl.String)))
@@ -329,6 +335,7 @@ def _edited_losses(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
             {
                 "row": parent,
                 "idx": where,
+                "source_format": table.column("source_format").chunk(0).take(parent),
                 "items_form": table.column("items_form").chunk(0).take(parent),
                 **{f: flat.field(f).take(where) for f in ("section", "group", *STATE_FIELDS)},
             }

@@ -1,6 +1,6 @@
 """Compile ``pipeline._native`` straight with gcc into a directory (tests and the fuzzer).
 
-``setup.py`` is the build users get; this is the same two sources with flags of one's choosing,
+``setup.py`` is the build users get; this is the same sources with flags of one's choosing,
 e.g. AddressSanitizer + UndefinedBehaviorSanitizer for ``fuzz_native.py``::
 
     python tests/native/build_native.py --out /tmp/asan --sanitize
@@ -24,6 +24,7 @@ SRC = ROOT / "pipeline" / "_native"
 SOURCES = [
     SRC / "decode.c",
     SRC / "encode.c",
+    SRC / "encode_responses.c",
     SRC / "fingerprint.c",
     SRC / "md5.c",
     SRC / "vendor" / "yyjson" / "yyjson.c",

@@ -1,0 +1,985 @@
+/*
+ * pipeline._native.encode_responses: the compiled Chat request body -> Responses request encoder.
+ *
+ * The specification is the per-record encoder (pipeline/encoders/to_responses.py with _context.py
+ * and call_ids.py): for each canonical row it takes, this writes exactly the bytes of
+ * orjson.dumps(convert_table(row, "responses")[0].record) and the row's losses in the order that
+ * encoder reports them. A row it cannot prove it encodes byte-identically is flagged and left to the
+ * per-record encoder (pipeline/encoders/encode_rows.py): rows that are not Chat request bodies, items
+ * other than messages, calls and outputs, and JSON values whose orjson text is not provably their stored
+ * text (see encode_common.h). The input, output and batch loop are encode_common.h's (run_encoder).
+ */
+#include "encode_common.h" /* Python.h, yyjson, the Arrow C data interface, Enc, losses, JSON writing */
+#include "blake2b.h"
+
+/* Item i's pointer in its Chat source record (Ctx.item_ptr): /messages/G, a call /messages/G/tool_calls/P. */
+static int chat_item_ptr(Enc *e, Buf *b, int64_t i) {
+    size_t n;
+    const char *sec = col_str(&e->section, i, &n);
+    if (!sec || !col_valid(&e->group, i)) return FALLBACK;
+    b->len = 0;
+    put_ptr(&e->st, b, sec, n);
+    put(&e->st, b, "/", 1);
+    put_i64(&e->st, b, col_i32(&e->group, i));
+    if (col_valid(&e->part, i)) {
+        puts_(&e->st, b, "/tool_calls/");
+        put_i64(&e->st, b, col_i32(&e->part, i));
+    }
+    return 0;
+}
+
+/* Ctx.message_ptr: the Chat message item i came from. */
+static int chat_message_ptr(Enc *e, Buf *b, int64_t i) {
+    size_t n;
+    const char *sec = col_str(&e->section, i, &n);
+    if (!sec || !col_valid(&e->group, i)) return FALLBACK;
+    b->len = 0;
+    put_ptr(&e->st, b, sec, n);
+    put(&e->st, b, "/", 1);
+    put_i64(&e->st, b, col_i32(&e->group, i));
+    return 0;
+}
+
+/* Ctx.lose_fields of a Chat message: the fields a Responses message has no slot for (tool_call_id is
+ * the Chat key of call_id). */
+static const Field MSG_UNUSED[] = {
+    FIELD("name", "name", name), FIELD("id", "item_id", id), FIELD("status", "status", status),
+    FIELD("phase", "phase", phase), {"call_id", "unknown_field", offsetof(Enc, call_id), "tool_call_id"},
+    FIELD("namespace", "namespace", namespace_), FIELD("encrypted_content", "encrypted_reasoning", encrypted_content),
+    FIELD("signature", "thinking_signature", signature), FIELD("arguments", "argument_string", arguments),
+    FIELD("input", "custom_tool", input), {NULL, NULL, 0, NULL},
+};
+/* ... and of a tool output (to_responses._output) */
+static const Field OUT_UNUSED[] = {
+    FIELD("id", "item_id", id), FIELD("status", "status", status), FIELD("phase", "phase", phase),
+    FIELD("namespace", "namespace", namespace_), FIELD("encrypted_content", "encrypted_reasoning", encrypted_content),
+    FIELD("signature", "thinking_signature", signature), {NULL, NULL, 0, NULL},
+};
+
+static int is_call(const char *t, size_t n) { return str_eq(t, n, "function_call") || str_eq(t, n, "custom_tool_call"); }
+
+static int is_output(const char *t, size_t n) {
+    return str_eq(t, n, "function_call_output") || str_eq(t, n, "custom_tool_call_output");
+}
+
+/* Report `path` + `pre` + /KEY with `kind` and `lead` + "'KEY" + `tail` for a key of a JSON object. */
+static void lose_key(Enc *e, const Buf *path, const char *pre, yyjson_val *k, const char *kind, const char *lead,
+                     const char *tail) {
+    e->tmp2.len = 0;
+    put(&e->st, &e->tmp2, path->p, path->len);
+    if (pre) puts_(&e->st, &e->tmp2, pre);
+    put_ptr(&e->st, &e->tmp2, yyjson_get_str(k), yyjson_get_len(k));
+    e->tmp.len = 0;
+    puts_(&e->st, &e->tmp, lead);
+    puts_(&e->st, &e->tmp, "'");
+    put(&e->st, &e->tmp, yyjson_get_str(k), yyjson_get_len(k));
+    puts_(&e->st, &e->tmp, tail);
+    lose(e, e->tmp2.p, e->tmp2.len, kind, e->tmp.p, e->tmp.len);
+}
+
+/* to_responses._part: block j (the k-th of item i) as a Responses part appended to `out` (with a
+ * leading comma unless first), or dropped with a loss; *wrote says which. */
+static int part(Enc *e, int64_t i, int64_t j, int64_t k, int assistant, Buf *out, int first, int *wrote) {
+    St *st = &e->st;
+    Buf path = e->ptr; /* handed back to e->ptr at the end (it may have grown) */
+    int rc = FALLBACK;
+    *wrote = 0;
+    yyjson_doc *doc = NULL;
+    if (chat_item_ptr(e, &path, i)) goto done;
+    puts_(st, &path, "/content/");
+    put_i64(st, &path, k);
+    size_t tl, xl;
+    const char *t = col_str(&e->btype, j, &tl);
+    const char *text = col_str(&e->btext, j, &xl);
+    if (!t || str_eq(t, tl, "input_text") || str_eq(t, tl, "output_text") || str_eq(t, tl, "text")) {
+        static const char *const carried[] = {"type", "text", NULL};
+        if (lose_block_keys(e, j, &path, carried)) goto done;
+        size_t pl = path.len;
+        if (!t) { /* (the content form is parts here) */
+            puts_(st, &path, "/type");
+            lose_s(e, path.p, path.len, "content_form", "a part without a type gets one");
+            path.len = pl;
+        }
+        if (!text) {
+            puts_(st, &path, "/text");
+            lose_s(e, path.p, path.len, "content_form", "a part without text gets ''");
+            path.len = pl;
+        }
+        if (!first) put(st, out, ",", 1);
+        puts_(st, out, assistant ? "{\"type\":\"output_text\",\"text\":" : "{\"type\":\"input_text\",\"text\":");
+        put_json_str(st, out, text ? text : "", text ? xl : 0);
+        puts_(st, out, assistant ? ",\"annotations\":[]}" : "}");
+        *wrote = 1;
+        rc = 0;
+        goto done;
+    }
+    if (str_eq(t, tl, "refusal")) {
+        static const char *const carried[] = {"type", "refusal", NULL};
+        if (lose_block_keys(e, j, &path, carried)) goto done;
+        if (!first) put(st, out, ",", 1);
+        puts_(st, out, "{\"type\":\"refusal\",\"refusal\":");
+        put_json_str(st, out, text ? text : "", text ? xl : 0);
+        put(st, out, "}", 1);
+        *wrote = 1;
+        rc = 0;
+        goto done;
+    }
+    if (str_eq(t, tl, "image_url")) {
+        size_t bl;
+        const char *bx = col_str(&e->bextra, j, &bl);
+        if (bx) {
+            doc = parse(bx, bl);
+            if (!doc) goto done;
+        }
+        yyjson_val *root = doc ? yyjson_doc_get_root(doc) : NULL;
+        yyjson_val *img = root && yyjson_is_obj(root) ? yyjson_obj_get(root, "image_url") : NULL;
+        if (img && yyjson_is_obj(img)) {
+            static const char *const carried[] = {"type", "image_url", NULL};
+            if (lose_block_keys(e, j, &path, carried)) goto done;
+            static const char *const img_keys[] = {"url", "detail", NULL};
+            size_t idx, max;
+            yyjson_val *key, *val;
+            yyjson_obj_foreach(img, idx, max, key, val) {
+                if (!key_in(key, img_keys)) lose_key(e, &path, "/image_url", key, "image", "", "' is not carried");
+            }
+            yyjson_val *detail = yyjson_obj_get(img, "detail");
+            yyjson_val *url = yyjson_obj_get(img, "url");
+            size_t pl = path.len;
+            if (!detail) {
+                puts_(st, &path, "/image_url");
+                lose_s(e, path.p, path.len, "image", "Responses requires detail; filled 'auto'");
+            } else if (yyjson_is_null(detail)) {
+                puts_(st, &path, "/image_url/detail");
+                lose_s(e, path.p, path.len, "image", "a null detail: Responses requires one; filled 'auto'");
+            } else if (!yyjson_is_str(detail)) {
+                goto done; /* `detail or "auto"`: Python truthiness of other values is not modelled */
+            }
+            path.len = pl;
+            if (!first) put(st, out, ",", 1);
+            puts_(st, out, "{\"type\":\"input_image\",\"detail\":");
+            if (detail && yyjson_is_str(detail) && yyjson_get_len(detail)) put_value(st, out, detail);
+            else puts_(st, out, "\"auto\"");
+            puts_(st, out, ",\"image_url\":");
+            if (url) put_value(st, out, url);
+            else puts_(st, out, "null");
+            put(st, out, "}", 1);
+            *wrote = 1;
+            rc = 0;
+            goto done;
+        }
+    }
+    if (str_eq(t, tl, "image")) goto done; /* an Anthropic image (data URLs): the per-record encoder's */
+    /* ctx.lose_part(path, t, "Responses here") */
+    e->tmp.len = 0;
+    puts_(st, &e->tmp, article_quoted(t, tl));
+    put(st, &e->tmp, t, tl);
+    puts_(st, &e->tmp, "' part has no equivalent in Responses here");
+    lose(e, path.p, path.len, part_loss_kind(t, tl), e->tmp.p, e->tmp.len);
+    rc = 0;
+done:
+    if (doc) yyjson_doc_free(doc);
+    e->ptr = path;
+    return rc;
+}
+
+enum { C_ABSENT, C_NULL, C_VALUE };
+
+/* Ctx.content_value with _part: item i's content as JSON written to `out`. *state: C_ABSENT / C_NULL /
+ * C_VALUE; *truthy: a non-empty string or list; *empty_str: the string "". */
+static int content(Enc *e, int64_t i, int assistant, Buf *out, int *state, int *truthy, int *empty_str) {
+    size_t n;
+    const char *form = col_str(&e->content_form, i, &n);
+    *truthy = *empty_str = 0;
+    if (str_eq(form, n, "absent")) {
+        *state = C_ABSENT;
+        return 0;
+    }
+    if (str_eq(form, n, "null")) {
+        *state = C_NULL;
+        return 0;
+    }
+    *state = C_VALUE;
+    if (!col_valid(&e->content, i)) return FALLBACK;
+    int64_t a, z;
+    col_list(&e->content, i, &a, &z);
+    if (str_eq(form, n, "string")) {
+        if (z - a != 1 || !col_valid(&e->blk_valid, a)) return FALLBACK;
+        size_t tl;
+        const char *text = col_str(&e->btext, a, &tl);
+        if (!text) return FALLBACK;
+        put_json_str(&e->st, out, text, tl);
+        *truthy = tl > 0;
+        *empty_str = tl == 0;
+        return 0;
+    }
+    if (!str_eq(form, n, "parts")) return FALLBACK;
+    put(&e->st, out, "[", 1);
+    int first = 1;
+    for (int64_t j = a; j < z; j++) {
+        if (!col_valid(&e->blk_valid, j)) return FALLBACK;
+        int wrote;
+        if (part(e, i, j, j - a, assistant, out, first, &wrote)) return FALLBACK;
+        if (wrote) first = 0;
+    }
+    put(&e->st, out, "]", 1);
+    *truthy = !first;
+    return 0;
+}
+
+/* The `function` / `custom` object of a Chat call's extra_json, then its other keys: no slot
+ * (Ctx.lose_chat_call_keys). */
+static int lose_chat_call_keys(Enc *e, int64_t i, const Buf *base, int custom) {
+    size_t n;
+    const char *x = col_str(&e->iextra, i, &n);
+    if (!x) return 0;
+    yyjson_doc *doc = parse(x, n);
+    if (!doc) return FALLBACK;
+    yyjson_val *root = yyjson_doc_get_root(doc);
+    const char *sub_key = custom ? "custom" : "function";
+    yyjson_val *sub = yyjson_is_obj(root) ? yyjson_obj_get(root, sub_key) : NULL;
+    if (!yyjson_is_obj(root) || (sub && !yyjson_is_obj(sub))) { /* iterating a non-object: not modelled */
+        yyjson_doc_free(doc);
+        return FALLBACK;
+    }
+    size_t idx, max;
+    yyjson_val *k, *v;
+    if (sub) {
+        const char *pre = custom ? "/custom" : "/function";
+        yyjson_obj_foreach(sub, idx, max, k, v) lose_key(e, base, pre, k, "unknown_field", "", "' has no slot in Responses");
+    }
+    yyjson_obj_foreach(root, idx, max, k, v) {
+        if (!key_is(k, sub_key)) lose_key(e, base, NULL, k, "unknown_field", "", "' has no slot in Responses");
+    }
+    yyjson_doc_free(doc);
+    return 0;
+}
+
+static const char *const FN_KEYS[] = {"name", "description", "parameters", "strict", NULL};
+
+/* to_responses._tools for a Chat source: `,"tools":[...]` into b, or nothing with the "no tool
+ * survives" loss. */
+static int tools_json(Enc *e, Buf *b) {
+    St *st = &e->st;
+    size_t n;
+    const char *x = col_str(&e->tools, e->r, &n);
+    if (!x) return 0;
+    yyjson_doc *doc = parse(x, n);
+    if (!doc) return FALLBACK;
+    yyjson_val *raw = yyjson_doc_get_root(doc);
+    size_t start = b->len;
+    puts_(st, b, ",\"tools\":[");
+    int64_t kept = 0;
+    Buf *path = &e->aux[2];
+    size_t idx, max;
+    yyjson_val *tool;
+    if (yyjson_is_arr(raw)) {
+        yyjson_arr_foreach(raw, idx, max, tool) {
+            path->len = 0;
+            puts_(st, path, "/tools/");
+            put_i64(st, path, (int64_t)idx);
+            if (!yyjson_is_obj(tool)) {
+                lose_s(e, path->p, path->len, "tools", "not a tool object");
+                continue;
+            }
+            size_t q, qm;
+            yyjson_val *k, *v;
+            static const char *const tool_keys[] = {"type", "function", "custom", NULL};
+            yyjson_obj_foreach(tool, q, qm, k, v) {
+                if (!key_in(k, tool_keys)) lose_key(e, path, NULL, k, "tools", "tool ", "' has no slot in Responses");
+            }
+            yyjson_val *type = yyjson_obj_get(tool, "type");
+            yyjson_val *fn = yyjson_obj_get(tool, "function");
+            yyjson_val *custom = yyjson_obj_get(tool, "custom");
+            if (is_str(type, "function") && fn && yyjson_is_obj(fn)) {
+                if (kept++) put(st, b, ",", 1);
+                puts_(st, b, "{\"type\":\"function\"");
+                for (const char *const *f = FN_KEYS; *f; f++) {
+                    yyjson_val *val = yyjson_obj_get(fn, *f);
+                    if (!val) continue;
+                    puts_(st, b, ",\"");
+                    puts_(st, b, *f);
+                    puts_(st, b, "\":");
+                    put_value(st, b, val);
+                }
+                yyjson_obj_foreach(fn, q, qm, k, v) {
+                    if (!key_in(k, FN_KEYS)) lose_key(e, path, "/function", k, "tools", "tool ", "' has no slot in Responses");
+                }
+                static const char *const required[] = {"parameters", "strict"};
+                for (int m = 0; m < 2; m++) {
+                    if (yyjson_obj_get(fn, required[m])) continue;
+                    puts_(st, b, ",\"");
+                    puts_(st, b, required[m]);
+                    puts_(st, b, "\":null");
+                    size_t pl = path->len;
+                    puts_(st, path, "/function/");
+                    puts_(st, path, required[m]);
+                    e->tmp.len = 0;
+                    puts_(st, &e->tmp, "'");
+                    puts_(st, &e->tmp, required[m]);
+                    puts_(st, &e->tmp, "' set to null");
+                    lose(e, path->p, path->len, "filled_default", e->tmp.p, e->tmp.len);
+                    path->len = pl;
+                }
+                put(st, b, "}", 1);
+            } else if (is_str(type, "custom") && custom && yyjson_is_obj(custom)) {
+                if (kept++) put(st, b, ",", 1);
+                puts_(st, b, "{\"type\":\"custom\"");
+                static const char *const ckeys[] = {"name", "description", NULL};
+                for (const char *const *f = ckeys; *f; f++) {
+                    yyjson_val *val = yyjson_obj_get(custom, *f);
+                    if (!val) continue;
+                    puts_(st, b, ",\"");
+                    puts_(st, b, *f);
+                    puts_(st, b, "\":");
+                    put_value(st, b, val);
+                }
+                static const char *const carried[] = {"name", "description", "format", NULL};
+                yyjson_obj_foreach(custom, q, qm, k, v) {
+                    if (!key_in(k, carried)) lose_key(e, path, "/custom", k, "tools", "tool ", "' has no slot in Responses");
+                }
+                yyjson_val *fmt = yyjson_obj_get(custom, "format");
+                yyjson_val *grammar = fmt && yyjson_is_obj(fmt) ? yyjson_obj_get(fmt, "grammar") : NULL;
+                if (fmt && yyjson_is_obj(fmt) && is_str(yyjson_obj_get(fmt, "type"), "grammar") && grammar &&
+                    yyjson_is_obj(grammar)) {
+                    /* {"type": "grammar", **grammar}: a "type" in the grammar keeps the first place */
+                    puts_(st, b, ",\"format\":{\"type\":");
+                    yyjson_val *gt = yyjson_obj_get(grammar, "type");
+                    if (gt) put_value(st, b, gt);
+                    else puts_(st, b, "\"grammar\"");
+                    yyjson_obj_foreach(grammar, q, qm, k, v) {
+                        if (key_is(k, "type")) continue;
+                        put(st, b, ",", 1);
+                        put_json_str(st, b, yyjson_get_str(k), yyjson_get_len(k));
+                        put(st, b, ":", 1);
+                        put_value(st, b, v);
+                    }
+                    put(st, b, "}", 1);
+                    static const char *const fkeys[] = {"type", "grammar", NULL};
+                    yyjson_obj_foreach(fmt, q, qm, k, v) {
+                        if (!key_in(k, fkeys)) lose_key(e, path, "/custom/format", k, "tools", "format ", "' has no slot");
+                    }
+                } else if (fmt && !yyjson_is_null(fmt)) {
+                    puts_(st, b, ",\"format\":");
+                    put_value(st, b, fmt);
+                }
+                put(st, b, "}", 1);
+            } else {
+                lose_s(e, path->p, path->len, "tools", "this tool has no equivalent in Responses here");
+            }
+        }
+    }
+    put(st, b, "]", 1);
+    if (!kept && !(yyjson_is_arr(raw) && yyjson_arr_size(raw) == 0)) {
+        b->len = start;
+        lose_s(e, "/tools", 6, "tools", "no tool survives the conversion");
+    }
+    yyjson_doc_free(doc);
+    return 0;
+}
+
+/* to_responses._top's tool_choice: `,"tool_choice":...` into b, or dropped with a loss. */
+static int tool_choice_json(Enc *e, Buf *b) {
+    St *st = &e->st;
+    size_t n;
+    const char *x = col_str(&e->tool_choice, e->r, &n);
+    if (!x) return 0;
+    yyjson_doc *doc = parse(x, n);
+    if (!doc) return FALLBACK;
+    yyjson_val *raw = yyjson_doc_get_root(doc);
+    yyjson_val *type = yyjson_is_obj(raw) ? yyjson_obj_get(raw, "type") : NULL;
+    if (type && (yyjson_is_arr(type) || yyjson_is_obj(type))) { /* raw.get(raw.get("type")): TypeError */
+        yyjson_doc_free(doc);
+        return FALLBACK;
+    }
+    if (yyjson_is_obj(raw)) {
+        Buf *path = &e->aux[2];
+        path->len = 0;
+        puts_(st, path, "/tool_choice");
+        size_t q, qm;
+        yyjson_val *k, *v;
+        static const char *const keys[] = {"type", "name", "function", "custom", NULL};
+        yyjson_obj_foreach(raw, q, qm, k, v) {
+            if (!key_in(k, keys)) lose_key(e, path, NULL, k, "tools", "tool_choice ", "' has no slot");
+        }
+        yyjson_val *inner = yyjson_is_str(type) ? yyjson_obj_get(raw, yyjson_get_str(type)) : NULL;
+        if (inner && yyjson_is_obj(inner)) {
+            /* f"/tool_choice/{raw['type']}": the type is not escaped as a pointer token */
+            put(st, path, "/", 1);
+            put(st, path, yyjson_get_str(type), yyjson_get_len(type));
+            static const char *const name[] = {"name", NULL};
+            yyjson_obj_foreach(inner, q, qm, k, v) {
+                if (!key_in(k, name)) lose_key(e, path, NULL, k, "tools", "tool_choice ", "' has no slot");
+            }
+        }
+    }
+    yyjson_val *fn = yyjson_is_obj(raw) ? yyjson_obj_get(raw, "function") : NULL;
+    yyjson_val *custom = yyjson_is_obj(raw) ? yyjson_obj_get(raw, "custom") : NULL;
+    if (is_str(raw, "none") || is_str(raw, "auto") || is_str(raw, "required")) {
+        puts_(st, b, ",\"tool_choice\":");
+        put_value(st, b, raw);
+    } else if (is_str(type, "auto") || is_str(type, "any") || is_str(type, "none")) {
+        const char *to = is_str(type, "auto") ? "auto" : is_str(type, "any") ? "required" : "none";
+        puts_(st, b, ",\"tool_choice\":\"");
+        puts_(st, b, to);
+        put(st, b, "\"", 1);
+        e->tmp.len = 0;
+        puts_(st, &e->tmp, "a tool_choice object comes back as '");
+        puts_(st, &e->tmp, to);
+        puts_(st, &e->tmp, "'");
+        lose(e, "/tool_choice", 12, "tools", e->tmp.p, e->tmp.len);
+    } else if ((is_str(type, "function") && fn && yyjson_is_obj(fn)) ||
+               (is_str(type, "custom") && custom && yyjson_is_obj(custom))) {
+        yyjson_val *obj = is_str(type, "function") ? fn : custom;
+        puts_(st, b, is_str(type, "function") ? ",\"tool_choice\":{\"type\":\"function\",\"name\":"
+                                              : ",\"tool_choice\":{\"type\":\"custom\",\"name\":");
+        yyjson_val *name = yyjson_obj_get(obj, "name");
+        if (name) put_value(st, b, name);
+        else puts_(st, b, "null");
+        put(st, b, "}", 1);
+    } else if (is_str(type, "tool")) {
+        puts_(st, b, ",\"tool_choice\":{\"type\":\"function\",\"name\":");
+        yyjson_val *name = yyjson_obj_get(raw, "name");
+        if (name) put_value(st, b, name);
+        else puts_(st, b, "null");
+        put(st, b, "}", 1);
+    } else {
+        lose_s(e, "/tool_choice", 12, "tools", "tool_choice has no equivalent in Responses");
+    }
+    yyjson_doc_free(doc);
+    return 0;
+}
+
+/* to_responses._top's openai_top_extra part: explicit nulls dropped, then each unmodelled key
+ * carried (renamed for the max-token keys) or reported. */
+static int top_extra_json(Enc *e, Buf *b) {
+    St *st = &e->st;
+    int64_t r = e->r;
+    if (col_valid(&e->nulls, r)) {
+        int64_t a, z;
+        col_list(&e->nulls, r, &a, &z);
+        for (int64_t q = a; q < z; q++) {
+            size_t n;
+            const char *s = col_str(&e->null_names, q, &n);
+            if (!s) return FALLBACK;
+            e->tmp2.len = 0;
+            put_ptr(st, &e->tmp2, s, n);
+            e->tmp.len = 0;
+            puts_(st, &e->tmp, "explicit null '");
+            put(st, &e->tmp, s, n);
+            puts_(st, &e->tmp, "' dropped");
+            lose(e, e->tmp2.p, e->tmp2.len, "request_field", e->tmp.p, e->tmp.len);
+        }
+    }
+    size_t n;
+    const char *x = col_str(&e->extra, r, &n);
+    if (!x) return 0;
+    yyjson_doc *doc = parse(x, n);
+    if (!doc) return FALLBACK;
+    yyjson_val *root = yyjson_doc_get_root(doc);
+    if (!yyjson_is_obj(root)) {
+        yyjson_doc_free(doc);
+        return FALLBACK;
+    }
+    static const char *const same[] = {"temperature", "top_p", "parallel_tool_calls", "metadata", "store", "user", NULL};
+    static const char *const renamed[] = {"max_completion_tokens", "max_tokens", NULL};
+    Buf *path = &e->aux[2];
+    path->len = 0;
+    int have_max = 0;
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(root, idx, max, k, v) {
+        if (key_in(k, same)) {
+            put(st, b, ",", 1);
+            put_json_str(st, b, yyjson_get_str(k), yyjson_get_len(k));
+            put(st, b, ":", 1);
+            put_value(st, b, v);
+        } else if (key_in(k, renamed) && !have_max) {
+            have_max = 1;
+            puts_(st, b, ",\"max_output_tokens\":");
+            put_value(st, b, v);
+            if (key_is(k, "max_tokens")) {
+                static const char d[] = "the deprecated max_tokens comes back as max_completion_tokens";
+                lose_s(e, "/max_tokens", 11, "request_field", d);
+                lose_s(e, "/max_completion_tokens", 22, "request_field", d);
+            }
+        } else {
+            lose_key(e, path, NULL, k, "request_field", "", "' is not carried to Responses");
+        }
+    }
+    yyjson_doc_free(doc);
+    return 0;
+}
+
+/* Ctx.generated_id(prefix, i) into out (NUL-terminated, at most GEN_ID bytes with it): prefix_ +
+ * blake2b(f"{conversation_id}/{i - start}", digest_size=12) in hex. Its length, or 0 (no id). */
+#define GEN_ID 32
+static size_t generated_id(Enc *e, const char *prefix, int64_t i, char *out) {
+    size_t n, pl = strlen(prefix);
+    const char *cid = col_str(&e->conversation_id, e->r, &n);
+    if (!cid || pl + 1 + 24 + 1 > GEN_ID) return 0;
+    char local[24];
+    int ln = snprintf(local, sizeof local, "/%lld", (long long)(i - e->start));
+    Blake2b s;
+    b2_init(&s, 12);
+    b2_update(&s, (const uint8_t *)cid, n);
+    b2_update(&s, (const uint8_t *)local, (size_t)ln);
+    memcpy(out, prefix, pl);
+    out[pl] = '_';
+    b2_final_hex_n(&s, out + pl + 1, 12);
+    out[pl + 25] = 0;
+    return pl + 25;
+}
+
+/* ... as a JSON string into b. */
+static int put_generated_id(Enc *e, Buf *b, const char *prefix, int64_t i) {
+    char id[GEN_ID];
+    size_t n = generated_id(e, prefix, i, id);
+    if (!n) return FALLBACK;
+    put_json_str(&e->st, b, id, n);
+    return 0;
+}
+
+/* A call's or output's call id in this row (call_ids.CallIds.call_id): its own, generated, its
+ * call's (an output paired by position), or none (p NULL: an output with no call to pair with). */
+typedef struct {
+    const char *p;
+    size_t n;
+    char gen[GEN_ID];
+} Cid;
+
+/* call_ids.CallIds for a row where a call or output has no id: cids[i - start] for every item, the
+ * generated_id losses in CallIds' order (calls, then paired outputs). 0 or FALLBACK. */
+static int call_ids(Enc *e, Cid *cids) {
+    int64_t m = e->end - e->start;
+    int64_t *pending = (int64_t *)malloc((size_t)(m ? m : 1) * sizeof(int64_t));
+    int64_t *pair = (int64_t *)malloc((size_t)(m ? m : 1) * sizeof(int64_t));
+    char *answered = (char *)calloc((size_t)(m ? m : 1), 1);
+    int64_t npend = 0;
+    int rc = FALLBACK;
+    if (!pending || !pair || !answered) goto done;
+    for (int64_t i = e->start; i < e->end; i++) {
+        Cid *c = &cids[i - e->start];
+        c->p = col_str(&e->call_id, i, &c->n);
+        pair[i - e->start] = -1;
+    }
+    /* pair_outputs(positional=True): outputs with an id first, each with the first call before it
+     * with that id; then each id-less output with the oldest call before it that no output answers
+     * by id and no earlier id-less output took (a call whose own output comes later is not free). */
+    for (int64_t i = e->start; i < e->end; i++) {
+        size_t tl;
+        const char *t = col_str(&e->type, i, &tl);
+        Cid *c = &cids[i - e->start];
+        if (!is_output(t, tl) || !c->p) continue;
+        for (int64_t q = e->start; q < i; q++) {
+            size_t ql;
+            const char *qt = col_str(&e->type, q, &ql);
+            const Cid *d = &cids[q - e->start];
+            if (is_call(qt, ql) && d->p && d->n == c->n && memcmp(d->p, c->p, c->n) == 0) {
+                pair[i - e->start] = q;
+                answered[q - e->start] = 1;
+                break;
+            }
+        }
+    }
+    int64_t head = 0; /* pending[head..npend): calls waiting, oldest first */
+    for (int64_t i = e->start; i < e->end; i++) {
+        size_t tl;
+        const char *t = col_str(&e->type, i, &tl);
+        const Cid *c = &cids[i - e->start];
+        if (is_output(t, tl) && !c->p) {
+            if (head < npend) pair[i - e->start] = pending[head++];
+        } else if (is_call(t, tl) && !answered[i - e->start]) {
+            pending[npend++] = i;
+        }
+    }
+    Buf *ptr = &e->ptr2;
+    for (int64_t i = e->start; i < e->end; i++) {
+        size_t tl;
+        const char *t = col_str(&e->type, i, &tl);
+        Cid *c = &cids[i - e->start];
+        if (!is_call(t, tl) || c->p) continue;
+        c->n = generated_id(e, "call", i, c->gen);
+        if (!c->n || chat_item_ptr(e, ptr, i)) goto done;
+        c->p = c->gen;
+        lose_s(e, ptr->p, ptr->len, "generated_id", "a call without id got one");
+    }
+    for (int64_t i = e->start; i < e->end; i++) {
+        Cid *c = &cids[i - e->start];
+        if (pair[i - e->start] < 0 || c->p) continue;
+        const Cid *d = &cids[pair[i - e->start] - e->start];
+        if (d->p == d->gen) { /* a generated id: copied, so each entry owns its text */
+            memcpy(c->gen, d->gen, GEN_ID);
+            c->p = c->gen;
+        } else {
+            c->p = d->p;
+        }
+        c->n = d->n;
+        if (chat_item_ptr(e, ptr, i)) goto done;
+        lose_s(e, ptr->p, ptr->len, "generated_id", "an output without a call id got its call's id (paired by position)");
+    }
+    rc = 0;
+done:
+    free(pending);
+    free(pair);
+    free(answered);
+    return rc;
+}
+
+/* Item i's call id: cids' (a row with id-less calls or outputs) or its own. */
+static const char *call_id_of(Enc *e, const Cid *cids, int64_t i, size_t *n) {
+    if (!cids) return col_str(&e->call_id, i, n);
+    *n = cids[i - e->start].n;
+    return cids[i - e->start].p;
+}
+
+/* The rest of to_responses._message once its content is in e->aux[1] (state, truthy, empty_str as
+ * content() gave them) and its refusal known (a non-null value, or NULL): no item (with its loss), a
+ * plain message, or an output message with a generated id. */
+static int message_item(Enc *e, int64_t i, const Buf *base, Buf *out, const char *role, size_t rl, int state,
+                        int truthy, int empty_str, yyjson_val *refusal, int *kept, int *assistant_text) {
+    St *st = &e->st;
+    Buf *cbuf = &e->aux[1];
+    int assistant = str_eq(role, rl, "assistant");
+    int list = state == C_VALUE && cbuf->len && cbuf->p[0] == '[';
+    if (state != C_VALUE || (empty_str && assistant)) {
+        if (!refusal) {
+            int followed = 0;
+            if (i + 1 < e->end && col_valid(&e->group, i + 1) && col_i32(&e->group, i + 1) == col_i32(&e->group, i)) {
+                size_t tl;
+                const char *t = col_str(&e->type, i + 1, &tl);
+                followed = is_call(t, tl);
+            }
+            if (state == C_NULL && followed) return 0;
+            if (followed) {
+                Buf *p = &e->ptr2;
+                if (chat_item_ptr(e, p, i)) return FALLBACK;
+                puts_(st, p, "/content");
+                lose_s(e, p->p, p->len, "content_form", "absent or empty content comes back as null");
+            } else {
+                lose_s(e, base->p, base->len, "content_form", "a message with no content has no item in Responses");
+            }
+            return 0;
+        }
+        cbuf->len = 0; /* content = [] */
+        puts_(st, cbuf, "[]");
+        list = 1;
+        truthy = 0;
+    }
+    *kept = 1;
+    if (assistant && (list || refusal)) {
+        puts_(st, out, "{\"type\":\"message\",\"id\":");
+        if (put_generated_id(e, out, "msg", i)) return FALLBACK;
+        puts_(st, out, ",\"role\":\"assistant\",\"status\":\"completed\",\"content\":");
+        if (list) {
+            put(st, out, cbuf->p, cbuf->len - 1); /* without its closing bracket */
+        } else {
+            puts_(st, out, "[{\"type\":\"output_text\",\"text\":");
+            put(st, out, cbuf->p, cbuf->len);
+            puts_(st, out, ",\"annotations\":[]}");
+            truthy = 1;
+        }
+        if (refusal) {
+            if (truthy) put(st, out, ",", 1);
+            puts_(st, out, "{\"type\":\"refusal\",\"refusal\":");
+            put_value(st, out, refusal);
+            put(st, out, "}", 1);
+            truthy = 1;
+            Buf *p = &e->ptr2;
+            p->len = 0;
+            put(st, p, base->p, base->len);
+            puts_(st, p, "/refusal");
+            lose_s(e, p->p, p->len, "refusal", "the refusal field became a refusal part");
+        }
+        puts_(st, out, "]}");
+        lose_s(e, base->p, base->len, "generated_id", "an output message needs an id; generated");
+        *assistant_text = truthy;
+        return 0;
+    }
+    puts_(st, out, "{\"role\":");
+    put_json_str(st, out, role, rl);
+    puts_(st, out, ",\"content\":");
+    put(st, out, cbuf->p, cbuf->len);
+    put(st, out, "}", 1);
+    *assistant_text = assistant && truthy;
+    return 0;
+}
+
+/* to_responses._message for a Chat source: the item written to `out` (*kept: 1), or no item
+ * (*kept: 0) with its loss. *assistant_text: the item is an assistant message with truthy content. */
+static int message(Enc *e, int64_t i, const Buf *base, Buf *out, int *kept, int *assistant_text) {
+    St *st = &e->st;
+    size_t rl;
+    const char *role = col_str(&e->role, i, &rl);
+    if (!role || !rl) role = "user", rl = 4;
+    int assistant = str_eq(role, rl, "assistant");
+    Buf *cbuf = &e->aux[1];
+    cbuf->len = 0;
+    int state, truthy, empty_str;
+    *kept = *assistant_text = 0;
+    if (content(e, i, assistant, cbuf, &state, &truthy, &empty_str)) return FALLBACK;
+    lose_fields(e, i, base, MSG_UNUSED);
+    /* extra: a refusal (a value: an output message's refusal part; null: a loss), then the rest */
+    size_t n;
+    const char *x = col_str(&e->iextra, i, &n);
+    yyjson_doc *doc = NULL;
+    yyjson_val *refusal = NULL; /* a non-null refusal value (in doc) */
+    if (x) {
+        doc = parse(x, n);
+        if (!doc) return FALLBACK;
+        yyjson_val *root = yyjson_doc_get_root(doc);
+        if (!yyjson_is_obj(root)) {
+            yyjson_doc_free(doc);
+            return FALLBACK;
+        }
+        refusal = yyjson_obj_get(root, "refusal");
+        if (refusal && yyjson_is_null(refusal)) {
+            refusal = NULL;
+            size_t bl = base->len;
+            Buf *p = &e->ptr2;
+            p->len = 0;
+            put(st, p, base->p, bl);
+            puts_(st, p, "/refusal");
+            lose_s(e, p->p, p->len, "refusal", "an explicit null refusal has no slot");
+        }
+        size_t idx, max;
+        yyjson_val *k, *v;
+        yyjson_obj_foreach(root, idx, max, k, v) {
+            if (!key_is(k, "refusal")) lose_key(e, base, NULL, k, "unknown_field", "", "' has no slot in Responses");
+        }
+    }
+    int rc = message_item(e, i, base, out, role, rl, state, truthy, empty_str, refusal, kept, assistant_text);
+    if (doc) yyjson_doc_free(doc);
+    return rc;
+}
+
+/* to_responses._output: a tool message as a function_call_output / custom_tool_call_output. */
+static int output(Enc *e, int64_t i, const Buf *base, Buf *out, const Cid *cids) {
+    St *st = &e->st;
+    size_t cl, rl;
+    const char *cid = call_id_of(e, cids, i, &cl);
+    int custom = 0; /* its call id is a custom call's (any item of the row) */
+    for (int64_t q = e->start; q < e->end && !custom; q++) {
+        size_t ql, il;
+        const char *qt = col_str(&e->type, q, &ql);
+        if (!str_eq(qt, ql, "custom_tool_call")) continue;
+        const char *qid = call_id_of(e, cids, q, &il);
+        custom = qid && il == cl && memcmp(qid, cid, cl) == 0;
+    }
+    Buf *cbuf = &e->aux[1];
+    cbuf->len = 0;
+    int state, truthy, empty_str;
+    if (content(e, i, 0, cbuf, &state, &truthy, &empty_str)) return FALLBACK;
+    if (state != C_VALUE) {
+        Buf *p = &e->ptr2;
+        if (chat_item_ptr(e, p, i)) return FALLBACK;
+        puts_(st, p, "/content");
+        lose_s(e, p->p, p->len, "content_form", "a tool output needs output; wrote ''");
+        puts_(st, cbuf, "\"\"");
+    }
+    puts_(st, out, custom ? "{\"type\":\"custom_tool_call_output\",\"call_id\":" : "{\"type\":\"function_call_output\",\"call_id\":");
+    put_json_str(st, out, cid, cl);
+    puts_(st, out, ",\"output\":");
+    put(st, out, cbuf->p, cbuf->len);
+    const char *role = col_str(&e->role, i, &rl);
+    if (str_eq(role, rl, "function"))
+        lose_s(e, base->p, base->len, "role", "a legacy 'function' message comes back as a 'tool' message");
+    size_t nl;
+    const char *name = col_str(&e->name, i, &nl);
+    Buf *p = &e->ptr2;
+    p->len = 0;
+    put(st, p, base->p, base->len);
+    puts_(st, p, "/name");
+    if (name) {
+        puts_(st, out, ",\"name\":");
+        put_json_str(st, out, name, nl);
+        lose_s(e, p->p, p->len, "name", "kept in Responses, but Chat tool messages have no name slot");
+    } else if (has_null(&e->inulls, &e->inull_names, i, "name")) {
+        lose_s(e, p->p, p->len, "name", "an explicit null name");
+    }
+    put(st, out, "}", 1);
+    lose_fields(e, i, base, OUT_UNUSED);
+    size_t xn;
+    const char *x = col_str(&e->iextra, i, &xn);
+    if (x) {
+        yyjson_doc *doc = parse(x, xn);
+        if (!doc) return FALLBACK;
+        yyjson_val *root = yyjson_doc_get_root(doc);
+        if (!yyjson_is_obj(root)) {
+            yyjson_doc_free(doc);
+            return FALLBACK;
+        }
+        if (yyjson_obj_get(root, "is_error")) {
+            p->len = 0;
+            put(st, p, base->p, base->len);
+            puts_(st, p, "/is_error");
+            lose_s(e, p->p, p->len, "tool_error", "Responses tool outputs have no error flag");
+        }
+        size_t idx, max;
+        yyjson_val *k, *v;
+        yyjson_obj_foreach(root, idx, max, k, v) {
+            if (!key_is(k, "is_error")) lose_key(e, base, NULL, k, "unknown_field", "", "' has no slot in Responses");
+        }
+        yyjson_doc_free(doc);
+    }
+    return 0;
+}
+
+/* to_responses._call for a Chat source. */
+static int call(Enc *e, int64_t i, const Buf *base, Buf *out, const Cid *cids) {
+    St *st = &e->st;
+    size_t tl, cl, nl, vl;
+    const char *t = col_str(&e->type, i, &tl);
+    int custom = str_eq(t, tl, "custom_tool_call");
+    const char *cid = call_id_of(e, cids, i, &cl);
+    const char *name = col_str(&e->name, i, &nl);
+    const char *value = col_str(custom ? &e->input : &e->arguments, i, &vl);
+    puts_(st, out, custom ? "{\"type\":\"custom_tool_call\",\"call_id\":" : "{\"type\":\"function_call\",\"call_id\":");
+    put_json_str(st, out, cid, cl);
+    puts_(st, out, ",\"name\":");
+    put_json_str(st, out, name ? name : "", name ? nl : 0);
+    puts_(st, out, custom ? ",\"input\":" : ",\"arguments\":");
+    put_json_str(st, out, value ? value : "", value ? vl : 0);
+    put(st, out, "}", 1);
+    return lose_chat_call_keys(e, i, base, custom);
+}
+
+/* One row; 0 (written) or FALLBACK (nothing kept: the caller rolls back). */
+static int encode_row(Enc *e) {
+    St *st = &e->st;
+    int64_t r = e->r;
+    size_t n, n2;
+    const char *s = col_str(&e->source_format, r, &n);
+    const char *k = col_str(&e->record_kind, r, &n2);
+    if (!str_eq(s, n, "chat") || !str_eq(k, n2, "request")) return FALLBACK;
+    if (!col_valid(&e->items, r)) return FALLBACK;
+    const char *instr = col_str(&e->instr_form, r, &n);
+    if (col_valid(&e->instr_valid, r) && instr && !str_eq(instr, n, "absent")) return FALLBACK;
+    col_list(&e->items, r, &e->start, &e->end);
+    /* every item a message, call or output; does a call or output lack its call id? */
+    int idless = 0;
+    for (int64_t i = e->start; i < e->end; i++) {
+        if (!col_valid(&e->item_valid, i)) return FALLBACK;
+        const char *t = col_str(&e->type, i, &n);
+        if (!t) return FALLBACK;
+        if (is_call(t, n) || is_output(t, n)) {
+            if (!col_valid(&e->call_id, i)) idless = 1;
+        } else if (!str_eq(t, n, "message")) {
+            return FALLBACK; /* reasoning (a generated id), hosted items: the per-record encoder's */
+        }
+    }
+    Buf base = e->base; /* handed back at the end (it may have grown) */
+    Buf *item = &e->aux[0];
+    Buf attach = e->scratch; /* the message a following call would attach to (Chat's way back) */
+    Cid *cids = NULL;        /* call ids when a call or output has none (call_ids.py) */
+    int rc = FALLBACK;
+    put(st, &e->out, "{", 1);
+    int64_t first = e->start;
+    if (first < e->end) {
+        size_t tl, rl, fl;
+        const char *t = col_str(&e->type, first, &tl);
+        const char *role = col_str(&e->role, first, &rl);
+        const char *form = col_str(&e->content_form, first, &fl);
+        if (str_eq(t, tl, "message") && str_eq(role, rl, "system") && str_eq(form, fl, "string") &&
+            !col_valid(&e->name, first) && !col_valid(&e->iextra, first) && col_valid(&e->content, first)) {
+            int64_t a, z;
+            col_list(&e->content, first, &a, &z);
+            size_t xl;
+            const char *text = z - a == 1 ? col_str(&e->btext, a, &xl) : NULL;
+            if (!text) goto done;
+            if (xl) { /* the leading system prompt is what instructions are for */
+                puts_(st, &e->out, "\"instructions\":");
+                put_json_str(st, &e->out, text, xl);
+                put(st, &e->out, ",", 1);
+                if (chat_item_ptr(e, &base, first)) goto done;
+                lose_s(e, base.p, base.len, "instruction_position", "the leading system message became instructions");
+                first++;
+            }
+        }
+    }
+    if (idless) { /* CallIds(ctx): ids generated and paired, reported after the leading system message */
+        cids = (Cid *)malloc((size_t)(e->end - e->start) * sizeof(Cid));
+        if (!cids || call_ids(e, cids)) goto done;
+    }
+    puts_(st, &e->out, "\"input\":[");
+    int nitems = 0, bare_calls = 0, attaches = 0;
+    attach.len = 0;
+    for (int64_t i = first; i < e->end; i++) {
+        size_t tl;
+        const char *t = col_str(&e->type, i, &tl);
+        if (chat_item_ptr(e, &base, i)) goto done;
+        item->len = 0;
+        int kept = 1, is_c = 0, is_assistant = 0;
+        if (str_eq(t, tl, "message")) {
+            int assistant_text;
+            if (message(e, i, &base, item, &kept, &assistant_text)) goto done;
+            int followed = 0;
+            if (i + 1 < e->end && col_i32(&e->group, i + 1) == col_i32(&e->group, i)) {
+                size_t nl;
+                const char *nt = col_str(&e->type, i + 1, &nl);
+                followed = is_call(nt, nl);
+            }
+            if (!kept && followed && attaches) {
+                static const char d[] = "its calls join the previous assistant message";
+                if (chat_message_ptr(e, &e->ptr2, i)) goto done;
+                lose_s(e, e->ptr2.p, e->ptr2.len, "message_merge", d);
+                size_t al = attach.len;
+                puts_(st, &attach, "/tool_calls");
+                lose_s(e, attach.p, attach.len, "message_merge", d);
+                attach.len = al;
+            }
+            if (kept && assistant_text && bare_calls) {
+                static const char d[] = "its text joins the previous message's calls on the way back";
+                if (chat_message_ptr(e, &e->ptr2, i)) goto done;
+                lose_s(e, e->ptr2.p, e->ptr2.len, "message_merge", d);
+                lose_s(e, attach.p, attach.len, "message_merge", d);
+            }
+            size_t rl;
+            const char *role = col_str(&e->role, i, &rl);
+            is_assistant = str_eq(role, rl, "assistant");
+        } else if (is_call(t, tl)) {
+            if (call(e, i, &base, item, cids)) goto done;
+            is_c = 1;
+        } else if (cids && !cids[i - e->start].p) {
+            lose_s(e, base.p, base.len, "orphan_output", "a tool output with no call to pair with is dropped");
+            kept = 0;
+        } else {
+            if (output(e, i, &base, item, cids)) goto done;
+        }
+        if (!kept) continue;
+        if (nitems++) put(st, &e->out, ",", 1);
+        put(st, &e->out, item->p, item->len);
+        bare_calls = is_c && (bare_calls || !attaches);
+        attaches = is_assistant || is_c;
+        if (attaches && chat_message_ptr(e, &attach, i)) goto done;
+    }
+    put(st, &e->out, "]", 1);
+    const char *model = col_str(&e->model, r, &n);
+    if (model) {
+        puts_(st, &e->out, ",\"model\":");
+        put_json_str(st, &e->out, model, n);
+    }
+    if (tools_json(e, &e->out) || tool_choice_json(e, &e->out) || top_extra_json(e, &e->out)) goto done;
+    put(st, &e->out, "}", 1);
+    rc = 0;
+done:
+    free(cids);
+    e->base = base;
+    e->scratch = attach;
+    return rc;
+}
+
+extern const char chatlake_encode_responses_doc[];
+const char chatlake_encode_responses_doc[] =
+    "encode_responses(batch) -> (text, offsets, native, loss_row, path, path_offsets, kind, kind_offsets, "
+    "detail, detail_offsets)\n\n"
+    "Encode a canonical RecordBatch's Chat request rows to Responses request JSON (see "
+    "pipeline/encoders/encode_rows.py); the same outputs as encode_chat.";
+
+PyObject *chatlake_encode_responses(PyObject *self, PyObject *args);
+
+PyObject *chatlake_encode_responses(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *batch;
+    if (!PyArg_ParseTuple(args, "O", &batch)) return NULL;
+    return run_encoder(batch, encode_row, "encode_responses");
+}
