@@ -383,4 +383,59 @@ static inline size_t col_bytes(const Col *c, int64_t a, int64_t z) {
     return (size_t)(c->off[c->base + z] - c->off[c->base + a]);
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Reading the canonical table (moved from encode.c)                                            */
+
+static inline int str_eq(const char *p, size_t n, const char *s) { return p && strlen(s) == n && memcmp(p, s, n) == 0; }
+
+static inline int has_null(Col *lists, Col *names, int64_t i, const char *name) {
+    if (!col_valid(lists, i)) return 0;
+    int64_t a, z;
+    col_list(lists, i, &a, &z);
+    for (int64_t k = a; k < z; k++) {
+        size_t n;
+        const char *s = col_str(names, k, &n);
+        if (str_eq(s, n, name)) return 1;
+    }
+    return 0;
+}
+
+/* The struct array of list column `c` (schema `cs`): its validity as a Col, its array and schema. */
+static inline int list_struct(struct ArrowArray *c, struct ArrowSchema *cs, Col *valid, struct ArrowArray **sa,
+                       struct ArrowSchema **ss) {
+    if (c->n_children != 1 || strcmp(cs->children[0]->format, "+s") != 0) return -1;
+    *sa = c->children[0];
+    *ss = cs->children[0];
+    valid->valid = (const uint8_t *)(*sa)->buffers[0];
+    valid->base = (*sa)->offset;
+    valid->off = NULL;
+    valid->data = NULL;
+    return 0;
+}
+
+/* A list<string> column (null_fields): the list and its values. */
+static inline int bind_names(struct ArrowArray *a, struct ArrowSchema *s, int64_t base, Col *list, Col *names) {
+    struct ArrowArray *c;
+    struct ArrowSchema *cs;
+    if (bind(a, s, "null_fields", "+l", base, list, &c, &cs)) return -1;
+    if (c->n_children != 1 || strcmp(cs->children[0]->format, "u") != 0) return -1;
+    struct ArrowArray *v = c->children[0];
+    names->valid = (const uint8_t *)v->buffers[0];
+    names->off = (const int32_t *)v->buffers[1];
+    names->data = (const char *)v->buffers[2];
+    names->base = v->offset;
+    return 0;
+}
+
+static inline int bind_blocks(struct ArrowArray *sa, struct ArrowSchema *ss, int64_t base, Col *text, Col *type,
+                       Col *ann, Col *logp, Col *cache, Col *cit, Col *extra, Col *nulls, Col *null_names) {
+    if (bind(sa, ss, "text", "u", base, text, NULL, NULL)) return -1;
+    if (!type) return 0;
+    return bind(sa, ss, "type", "u", base, type, NULL, NULL) || bind(sa, ss, "annotations", "u", base, ann, NULL, NULL) ||
+           bind(sa, ss, "logprobs", "u", base, logp, NULL, NULL) ||
+           bind(sa, ss, "cache_control", "u", base, cache, NULL, NULL) ||
+           bind(sa, ss, "citations", "u", base, cit, NULL, NULL) ||
+           bind(sa, ss, "extra_json", "u", base, extra, NULL, NULL) || bind_names(sa, ss, base, nulls, null_names);
+}
+
 #endif
