@@ -52,6 +52,7 @@ setup(
             sources=[
                 "pipeline/_native/decode.c",
                 "pipeline/_native/encode.c",
+                "pipeline/_native/encode_anthropic.c",
                 "pipeline/_native/vendor/yyjson/yyjson.c",
             ],
             include_dirs=["pipeline/_native"],

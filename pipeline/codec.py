@@ -66,9 +66,14 @@ def native_module(fmt: str) -> ModuleType | None:
     return _extension()[0]
 
 
+NATIVE_ENCODERS = {"chat": "encode_chat", "anthropic": "encode_anthropic"}
+"""The compiled encoder function of each target it encodes to (from Responses request bodies)."""
+
+
 def native_encoder(target: str) -> ModuleType | None:
-    """The compiled extension when it is active and encodes to ``target`` (Responses -> Chat), else None."""
-    if target != "chat" or os.environ.get(ENV, "").strip() == "0":
+    """The compiled extension when it is active and encodes to ``target`` (Responses -> Chat or
+    Anthropic: its function is ``NATIVE_ENCODERS[target]``), else None."""
+    if target not in NATIVE_ENCODERS or os.environ.get(ENV, "").strip() == "0":
         return None
     module = _extension()[0]
-    return module if module is not None and hasattr(module, "encode_chat") else None
+    return module if module is not None and hasattr(module, NATIVE_ENCODERS[target]) else None

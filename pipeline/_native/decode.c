@@ -2178,9 +2178,13 @@ static PyObject *conversation_id_hex(PyObject *self, PyObject *args) {
 /* The Chat encoder lives in encode.c (its own file, so the decoder and encoder evolve apart). */
 PyObject *chatlake_encode_chat(PyObject *self, PyObject *args);
 extern const char chatlake_encode_chat_doc[];
+/* The Anthropic encoder lives in encode_anthropic.c. */
+PyObject *chatlake_encode_anthropic(PyObject *self, PyObject *args);
+extern const char chatlake_encode_anthropic_doc[];
 
 static PyMethodDef METHODS[] = {
     {"encode_chat", chatlake_encode_chat, METH_VARARGS, chatlake_encode_chat_doc},
+    {"encode_anthropic", chatlake_encode_anthropic, METH_VARARGS, chatlake_encode_anthropic_doc},
     {"decode_lines", decode_lines, METH_VARARGS, decode_lines_doc},
     {"conversation_id_hex", conversation_id_hex, METH_VARARGS, blake2b_doc},
     {NULL, NULL, 0, NULL},

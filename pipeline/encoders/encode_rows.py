@@ -9,7 +9,9 @@ rows                                   converted by
 =====================================  ======================================================
 Responses request bodies -> ``chat``   ``pipeline._native.encode_chat`` (C, ``encode.c``), when
 (edited items included)                the compiled codec is active (:mod:`pipeline.codec`)
-rows it hands back (see encode.c),     ``convert_table`` (the per-record encoders: the
+Responses request bodies ->            ``pipeline._native.encode_anthropic`` (C,
+``anthropic`` (edited items included)  ``encode_anthropic.c``), the same way
+rows they hand back (see the .c),      ``convert_table`` (the per-record encoders: the
 rows whose edited items' ids are not   specification the compiled encoder is tested against)
 plain printable ASCII, every other
 row, every row with CHATLAKE_NATIVE=0
@@ -33,8 +35,9 @@ alone, not on its place in the batch.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from types import ModuleType
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -173,7 +176,7 @@ def encode_rows(table: pa.Table, target: str) -> EncodedRows:
     parts: list[tuple[np.ndarray, pa.Array, pa.Array, pa.Table]] = []
     if module is not None and _any_responses_request(table):
         cleaned, edited, not_plain = _edited_losses(table)
-        records, losses, fast = _native(module, cleaned)
+        records, losses, fast = _native(getattr(module, codec.NATIVE_ENCODERS[target]), cleaned)
         fast[not_plain] = False
         rows = np.flatnonzero(fast)
         if len(rows):
@@ -213,12 +216,14 @@ def _any_responses_request(table: pa.Table) -> bool:
     return bool(pc.any(rows).as_py())
 
 
-def _native(module: ModuleType, table: pa.Table) -> tuple[pa.Array, pa.Table, np.ndarray]:
-    """The compiled encoder over every row: JSON texts (empty where not encoded), losses, and which
-    rows it encoded (the others are the per-record encoders')."""
+def _native(
+    encoder: Callable[[pa.RecordBatch], tuple[Any, ...]], table: pa.Table
+) -> tuple[pa.Array, pa.Table, np.ndarray]:
+    """A compiled encoder (``encode_chat``, ``encode_anthropic``) over every row: JSON texts (empty
+    where not encoded), losses, and which rows it encoded (the others are the per-record encoders')."""
     [batch] = table.combine_chunks().to_batches()
     # each buffer comes as (address, size, owner): wrapped without a copy, freed with its owner
-    text, offsets, native, loss_row, *cols = (pa.foreign_buffer(*b) for b in module.encode_chat(batch))
+    text, offsets, native, loss_row, *cols = (pa.foreign_buffer(*b) for b in encoder(batch))
     n = table.num_rows
     records = pa.LargeStringArray.from_buffers(n, offsets, text)
     rows = np.frombuffer(loss_row, np.int64)

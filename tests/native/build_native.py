@@ -21,7 +21,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "pipeline" / "_native"
-SOURCES = [SRC / "decode.c", SRC / "encode.c", SRC / "vendor" / "yyjson" / "yyjson.c"]
+SOURCES = [
+    SRC / "decode.c",
+    SRC / "encode.c",
+    SRC / "encode_anthropic.c",
+    SRC / "vendor" / "yyjson" / "yyjson.c",
+]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"]
 
 

@@ -1,13 +1,13 @@
-"""Mutation fuzzer of the compiled decoder and Chat encoder: malformed Responses / Chat / Anthropic
-lines, native vs Python.
+"""Mutation fuzzer of the compiled decoder and the Chat and Anthropic encoders: malformed Responses /
+Chat / Anthropic lines, native vs Python.
 
 Seeds are synthetic and hand-written records of the format (``--fmt``); each fuzzed line gets one to three
 mutations: type swaps, deleted keys, duplicate keys, deep nesting, odd and huge numbers, lone
 surrogate escapes, invalid UTF-8, NUL bytes, odd whitespace, truncation and byte flips. Every batch
 goes through :func:`tests.native.differential.compare` (same table, Parquet and IPC bytes, same
 rejected lines, read == written + rejected), then the decoded table through
-:func:`tests.native.encode_diff.compare_encode` (the compiled Chat encoder vs the per-record one:
-same JSON bytes, losses, refusals). A failing batch is narrowed to the single line that
+:func:`tests.native.encode_diff.compare_encode` to Chat and to Anthropic (each compiled encoder vs
+the per-record one: same JSON bytes, losses, refusals). A failing batch is narrowed to the single line that
 fails alone, written to ``--failures`` and the run exits 1.
 
 Run it against an AddressSanitizer + UBSan build (how tests/native/test_fuzz.py runs it)::
@@ -206,20 +206,23 @@ PINNED: dict[str, list[bytes]] = {
 }
 
 
-ENCODED: Counter[str] = Counter()  # rows the compiled Chat encoder took / rows encoded, for the summary
+ENCODED: Counter[str] = Counter()  # rows each compiled encoder took / rows encoded, for the summary
+TARGETS = ("chat", "anthropic")  # the targets with a compiled encoder
 
 
 def _fails(lines: list[bytes], fmt: str) -> str | None:
-    """Decode both ways, then encode what they decoded to Chat both ways (compiled encoder vs
-    per-record, :func:`tests.native.encode_diff.compare_encode`); the first difference, or None."""
+    """Decode both ways, then encode what they decoded to Chat and to Anthropic both ways (compiled
+    encoder vs per-record, :func:`tests.native.encode_diff.compare_encode`); the first difference,
+    or None."""
     from tests.native.differential import compare
     from tests.native.encode_diff import compare_encode
 
     try:
         res = compare(lines, fmt, source_file="fuzz.jsonl")
         if res.table.num_rows:
-            enc = compare_encode(res.table)
-            ENCODED["native"] += sum(enc.native.to_pylist())
+            for target in TARGETS:
+                enc = compare_encode(res.table, target)
+                ENCODED[target] += sum(enc.native.to_pylist())
             ENCODED["rows"] += res.table.num_rows
     except AssertionError as e:
         return str(e) or "AssertionError"
@@ -231,7 +234,7 @@ def _drop_python_crashes(lines: list[bytes], fmt: str, crashes: list[str]) -> li
     ``crashes``. A line that kills the Python decoder kills a job the same way with the native one
     (it decodes that line in Python), so it says nothing about the native decoder: it is reported
     and left out rather than ending the run. The same goes for a line whose table makes the
-    per-record Chat encoder raise."""
+    per-record Chat or Anthropic encoder raise."""
     from pipeline.encoders.encode_rows import encode_rows
     from pipeline.formats import decode_lines
     from tests.native.differential import python_codec
@@ -242,8 +245,9 @@ def _drop_python_crashes(lines: list[bytes], fmt: str, crashes: list[str]) -> li
         try:
             with python_codec():
                 table = decode_lines([line], fmt).table
-                stage = "encode to chat"
-                encode_rows(table, "chat")
+                for target in TARGETS:
+                    stage = f"encode to {target}"
+                    encode_rows(table, target)
             keep.append(line)
         except Exception as e:
             crashes.append(f"{type(e).__name__} ({stage}) on {line[:120]!r}... ({len(line)} bytes)")
@@ -289,7 +293,8 @@ def run(fmt: str, n_lines: int, seed: int, batch: int, failures: Path | None) ->
         done += len(lines)
     took = time.monotonic() - start
     print(f"fuzzed {done} {fmt} lines (seed {seed}) in {took:.1f} s: no difference; fallbacks {dict(counts)}")
-    print(f"Chat encoding: {ENCODED['native']} of {ENCODED['rows']} rows by the compiled encoder")
+    for target in TARGETS:
+        print(f"{target} encoding: {ENCODED[target]} of {ENCODED['rows']} rows by the compiled encoder")
     if python_crashes:
         print(f"{len(python_crashes)} lines made the Python decoder or encoder itself raise (skipped):")
         for crash in python_crashes[:5]:
