@@ -1,7 +1,8 @@
-"""encode_rows(table, "chat") of N synthetic Responses records: the compiled encoder vs the
+"""encode_rows(table, TARGET) of N synthetic SOURCE records: the compiled encoder vs the
 per-record encoders, in one run.
 
-    python benchmarks/bench_native_encode.py --n 20000
+    python benchmarks/bench_native_encode.py --n 20000                      # Responses -> Chat
+    python benchmarks/bench_native_encode.py --n 20000 --target anthropic   # Responses -> Anthropic
 
 Each contender runs in a fresh process. The records are decoded to the canonical table first (not
 timed); the time is the CPU seconds of the ``encode_rows`` call alone (one core: no encoder uses
@@ -23,36 +24,51 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_codec import ensure_input
+from pipeline import synth
 
 CONTENDERS = ("per-record", "native")
 
 
-def child(variant: str, path: Path) -> None:
+def source_input(workdir: Path, source: str, n: int, seed: int) -> Path:
+    """The synthetic JSON Lines file of ``n`` ``source`` records (written once, then reused)."""
+    if source == "responses":
+        return ensure_input(workdir, n, seed)
+    path = workdir / f"{source}-{n}-s{seed}.jsonl"
+    if not path.exists():
+        print(f"generating {n:,} synthetic {source} conversations -> {path}", file=sys.stderr)
+        tmp = path.with_suffix(".tmp")
+        synth.write_jsonl(tmp, source, n, seed, workers=2)
+        tmp.rename(path)
+    return path
+
+
+def child(variant: str, path: Path, source: str, target: str) -> None:
     """Encode ``path``'s table one way and print the figures as JSON (runs in its own process)."""
     from pipeline.formats import decode_lines
 
     with open(path, "rb") as f:
         lines = f.read().splitlines()
-    table = decode_lines(lines, "responses").table
+    table = decode_lines(lines, source).table
     from pipeline.encoders.encode_rows import encode_rows
 
-    encode_rows(table.slice(0, 10), "chat")  # one-time imports and caches
+    encode_rows(table.slice(0, 10), target)  # one-time imports and caches
     cpu, wall = time.process_time(), time.perf_counter()
-    enc = encode_rows(table, "chat")
+    enc = encode_rows(table, target)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     fast = sum(enc.native.to_pylist())
     print(json.dumps({"cpu": cpu, "wall": wall, "rows": table.num_rows, "fast": fast,
                       "losses": enc.losses.num_rows}))  # fmt: skip
 
 
-def run(variant: str, path: Path) -> dict:
+def run(variant: str, path: Path, source: str, target: str) -> dict:
     env = dict(os.environ)
     if variant == "per-record":
         env["CHATLAKE_NATIVE"] = "0"
     else:
         env.pop("CHATLAKE_NATIVE", None)
     out = subprocess.run(
-        [sys.executable, __file__, "--child", variant, "--input", str(path)],
+        [sys.executable, __file__, "--child", variant, "--input", str(path), "--source", source,
+         "--target", target],
         env=env,
         capture_output=True,
         text=True,
@@ -66,24 +82,26 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=20_000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--source", default="responses", choices=["responses", "chat"])
+    ap.add_argument("--target", default="chat", choices=["chat", "anthropic"])
     ap.add_argument("--workdir", type=Path, default=Path("bench-out"))
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--input", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child, args.input)
+        child(args.child, args.input, args.source, args.target)
         return
     from pipeline import codec
 
-    if codec.native_encoder("chat") is None:
-        raise SystemExit(f"the native encoder is not active: {codec.status().reason}")
+    if codec.native_encoder(args.target) is None:
+        raise SystemExit(f"no native encoder to {args.target} is active: {codec.status().reason}")
     args.workdir.mkdir(parents=True, exist_ok=True)
-    path = ensure_input(args.workdir, args.n, args.seed)
-    results = {v: run(v, path) for v in CONTENDERS}
+    path = source_input(args.workdir, args.source, args.n, args.seed)
+    results = {v: run(v, path, args.source, args.target) for v in CONTENDERS}
     py = f"{platform.python_implementation()} {platform.python_version()}, {platform.machine()}"
     print(
-        f"encode_rows(table, 'chat'), {args.n:,} synthetic Responses records decoded to a table, "
-        f"seed {args.seed}; {py}"
+        f"encode_rows(table, {args.target!r}), {args.n:,} synthetic {args.source} records decoded to a "
+        f"table, seed {args.seed}; {py}"
     )
     print()
     print("| contender | CPU s | rows/s | CPU vs per-record | rows on its fast path | losses |")

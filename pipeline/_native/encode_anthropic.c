@@ -32,6 +32,7 @@ typedef struct {
     int type;
     const char *text; /* B_TEXT: the text (in the table), len may shrink (trailing whitespace) */
     size_t len;
+    int in_scratch;   /* B_TEXT: the text is at scratch + off instead (a Chat message's refusal field) */
     size_t off, flen;       /* B_FRAG: its JSON in scratch */
     size_t path_off, path_len; /* source pointer of the block's text, in paths */
 } Blk;
@@ -59,11 +60,12 @@ typedef struct {
     Col source_format, record_kind, model, instr_form, items_form, tools, tool_choice, extra, nulls, null_names;
     Col instr_valid, instr_content, instr_blk_valid, instr_text;
     Col items, item_valid, section, group, type, native_type, role, id, call_id, name, namespace_, arguments,
-        input, status, phase, content_form, content, encrypted_content, signature, iextra, inulls, inull_names;
+        input, status, phase, content_form, content, encrypted_content, signature, iextra, inulls, inull_names, part;
     Col blk_valid, btype, btext, bann, blogp, bcache, bcit, bextra, bnulls, bnull_names;
     /* row state */
     int64_t r, start, end, loss0;
     int string_input;
+    int chat; /* the row is a Chat request (calls nested in their assistant message), else Responses */
     Blk *blk;
     int64_t nblk, capblk;
     Seg *seg;
@@ -72,7 +74,7 @@ typedef struct {
     int64_t nturn, capturn;
     int64_t *ix; /* scratch index lists (found calls, element lists) */
     int64_t nix, capix;
-    Buf scratch, paths, tmp, tmp2, p1, p2, p3;
+    Buf scratch, paths, tmp, tmp2, p1, p2, p3, kb;
     /* output */
     Buf out, out_off, native, loss_row, path, path_off, kind, kind_off, detail, detail_off;
     int64_t nloss;
@@ -175,12 +177,26 @@ static int same(const char *a, size_t an, const char *b, size_t bn) {
     return (a == NULL) == (b == NULL) && (!a || (an == bn && memcmp(a, b, an) == 0));
 }
 
-/* Ctx.item_ptr for Responses into b (reset first). */
+/* Ctx.message_ptr for Chat (/messages/G) into b; Responses: item_ptr. */
+static int message_ptr(A *e, Buf *b, int64_t i);
+
+/* Ctx.item_ptr into b (reset first): Responses /input/G (or /input for the string shorthand), Chat
+ * /messages/G, a call /messages/G/tool_calls/P. */
 static int item_ptr(A *e, Buf *b, int64_t i) {
     size_t n;
     const char *sec = col_str(&e->section, i, &n);
     if (!sec) return FALLBACK;
     b->len = 0;
+    if (e->chat) {
+        if (!str_eq(sec, n, "messages") || !col_valid(&e->group, i)) return FALLBACK;
+        puts_(&e->st, b, "/messages/");
+        put_i64(&e->st, b, col_i32(&e->group, i));
+        if (col_valid(&e->part, i)) {
+            puts_(&e->st, b, "/tool_calls/");
+            put_i64(&e->st, b, col_i32(&e->part, i));
+        }
+        return 0;
+    }
     if (e->string_input && str_eq(sec, n, "input")) {
         puts_(&e->st, b, "/input");
         return 0;
@@ -192,12 +208,23 @@ static int item_ptr(A *e, Buf *b, int64_t i) {
     return 0;
 }
 
-/* Ctx.content_ptr(i, k) for Responses (k < 0: the content itself). */
+static int message_ptr(A *e, Buf *b, int64_t i) {
+    if (!e->chat) return item_ptr(e, b, i);
+    size_t n;
+    const char *sec = col_str(&e->section, i, &n);
+    if (!str_eq(sec, n, "messages") || !col_valid(&e->group, i)) return FALLBACK;
+    b->len = 0;
+    puts_(&e->st, b, "/messages/");
+    put_i64(&e->st, b, col_i32(&e->group, i));
+    return 0;
+}
+
+/* Ctx.content_ptr(i, k) (k < 0: the content itself). */
 static int content_ptr(A *e, Buf *b, int64_t i, int64_t k) {
     if (item_ptr(e, b, i)) return FALLBACK;
     size_t tl, fl;
     const char *t = col_str(&e->type, i, &tl);
-    puts_(&e->st, b, ends_with(t, tl, "_output") ? "/output" : "/content");
+    puts_(&e->st, b, !e->chat && ends_with(t, tl, "_output") ? "/output" : "/content");
     const char *form = col_str(&e->content_form, i, &fl);
     if (k >= 0 && str_eq(form, fl, "parts")) {
         put(&e->st, b, "/", 1);
@@ -337,8 +364,8 @@ static int text_block(A *e, int64_t j, const Buf *path, const char *where, int *
     *made = 0;
     size_t tl;
     const char *t = col_str(&e->btype, j, &tl);
-    const char *back = str_eq(where, strlen(where), "assistant") ? "output_text" : "input_text";
-    int assistant = back[0] == 'o';
+    int assistant = str_eq(where, strlen(where), "assistant");
+    const char *back = e->chat ? "text" : assistant ? "output_text" : "input_text"; /* _text_type_back */
     Buf *p = &e->p3;
     if (str_eq(t, tl, "refusal")) {
         lose_s(e, path, "refusal", "a refusal became plain text (Anthropic has no refusal part)");
@@ -358,7 +385,7 @@ static int text_block(A *e, int64_t j, const Buf *path, const char *where, int *
     size_t al;
     const char *ann = col_str(&e->bann, j, &al);
     int ann_loss;
-    if (assistant && !str_eq(t, tl, "refusal")) ann_loss = !str_eq(ann, al, "[]");
+    if (!e->chat && assistant && !str_eq(t, tl, "refusal")) ann_loss = !str_eq(ann, al, "[]");
     else ann_loss = ann != NULL || has_null(&e->bnulls, &e->bnull_names, j, "annotations");
     if (ann_loss) {
         p->len = 0;
@@ -427,14 +454,40 @@ static int text_block(A *e, int64_t j, const Buf *path, const char *where, int *
 
 static const char *const IMAGE_MEDIA[] = {"image/jpeg", "image/png", "image/gif", "image/webp", NULL};
 
-/* to_anthropic._image_block for Responses: an input_image part as an image block (detail lost). */
+/* An image key with no slot in Anthropic: key (prefix + name) split at "/" into pointer tokens. */
+static void image_key_lost(A *e, const Buf *path, const char *prefix, const char *name, size_t nl) {
+    St *st = &e->st;
+    Buf *key = &e->kb, *p = &e->p3;
+    key->len = 0;
+    puts_(st, key, prefix);
+    put(st, key, name, nl);
+    p->len = 0;
+    put(st, p, path->p, path->len);
+    size_t a = 0; /* "/".join(pointer(p)[1:] for p in key.split("/")) */
+    for (size_t q = 0; q <= key->len; q++) {
+        if (q < key->len && key->p[q] != '/') continue;
+        put_ptr(st, p, key->p + a, q - a);
+        a = q + 1;
+    }
+    e->tmp.len = 0;
+    puts_(st, &e->tmp, "image '");
+    put(st, &e->tmp, key->p, key->len);
+    puts_(st, &e->tmp, "' has no slot in Anthropic");
+    lose_b(e, p, str_eq(key->p, key->len, "prompt_cache_breakpoint") ? "cache_control" : "image", &e->tmp);
+}
+
+/* to_anthropic._image_block: an input_image / image_url part as an image block (detail lost). */
 static int image_block(A *e, int64_t j, const Buf *path, int *made) {
     St *st = &e->st;
     *made = 0;
     yyjson_doc *doc;
     if (block_extra(e, j, &doc)) return FALLBACK;
     yyjson_val *root = doc ? yyjson_doc_get_root(doc) : NULL;
-    yyjson_val *url = root ? yyjson_obj_get(root, "image_url") : NULL;
+    yyjson_val *url = root ? yyjson_obj_get(root, "image_url") : NULL, *inner = NULL;
+    if (e->chat) { /* Chat nests it: {"image_url": {"url": ..., "detail": ...}} */
+        inner = url && yyjson_is_obj(url) ? url : NULL;
+        url = inner ? yyjson_obj_get(inner, "url") : NULL;
+    }
     /* image_source */
     size_t off = e->scratch.len;
     int ok = 0;
@@ -471,10 +524,23 @@ static int image_block(A *e, int64_t j, const Buf *path, int *made) {
         if (doc) yyjson_doc_free(doc);
         return 0;
     }
-    /* the keys with no slot: every one but image_url and an "auto" detail; a missing detail too */
+    /* the keys with no slot: Chat's every one but the url; Responses' every one but image_url and an
+       "auto" detail, and a missing detail (it comes back "auto") */
     Buf *p = &e->p3;
     int has_detail = 0;
-    if (root) {
+    if (e->chat) {
+        size_t idx, max;
+        yyjson_val *k, *v;
+        if (inner) {
+            yyjson_obj_foreach(inner, idx, max, k, v) {
+                if (!key_is(k, "url")) image_key_lost(e, path, "image_url/", yyjson_get_str(k), yyjson_get_len(k));
+            }
+        }
+        yyjson_obj_foreach(root, idx, max, k, v) {
+            if (!key_is(k, "image_url")) image_key_lost(e, path, "", yyjson_get_str(k), yyjson_get_len(k));
+        }
+        has_detail = 1;
+    } else if (root) {
         size_t idx, max;
         yyjson_val *k, *v;
         yyjson_obj_foreach(root, idx, max, k, v) {
@@ -483,21 +549,7 @@ static int image_block(A *e, int64_t j, const Buf *path, int *made) {
                 has_detail = 1;
                 if (is_str(v, "auto")) continue;
             }
-            const char *key = yyjson_get_str(k);
-            size_t kl = yyjson_get_len(k);
-            p->len = 0;
-            put(st, p, path->p, path->len);
-            size_t a = 0; /* "/".join(pointer(p)[1:] for p in key.split("/")) */
-            for (size_t q = 0; q <= kl; q++) {
-                if (q < kl && key[q] != '/') continue;
-                put_ptr(st, p, key + a, q - a);
-                a = q + 1;
-            }
-            e->tmp.len = 0;
-            puts_(st, &e->tmp, "image '");
-            put(st, &e->tmp, key, kl);
-            puts_(st, &e->tmp, "' has no slot in Anthropic");
-            lose_b(e, p, str_eq(key, kl, "prompt_cache_breakpoint") ? "cache_control" : "image", &e->tmp);
+            image_key_lost(e, path, "", yyjson_get_str(k), yyjson_get_len(k));
         }
     }
     if (!has_detail) {
@@ -673,13 +725,60 @@ static int message_seg(A *e, int64_t i, int64_t *out) {
     int64_t s = new_seg(e, S_TEXT, ar, i);
     if (s < 0) return FALLBACK;
     if (content_blocks(e, i, ROLE[ar], s)) return FALLBACK;
-    if (item_keys_lost(e, i, NULL)) return FALLBACK;
+    if (item_keys_lost(e, i, e->chat ? "refusal" : NULL)) return FALLBACK;
+    if (item_ptr(e, base, i)) return FALLBACK;
+    if (e->chat) { /* a Chat message's refusal field */
+        size_t n;
+        const char *x = col_str(&e->iextra, i, &n);
+        yyjson_doc *doc = x ? parse(x, n) : NULL;
+        if (x && !doc) return FALLBACK;
+        yyjson_val *refusal = doc ? yyjson_obj_get(yyjson_doc_get_root(doc), "refusal") : NULL;
+        if (refusal) {
+            Buf *p = &e->p3;
+            p->len = 0;
+            put(st, p, base->p, base->len);
+            puts_(st, p, "/refusal");
+            lose_s(e, p, "refusal", "the refusal field became plain text (or was empty)");
+            const char *rt = yyjson_is_str(refusal) ? yyjson_get_str(refusal) : NULL;
+            size_t rn = rt ? yyjson_get_len(refusal) : 0;
+            if (rt && !blank(rt, rn)) { /* a refusal message becomes a text message */
+                lose_s(e, base, "refusal", "the refusal text was added to the message content");
+                Blk *b = new_blk(e);
+                if (!b) {
+                    yyjson_doc_free(doc);
+                    return FALLBACK;
+                }
+                b->type = B_TEXT;
+                b->in_scratch = 1;
+                b->off = e->scratch.len;
+                put(st, &e->scratch, rt, rn);
+                b->len = rn;
+                b->path_off = e->paths.len;
+                put(st, &e->paths, p->p, p->len);
+                b->path_len = p->len;
+                e->seg[s].nb++;
+                e->seg[s].string = 0;
+            }
+        }
+        if (doc) yyjson_doc_free(doc);
+    }
     if (e->seg[s].nb) {
         *out = s;
         return 0;
     }
     e->nseg--; /* nothing Anthropic can hold */
-    if (item_ptr(e, base, i)) return FALLBACK;
+    if (e->chat && i + 1 < e->end && col_valid(&e->group, i + 1) && col_i32(&e->group, i + 1) == col_i32(&e->group, i)) {
+        size_t tl, fl;
+        const char *t = col_str(&e->type, i + 1, &tl);
+        if (is_call(t, tl)) { /* a call-only message comes back with null content */
+            const char *form = col_str(&e->content_form, i, &fl);
+            if (!str_eq(form, fl, "null") && !str_eq(form, fl, "string")) {
+                if (content_ptr(e, base, i, -1)) return FALLBACK;
+                lose_s(e, base, "content_form", "content without text comes back as null");
+            }
+            return 0;
+        }
+    }
     lose_s(e, base, "content_form", "a message with no text Anthropic can hold is dropped");
     return 0;
 }
@@ -689,7 +788,7 @@ static int tool_input(A *e, int64_t i) {
     St *st = &e->st;
     Buf *path = &e->p3;
     if (item_ptr(e, path, i)) return FALLBACK;
-    puts_(st, path, "/arguments");
+    puts_(st, path, e->chat ? "/function/arguments" : "/arguments");
     size_t n;
     const char *raw = col_str(&e->arguments, i, &n);
     if (!raw) {
@@ -720,6 +819,52 @@ static int tool_input(A *e, int64_t i) {
     return 0;
 }
 
+/* Ctx.lose_chat_call_keys(i, base, "tool_use") and the missing type tag (to_anthropic._call_keys_lost
+ * for Chat). */
+static int chat_call_keys_lost(A *e, int64_t i) {
+    St *st = &e->st;
+    Buf *base = &e->p1, *p = &e->p3;
+    if (item_ptr(e, base, i)) return FALLBACK;
+    size_t n, tl;
+    const char *t = col_str(&e->type, i, &tl);
+    const char *sub_key = str_eq(t, tl, "custom_tool_call") ? "custom" : "function";
+    const char *x = col_str(&e->iextra, i, &n);
+    if (x) {
+        yyjson_doc *doc = parse(x, n);
+        if (!doc) return FALLBACK;
+        yyjson_val *root = yyjson_doc_get_root(doc);
+        yyjson_val *sub = yyjson_is_obj(root) ? yyjson_obj_get(root, sub_key) : NULL;
+        if (!yyjson_is_obj(root) || (sub && !yyjson_is_obj(sub))) { /* Python iterates what is there */
+            yyjson_doc_free(doc);
+            return FALLBACK;
+        }
+        size_t idx, max;
+        yyjson_val *k, *v;
+        for (int pass = 0; pass < 2; pass++) {
+            yyjson_val *obj = pass ? root : sub;
+            if (!obj) continue;
+            yyjson_obj_foreach(obj, idx, max, k, v) {
+                if (pass && key_is(k, sub_key)) continue;
+                p->len = 0;
+                put(st, p, base->p, base->len);
+                if (!pass) put_ptr(st, p, sub_key, strlen(sub_key));
+                put_ptr(st, p, yyjson_get_str(k), yyjson_get_len(k));
+                e->tmp.len = 0;
+                puts_(st, &e->tmp, "'");
+                put(st, &e->tmp, yyjson_get_str(k), yyjson_get_len(k));
+                puts_(st, &e->tmp, "' has no slot in tool_use");
+                lose_b(e, p, "unknown_field", &e->tmp);
+            }
+        }
+        yyjson_doc_free(doc);
+    }
+    if (!col_valid(&e->native_type, i)) {
+        puts_(st, base, "/type");
+        lose_s(e, base, "content_form", "a tool call without type comes back with one");
+    }
+    return 0;
+}
+
 /* to_anthropic._call_seg (a call id is there: id-less calls fall back). */
 static int call_seg(A *e, int64_t i, int64_t *out) {
     St *st = &e->st;
@@ -737,7 +882,11 @@ static int call_seg(A *e, int64_t i, int64_t *out) {
     put_json_str(st, &e->scratch, name ? name : "", nl);
     puts_(st, &e->scratch, ",\"input\":");
     if (str_eq(t, tl, "custom_tool_call")) {
-        lose_s(e, base, "custom_tool", "a free-form call was wrapped as tool_use input {'input': text}");
+        /* in Chat the call changes kind inside tool_calls, where calls have no key to align on */
+        Buf *where = &e->p2;
+        if (message_ptr(e, where, i)) return FALLBACK;
+        if (e->chat) puts_(st, where, "/tool_calls");
+        lose_s(e, where, "custom_tool", "a free-form call was wrapped as tool_use input {'input': text}");
         size_t il;
         const char *in = col_str(&e->input, i, &il);
         puts_(st, &e->scratch, "{\"input\":");
@@ -751,7 +900,7 @@ static int call_seg(A *e, int64_t i, int64_t *out) {
         if (item_ptr(e, base, i)) return FALLBACK;
         lose_s(e, base, "name", "a call without a tool name was sent with name ''");
     }
-    if (item_keys_lost(e, i, "name")) return FALLBACK;
+    if (e->chat ? chat_call_keys_lost(e, i) : item_keys_lost(e, i, "name")) return FALLBACK;
     int64_t s = new_seg(e, S_CALL, R_ASSISTANT, i);
     if (s < 0) return FALLBACK;
     Blk *b = new_blk(e);
@@ -770,6 +919,9 @@ static int call_seg(A *e, int64_t i, int64_t *out) {
     return 0;
 }
 
+/* A text block's text (in the table, or in scratch). */
+static const char *blk_text(A *e, const Blk *b) { return b->in_scratch ? e->scratch.p + b->off : b->text; }
+
 /* Write blocks [b0, b0 + nb) as a JSON list's elements into b. */
 static void put_blocks(A *e, Buf *b, int64_t b0, int64_t nb, int first) {
     St *st = &e->st;
@@ -778,7 +930,7 @@ static void put_blocks(A *e, Buf *b, int64_t b0, int64_t nb, int first) {
         Blk *k = &e->blk[q];
         if (k->type == B_TEXT) {
             puts_(st, b, "{\"type\":\"text\",\"text\":");
-            put_json_str(st, b, k->text, k->len);
+            put_json_str(st, b, blk_text(e, k), k->len);
             put(st, b, "}", 1);
         } else {
             put(st, b, e->scratch.p + k->off, k->flen);
@@ -855,9 +1007,9 @@ static int result_seg(A *e, int64_t i, int64_t *out) {
         }
         e->nblk = b0;
     } else {
-        /* a JSON value output sits in the item's extra_json */
+        /* a JSON value output sits in the item's extra_json (Responses) */
         size_t n;
-        const char *x = col_str(&e->iextra, i, &n);
+        const char *x = e->chat ? NULL : col_str(&e->iextra, i, &n);
         yyjson_doc *doc = x ? parse(x, n) : NULL;
         if (x && !doc) return FALLBACK;
         yyjson_val *v = doc ? yyjson_obj_get(yyjson_doc_get_root(doc), "output") : NULL;
@@ -1094,7 +1246,7 @@ static int strip_final(A *e) {
         if (!s->nb) return 0;
         Blk *b = &e->blk[s->b0 + s->nb - 1];
         if (b->type != B_TEXT) return 0;
-        size_t n = rstrip_len(b->text, b->len);
+        size_t n = rstrip_len(blk_text(e, b), b->len);
         if (n == b->len) return 0;
         p->len = 0;
         put(&e->st, p, e->paths.p + b->path_off, b->path_len);
@@ -1119,20 +1271,45 @@ static int strip_final(A *e) {
 }
 
 /* to_anthropic._vanished (Responses: only whole messages, none has tool_calls). */
+/* Is a segment left in the turns (a call, with calls_only) whose source message is at p? -1: fall back. */
+static int ptr_kept(A *e, const Buf *p, int calls_only) {
+    Buf *p2 = &e->p2;
+    for (int64_t o = 0; o < e->nseg; o++) {
+        if (!e->seg[o].alive || (calls_only && e->seg[o].kind != S_CALL)) continue;
+        if (message_ptr(e, p2, e->seg[o].i)) return -1;
+        if (p2->len == p->len && memcmp(p2->p, p->p, p->len) == 0) return 1;
+    }
+    return 0;
+}
+
 static int vanished(A *e) {
     for (int64_t k = 0; k < e->nturn; k++)
         for (int64_t q = 0; q < e->turn[k].n; q++) e->seg[e->turn[k].s[q]].alive = 1;
-    Buf *p = &e->p1, *p2 = &e->p2;
+    Buf *p = &e->p1, *p3 = &e->p3;
+    if (e->chat) { /* a kept message whose every call was dropped has lost its tool_calls key */
+        for (int64_t s = 0; s < e->nseg; s++) {
+            if (e->seg[s].kind != S_CALL) continue;
+            if (message_ptr(e, p, e->seg[s].i)) return FALLBACK;
+            int first = 1; /* each message once, in source order */
+            for (int64_t o = 0; o < s && first; o++) {
+                if (e->seg[o].kind != S_CALL) continue;
+                if (message_ptr(e, p3, e->seg[o].i)) return FALLBACK;
+                first = !(p3->len == p->len && memcmp(p3->p, p->p, p->len) == 0);
+            }
+            if (!first) continue;
+            int with_calls = ptr_kept(e, p, 1), kept = ptr_kept(e, p, 0);
+            if (with_calls < 0 || kept < 0) return FALLBACK;
+            if (with_calls || !kept) continue;
+            puts_(&e->st, p, "/tool_calls");
+            lose_s(e, p, "unanswered_call", "none of its calls is left");
+        }
+    }
     static const char *const kinds[] = {"content_form", "unanswered_call", "orphan_output"};
     for (int64_t s = 0; s < e->nseg; s++) {
         if (e->seg[s].alive) continue;
-        if (item_ptr(e, p, e->seg[s].i)) return FALLBACK;
-        int kept = 0; /* another segment of the same source element (the string input) is left */
-        for (int64_t o = 0; o < e->nseg && !kept; o++) {
-            if (!e->seg[o].alive) continue;
-            if (item_ptr(e, p2, e->seg[o].i)) return FALLBACK;
-            kept = p2->len == p->len && memcmp(p2->p, p->p, p->len) == 0;
-        }
+        if (message_ptr(e, p, e->seg[s].i)) return FALLBACK;
+        int kept = ptr_kept(e, p, 0); /* another segment of the same source message is left */
+        if (kept < 0) return FALLBACK;
         if (kept || has_loss_at(e, p->p, p->len, e->loss0)) continue;
         lose_s(e, p, kinds[e->seg[s].kind], "nothing of this message is left");
     }
@@ -1147,6 +1324,7 @@ static int shape_losses(A *e, Seg *s, int as_string) {
         if (content_ptr(e, p, i, -1)) return FALLBACK;
         lose_s(e, p, "content_form", "string content became a block in a list");
     }
+    if (e->chat) return 0;
     if (item_ptr(e, p, i)) return FALLBACK;
     size_t nl;
     const char *nt = col_str(&e->native_type, i, &nl);
@@ -1170,10 +1348,16 @@ static int render(A *e, Turn *t, Buf *out) {
     Buf *pa = &e->p2, *pb = &e->p3;
     for (int64_t q = 0; q + 1 < t->n; q++) {
         Seg *a = &e->seg[t->s[q]], *b = &e->seg[t->s[q + 1]];
-        if (item_ptr(e, pa, a->i) || item_ptr(e, pb, b->i)) return FALLBACK;
+        if (message_ptr(e, pa, a->i) || message_ptr(e, pb, b->i)) return FALLBACK;
         if (pa->len == pb->len && memcmp(pa->p, pb->p, pa->len) == 0) continue;
         if (a->kind == S_TEXT && b->kind == S_TEXT) {
             lose_s(e, pb, "message_merge", "joined the previous message of the same role");
+            lose_s(e, pa, "message_merge", "the next message's text joined this one");
+        } else if (e->chat && b->kind == S_CALL && (a->kind == S_TEXT || a->kind == S_CALL)) {
+            lose_s(e, pb, "message_merge", "its calls joined the previous assistant message");
+            lose_s(e, pa, "message_merge", "the next message's calls joined this one");
+        } else if (e->chat && a->kind == S_CALL && b->kind == S_TEXT) { /* one message: text + calls */
+            lose_s(e, pb, "message_merge", "its text joined the previous message's calls");
             lose_s(e, pa, "message_merge", "the next message's text joined this one");
         }
     }
@@ -1186,7 +1370,7 @@ static int render(A *e, Turn *t, Buf *out) {
     puts_(st, out, "\",\"content\":");
     if (as_string) {
         Blk *b = &e->blk[s0->b0];
-        put_json_str(st, out, b->text, b->len);
+        put_json_str(st, out, blk_text(e, b), b->len);
     } else {
         put(st, out, "[", 1);
         int first = 1;
@@ -1275,7 +1459,10 @@ static int ambiguous(A *e) {
     buf->len = 0;
     int64_t m = 0;
     for (int64_t i = e->start; i < e->end; i++) {
-        if (item_ptr(e, p, i)) {
+        size_t ctl;
+        const char *ct = col_str(&e->type, i, &ctl);
+        if (e->chat && is_call(ct, ctl)) continue; /* Chat calls: their tool_calls list, below */
+        if (message_ptr(e, p, i)) {
             rc = FALLBACK;
             goto out;
         }
@@ -1336,6 +1523,54 @@ static int ambiguous(A *e) {
             goto out;
         }
     }
+    /* Chat: each message's tool_calls list (calls of one message are contiguous items) */
+    for (int64_t i = e->start; e->chat && i < e->end;) {
+        size_t tl;
+        const char *t = col_str(&e->type, i, &tl);
+        if (!is_call(t, tl)) {
+            i++;
+            continue;
+        }
+        int64_t z = i;
+        while (z < e->end && (t = col_str(&e->type, z, &tl), is_call(t, tl)) &&
+               col_i32(&e->group, z) == col_i32(&e->group, i))
+            z++;
+        for (int64_t q = z; q < e->end; q++) { /* the same message's calls further on: not modelled */
+            t = col_str(&e->type, q, &tl);
+            if (is_call(t, tl) && col_i32(&e->group, q) == col_i32(&e->group, i)) {
+                rc = FALLBACK;
+                goto out;
+            }
+        }
+        if (z - i > cap) {
+            Elem *q = (Elem *)realloc(el, (size_t)(z - i) * sizeof(Elem));
+            if (!q) {
+                e->st.oom = 1;
+                rc = FALLBACK;
+                goto out;
+            }
+            el = q;
+            cap = z - i;
+        }
+        buf->len = 0;
+        for (int64_t q = i; q < z; q++) {
+            if (item_ptr(e, p, q)) {
+                rc = FALLBACK;
+                goto out;
+            }
+            Elem *x = &el[q - i];
+            memset(x, 0, sizeof *x);
+            x->off = buf->len;
+            x->len = p->len;
+            put(&e->st, buf, p->p, p->len);
+            x->kind = "call", x->kind_len = 4;
+        }
+        if (e->st.oom || ambiguous_list(e, el, z - i, buf, above_end)) {
+            rc = FALLBACK;
+            goto out;
+        }
+        i = z;
+    }
 out:
     free(el);
     return rc;
@@ -1355,13 +1590,21 @@ static int put_name(A *e, Buf *b, yyjson_val *v) {
     return 0;
 }
 
-/* to_anthropic._function_tool for Responses (fn is the tool itself). */
-static int function_tool(A *e, yyjson_val *fn, const Buf *path, Buf *b) {
+/* to_anthropic._function_tool (Responses: fn is the tool itself; Chat: its "function" object). */
+static int function_tool(A *e, yyjson_val *tool, const Buf *tpath, Buf *b) {
     St *st = &e->st;
-    Buf *p = &e->p3;
+    Buf *p = &e->p3, *path = &e->kb;
+    yyjson_val *fn = tool;
+    path->len = 0;
+    put(st, path, tpath->p, tpath->len);
+    if (e->chat) {
+        fn = yyjson_obj_get(tool, "function");
+        if (fn && !yyjson_is_obj(fn)) fn = NULL; /* read as {} */
+        puts_(st, path, "/function");
+    }
     puts_(st, b, "{\"name\":");
-    if (put_name(e, b, yyjson_obj_get(fn, "name"))) return FALLBACK;
-    yyjson_val *d = yyjson_obj_get(fn, "description");
+    if (put_name(e, b, fn ? yyjson_obj_get(fn, "name") : NULL)) return FALLBACK;
+    yyjson_val *d = fn ? yyjson_obj_get(fn, "description") : NULL;
     if (d && yyjson_is_str(d)) {
         puts_(st, b, ",\"description\":");
         put_value(st, b, d);
@@ -1372,7 +1615,7 @@ static int function_tool(A *e, yyjson_val *fn, const Buf *path, Buf *b) {
         lose_s(e, p, "tools", "a non-string description has no slot in Anthropic");
     }
     puts_(st, b, ",\"input_schema\":");
-    yyjson_val *params = yyjson_obj_get(fn, "parameters");
+    yyjson_val *params = fn ? yyjson_obj_get(fn, "parameters") : NULL;
     if (params && yyjson_is_obj(params)) {
         put_value(st, b, params);
     } else {
@@ -1382,27 +1625,34 @@ static int function_tool(A *e, yyjson_val *fn, const Buf *path, Buf *b) {
         puts_(st, p, "/parameters");
         lose_s(e, p, "tools", "missing parameters became an empty object schema");
     }
-    yyjson_val *strict = yyjson_obj_get(fn, "strict");
+    yyjson_val *strict = fn ? yyjson_obj_get(fn, "strict") : NULL;
     if (strict && yyjson_is_bool(strict)) puts_(st, b, yyjson_get_bool(strict) ? ",\"strict\":true" : ",\"strict\":false");
-    if (!strict || !yyjson_is_null(strict)) { /* Responses tools come back with strict null */
+    /* the way back writes Responses tools with strict null, Chat tools without strict */
+    if (e->chat ? strict != NULL : (!strict || !yyjson_is_null(strict))) {
         p->len = 0;
         put(st, p, path->p, path->len);
         puts_(st, p, "/strict");
         lose_s(e, p, "tools", "strict is not restored from Anthropic tools");
     }
     static const char *const known[] = {"name", "description", "parameters", "strict", "type", NULL};
+    static const char *const chat_known[] = {"type", "function", NULL};
     size_t idx, max;
     yyjson_val *k, *v;
-    yyjson_obj_foreach(fn, idx, max, k, v) {
-        if (key_in(k, known)) continue;
-        p->len = 0;
-        put(st, p, path->p, path->len);
-        put_ptr(st, p, yyjson_get_str(k), yyjson_get_len(k));
-        e->tmp.len = 0;
-        puts_(st, &e->tmp, "tool '");
-        put(st, &e->tmp, yyjson_get_str(k), yyjson_get_len(k));
-        puts_(st, &e->tmp, "' has no slot in Anthropic");
-        lose_b(e, p, "tools", &e->tmp);
+    for (int pass = 0; pass < 2; pass++) { /* the function's keys, then (Chat) the tool's */
+        yyjson_val *obj = pass ? (e->chat ? tool : NULL) : fn;
+        if (!obj) continue;
+        yyjson_obj_foreach(obj, idx, max, k, v) {
+            if (key_in(k, pass ? chat_known : known)) continue;
+            p->len = 0;
+            if (pass) put(st, p, tpath->p, tpath->len);
+            else put(st, p, path->p, path->len);
+            put_ptr(st, p, yyjson_get_str(k), yyjson_get_len(k));
+            e->tmp.len = 0;
+            puts_(st, &e->tmp, "tool '");
+            put(st, &e->tmp, yyjson_get_str(k), yyjson_get_len(k));
+            puts_(st, &e->tmp, "' has no slot in Anthropic");
+            lose_b(e, p, "tools", &e->tmp);
+        }
     }
     put(st, b, "}", 1);
     return 0;
@@ -1439,15 +1689,17 @@ static int tools_json(A *e, Buf *out) {
                     break;
                 }
             } else if (is_str(t, "custom")) {
+                yyjson_val *spec = e->chat ? yyjson_obj_get(tool, "custom") : tool;
+                if (spec && !yyjson_is_obj(spec)) spec = NULL; /* read as {} */
                 if (count++) put(st, b, ",", 1);
                 puts_(st, b, "{\"name\":");
-                if (put_name(e, b, yyjson_obj_get(tool, "name"))) {
+                if (put_name(e, b, spec ? yyjson_obj_get(spec, "name") : NULL)) {
                     rc = FALLBACK;
                     break;
                 }
                 puts_(st, b, ",\"input_schema\":");
                 puts_(st, b, CUSTOM_SCHEMA);
-                yyjson_val *d = yyjson_obj_get(tool, "description");
+                yyjson_val *d = spec ? yyjson_obj_get(spec, "description") : NULL;
                 if (d && yyjson_is_str(d)) {
                     puts_(st, b, ",\"description\":");
                     put_value(st, b, d);
@@ -1501,14 +1753,23 @@ static int tool_choice_json(A *e, Buf *out) {
         puts_(st, out, simple);
         puts_(st, out, "\"}");
     } else {
-        yyjson_val *name = yyjson_is_obj(raw) ? yyjson_obj_get(raw, "name") : NULL;
-        int ok = yyjson_is_obj(raw) && is_str(yyjson_obj_get(raw, "type"), "function") && name && yyjson_is_str(name);
+        /* Responses keeps the name flat on the choice; Chat in its "function" object */
+        yyjson_val *inner = yyjson_is_obj(raw) && e->chat ? yyjson_obj_get(raw, "function") : raw;
+        yyjson_val *name = yyjson_is_obj(inner) ? yyjson_obj_get(inner, "name") : NULL;
+        int ok = yyjson_is_obj(raw) && is_str(yyjson_obj_get(raw, "type"), "function") && yyjson_is_obj(inner) && name &&
+                 yyjson_is_str(name);
         if (ok) {
             static const char *const keep[] = {"type", "name", NULL};
+            static const char *const chat_keep[] = {"type", "function", NULL};
             size_t idx, max;
             yyjson_val *k, *v;
             yyjson_obj_foreach(raw, idx, max, k, v) {
-                if (!key_in(k, keep)) ok = 0;
+                if (!key_in(k, e->chat ? chat_keep : keep)) ok = 0;
+            }
+            if (e->chat) {
+                yyjson_obj_foreach(inner, idx, max, k, v) {
+                    if (!key_in(k, keep)) ok = 0;
+                }
             }
         }
         if (ok) {
@@ -1577,11 +1838,11 @@ static int system_json(A *e, int64_t lead_end, Buf *sys) {
             strings++;
         }
     }
-    int any = 0;
+    int64_t any = 0;
+    for (int64_t i = e->start; i < lead_end; i++) any += is_leading(e, i, lead_end);
     Buf *base = &e->p1;
     for (int64_t i = e->start; i < lead_end; i++) {
         if (!is_leading(e, i, lead_end)) continue;
-        any = 1;
         size_t rl;
         const char *role = col_str(&e->role, i, &rl);
         if (str_eq(role, rl, "developer")) {
@@ -1593,12 +1854,15 @@ static int system_json(A *e, int64_t lead_end, Buf *sys) {
         if (content_blocks(e, i, "system", s)) return FALLBACK;
         if (item_keys_lost(e, i, NULL)) return FALLBACK;
         if (item_ptr(e, base, i)) return FALLBACK;
-        lose_s(e, base, "instruction_position", "a leading message became top-level system");
+        if (!e->chat) /* the way back makes it the instructions */
+            lose_s(e, base, "instruction_position", "a leading message became top-level system");
+        else if (any > 1)
+            lose_s(e, base, "message_merge", "leading system messages became one system prompt");
         if (!e->seg[s].nb) lose_s(e, base, "empty_text", "a system message with no text is dropped");
         if (e->seg[s].string) strings += e->seg[s].nb;
         e->nseg--; /* its blocks stay as pieces */
     }
-    if (any) {
+    if (any && !e->chat) {
         key->len = 0;
         puts_(st, key, "/instructions");
         lose_s(e, key, "instruction_position", "leading messages joined the instructions");
@@ -1608,7 +1872,7 @@ static int system_json(A *e, int64_t lead_end, Buf *sys) {
     if (!n) return 0;
     puts_(st, sys, "\"system\":");
     if (n == 1 && strings == 1) {
-        put_json_str(st, sys, e->blk[b0].text, e->blk[b0].len);
+        put_json_str(st, sys, blk_text(e, &e->blk[b0]), e->blk[b0].len);
     } else {
         put(st, sys, "[", 1);
         put_blocks(e, sys, b0, n, 1);
@@ -1619,36 +1883,91 @@ static int system_json(A *e, int64_t lead_end, Buf *sys) {
     return 0;
 }
 
-/* to_anthropic._max_tokens and the top-level keys: returns the max_tokens value (4096: default). */
+/* The source's keys for the output token limit, in order of preference (to_anthropic.TOKEN_KEYS). */
+static const char *const *token_keys(A *e) {
+    static const char *const responses[] = {"max_output_tokens", NULL};
+    static const char *const chat[] = {"max_completion_tokens", "max_tokens", NULL};
+    return e->chat ? chat : responses;
+}
+
+/* to_anthropic._max_tokens: the top-level extra keys parsed (*doc) and the max_tokens value. */
 static int top_fields(A *e, int64_t *max_tokens, yyjson_doc **doc) {
+    St *st = &e->st;
     size_t n;
     const char *x = col_str(&e->extra, e->r, &n);
+    const char *const *keys = token_keys(e);
     *doc = NULL;
     *max_tokens = 4096;
     int found = 0;
     if (x) {
         *doc = parse(x, n);
         if (!*doc || !yyjson_is_obj(yyjson_doc_get_root(*doc))) return FALLBACK;
-        yyjson_val *v = yyjson_obj_get(yyjson_doc_get_root(*doc), "max_output_tokens");
-        if (v) {
-            found = 1;
-            int ok = 0;
-            if (yyjson_is_raw(v)) { /* an integer >= 1 (canonical: at most 18 digits) */
-                const char *s = yyjson_get_raw(v);
-                size_t m = yyjson_get_len(v);
-                ok = m && s[0] >= '1' && s[0] <= '9' && !memchr(s, '.', m);
-                if (ok) {
-                    int64_t t = 0;
-                    for (size_t q = 0; q < m; q++) t = t * 10 + (s[q] - '0');
-                    *max_tokens = t;
-                }
+    }
+    Buf *p = &e->p1;
+    for (int q = 0; x && keys[q]; q++) {
+        yyjson_val *v = yyjson_obj_get(yyjson_doc_get_root(*doc), keys[q]);
+        if (!v) continue;
+        int ok = 0;
+        if (!found && yyjson_is_raw(v)) { /* an integer >= 1 (canonical: at most 18 digits) */
+            const char *s = yyjson_get_raw(v);
+            size_t m = yyjson_get_len(v);
+            ok = m && s[0] >= '1' && s[0] <= '9' && !memchr(s, '.', m);
+            if (ok) {
+                int64_t t = 0;
+                for (size_t c = 0; c < m; c++) t = t * 10 + (s[c] - '0');
+                *max_tokens = t;
+                found = 1;
             }
-            if (!ok) lose_c(e, "/max_output_tokens", "request_field", "'max_output_tokens' not used for Anthropic max_tokens");
-            found = ok;
+        }
+        p->len = 0;
+        put_ptr(st, p, keys[q], strlen(keys[q]));
+        e->tmp.len = 0;
+        put(st, &e->tmp, "'", 1);
+        puts_(st, &e->tmp, keys[q]);
+        if (ok && q) {
+            puts_(st, &e->tmp, "' comes back as '");
+            puts_(st, &e->tmp, keys[0]);
+            puts_(st, &e->tmp, "'");
+            lose_b(e, p, "request_field", &e->tmp);
+            p->len = 0;
+            put_ptr(st, p, keys[0], strlen(keys[0]));
+            e->tmp.len = 0;
+            put(st, &e->tmp, "'", 1);
+            puts_(st, &e->tmp, keys[0]);
+            puts_(st, &e->tmp, "' comes back instead of '");
+            puts_(st, &e->tmp, keys[q]);
+            puts_(st, &e->tmp, "'");
+            lose_b(e, p, "request_field", &e->tmp);
+        } else if (!ok) {
+            puts_(st, &e->tmp, "' not used for Anthropic max_tokens");
+            lose_b(e, p, "request_field", &e->tmp);
         }
     }
-    if (!found) lose_c(e, "/max_output_tokens", "filled_default", "no token limit; max_tokens 4096 was set");
+    if (!found) {
+        p->len = 0;
+        put_ptr(st, p, keys[0], strlen(keys[0]));
+        lose_s(e, p, "filled_default", "no token limit; max_tokens 4096 was set");
+    }
     return 0;
+}
+
+/* to_anthropic._stop_sequences: a Chat stop value Anthropic keeps (written to out), or 0. */
+static int stop_sequences(A *e, yyjson_val *v, Buf *out) {
+    if (yyjson_is_str(v)) {
+        puts_(&e->st, out, ",\"stop_sequences\":[");
+        put_value(&e->st, out, v);
+        put(&e->st, out, "]", 1);
+        return 1;
+    }
+    if (!yyjson_is_arr(v) || !yyjson_arr_size(v)) return 0;
+    size_t idx, max;
+    yyjson_val *x;
+    yyjson_arr_foreach(v, idx, max, x) {
+        if (!yyjson_is_str(x)) return 0;
+    }
+    puts_(&e->st, out, ",\"stop_sequences\":");
+    put_value(&e->st, out, v);
+    return 1;
 }
 
 static int encode_row(A *e) {
@@ -1656,13 +1975,15 @@ static int encode_row(A *e) {
     int64_t r = e->r;
     size_t n, fl;
     const char *sf = col_str(&e->source_format, r, &n);
-    if (!str_eq(sf, n, "responses")) return FALLBACK;
+    e->chat = str_eq(sf, n, "chat");
+    if (!e->chat && !str_eq(sf, n, "responses")) return FALLBACK;
     const char *rk = col_str(&e->record_kind, r, &n);
     if (!str_eq(rk, n, "request")) return FALLBACK;
     const char *form = col_str(&e->instr_form, r, &fl);
-    if (!(str_eq(form, fl, "absent") || str_eq(form, fl, "null") || str_eq(form, fl, "string"))) return FALLBACK;
+    if (!(str_eq(form, fl, "absent") || (!e->chat && (str_eq(form, fl, "null") || str_eq(form, fl, "string")))))
+        return FALLBACK;
     const char *items_form = col_str(&e->items_form, r, &n);
-    e->string_input = str_eq(items_form, n, "string");
+    e->string_input = !e->chat && str_eq(items_form, n, "string");
     if (!e->string_input && !str_eq(items_form, n, "parts")) return FALLBACK;
     col_list(&e->items, r, &e->start, &e->end);
     for (int64_t i = e->start; i < e->end; i++) {
@@ -1690,8 +2011,12 @@ static int encode_row(A *e) {
         } else if (is_output(t, tl)) {
             size_t rl;
             const char *role = col_str(&e->role, i, &rl);
-            if (str_eq(role, rl, "function")) goto done; /* a legacy function result: not Responses */
-            if (result_seg(e, i, &s)) goto done;
+            if (str_eq(role, rl, "function")) { /* a legacy Chat function result */
+                if (item_ptr(e, &e->p1, i)) goto done;
+                lose_s(e, &e->p1, "orphan_output", "a legacy function result has no call id to pair");
+            } else if (result_seg(e, i, &s)) {
+                goto done;
+            }
         } else if (dropped(e, i)) {
             goto done;
         }
@@ -1767,7 +2092,11 @@ static int encode_row(A *e) {
         size_t idx, max;
         yyjson_val *k, *v;
         yyjson_obj_foreach(yyjson_doc_get_root(doc), idx, max, k, v) {
-            if (key_is(k, "max_output_tokens")) continue;
+            if (key_in(k, token_keys(e))) continue;
+            if (e->chat && key_is(k, "stop") && stop_sequences(e, v, out)) {
+                lose_c(e, "/stop", "request_field", "kept as stop_sequences, which does not map back to Chat");
+                continue;
+            }
             e->p1.len = 0;
             put_ptr(st, &e->p1, yyjson_get_str(k), yyjson_get_len(k));
             e->tmp.len = 0;
@@ -1822,7 +2151,8 @@ static int bind_all(A *e, struct ArrowArray *a, struct ArrowSchema *s) {
                    &e->encrypted_content, &e->signature, &e->iextra};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (bind(ia, is, names[k], "u", b2, cols[k], NULL, NULL)) return -1;
-    if (bind(ia, is, "group", "i", b2, &e->group, NULL, NULL) || bind_names(ia, is, b2, &e->inulls, &e->inull_names))
+    if (bind(ia, is, "group", "i", b2, &e->group, NULL, NULL) || bind(ia, is, "part", "i", b2, &e->part, NULL, NULL) ||
+        bind_names(ia, is, b2, &e->inulls, &e->inull_names))
         return -1;
     if (bind(ia, is, "content", "+l", b2, &e->content, &lc, &lcs)) return -1;
     if (list_struct(lc, lcs, &e->blk_valid, &sa, &ss)) return -1;
@@ -1831,7 +2161,7 @@ static int bind_all(A *e, struct ArrowArray *a, struct ArrowSchema *s) {
 }
 
 static void enc_free(A *e) {
-    Buf *bufs[] = {&e->scratch, &e->paths, &e->tmp, &e->tmp2, &e->p1, &e->p2, &e->p3, &e->out, &e->out_off,
+    Buf *bufs[] = {&e->scratch, &e->paths, &e->tmp, &e->tmp2, &e->p1, &e->p2, &e->p3, &e->kb, &e->out, &e->out_off,
                    &e->native, &e->loss_row, &e->path, &e->path_off, &e->kind, &e->kind_off, &e->detail,
                    &e->detail_off};
     for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++) free(bufs[k]->p);

@@ -174,7 +174,7 @@ def encode_rows(table: pa.Table, target: str) -> EncodedRows:
     fast = np.zeros(n, bool)
     module = codec.native_encoder(target) if n else None
     parts: list[tuple[np.ndarray, pa.Array, pa.Array, pa.Table]] = []
-    if module is not None and _any_responses_request(table):
+    if module is not None and _any_native_row(table, target):
         cleaned, edited, not_plain = _edited_losses(table)
         records, losses, fast = _native(getattr(module, codec.NATIVE_ENCODERS[target]), cleaned)
         fast[not_plain] = False
@@ -207,11 +207,16 @@ def encode_rows(table: pa.Table, target: str) -> EncodedRows:
     return EncodedRows(records, errors, losses, pa.array(fast))
 
 
-def _any_responses_request(table: pa.Table) -> bool:
+# The source formats each compiled encoder takes request bodies of (the rest go per-record whole).
+NATIVE_SOURCES = {"chat": ("responses",), "anthropic": ("responses", "chat")}
+
+
+def _any_native_row(table: pa.Table, target: str) -> bool:
     """Does the batch hold a row the compiled encoder takes? (Else it is not worth finding the
     edited items twice: ``convert_table`` does that for its rows.)"""
+    sources = pa.array(NATIVE_SOURCES[target])
     rows = pc.and_(
-        pc.equal(table.column("source_format"), "responses"), pc.equal(table.column("record_kind"), "request")
+        pc.is_in(table.column("source_format"), sources), pc.equal(table.column("record_kind"), "request")
     )
     return bool(pc.any(rows).as_py())
 
@@ -236,9 +241,10 @@ def _native(
 
 
 def item_pointer() -> pl.Expr:
-    """An item's pointer in its Responses source record (``Ctx.item_ptr`` for Responses), as an
-    expression over the row's ``items_form`` and the item's ``section`` and ``group``. Null when
-    ``section`` is null, or ``group`` is null outside the string shorthand.
+    """An item's pointer in its Responses or Chat source record (``Ctx.item_ptr``), as an
+    expression over the row's ``items_form`` and the item's ``section``, ``group`` and ``part`` (a
+    Chat tool call's index in its message's ``tool_calls``). Null when ``section`` is null, or
+    ``group`` is null outside the string shorthand.
 
     ==========  =======  =====  ==========
     items_form  section  group  pointer
@@ -246,14 +252,19 @@ def item_pointer() -> pl.Expr:
     string      input    0      /input
     parts       input    3      /input/3
     parts       output   1      /output/1
+    parts       messages 2      /messages/2 (+ /tool_calls/P for a Chat call)
     ==========  =======  =====  ==========
     """
-    items_form, section, group = pl.col("items_form"), pl.col("section"), pl.col("group")
-    # section names are fixed ("input", "output"): nothing in them for a JSON pointer to escape
+    items_form, section = pl.col("items_form"), pl.col("section")
+    group, part = pl.col("group"), pl.col("part")
+    # section names are fixed ("input", "output", "messages"): nothing for a JSON pointer to escape
+    base = pl.concat_str(pl.lit("/"), section, pl.lit("/"), group.cast(pl.String))
     return (
         pl.when((items_form == "string") & (section == "input"))
         .then(pl.lit("/input"))
-        .otherwise(pl.concat_str(pl.lit("/"), section, pl.lit("/"), group.cast(pl.String)))
+        .when(part.is_not_null())
+        .then(pl.concat_str(base, pl.lit("/tool_calls/"), part.cast(pl.String)))
+        .otherwise(base)
     )
 
 
@@ -296,7 +307,7 @@ def _edited_losses(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
                 "row": parent,
                 "idx": where,
                 "items_form": table.column("items_form").chunk(0).take(parent),
-                **{f: flat.field(f).take(where) for f in ("section", "group", *STATE_FIELDS)},
+                **{f: flat.field(f).take(where) for f in ("section", "group", "part", *STATE_FIELDS)},
             }
         )
     )

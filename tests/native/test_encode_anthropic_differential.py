@@ -1,5 +1,5 @@
-"""The compiled Responses -> Anthropic encoder (``pipeline._native.encode_anthropic``) against the
-per-record encoder it must equal byte for byte: same JSON text, errors, losses in order, refusals
+"""The compiled Responses / Chat -> Anthropic encoder (``pipeline._native.encode_anthropic``) against
+the per-record encoder it must equal byte for byte: same JSON text, errors, losses in order, refusals
 under each loss policy (:func:`tests.native.encode_diff.compare_encode`), on every source of records.
 
 Each test also bounds how many rows went to the per-record encoder, so a native encoder that
@@ -39,6 +39,14 @@ PER_RECORD_CASES = {
 }
 
 
+# The hand-written Chat cases left to the per-record encoder, and why.
+PER_RECORD_CHAT_CASES = {
+    "completion_object",  # response objects are response_objects.py's
+    "provider_extras_and_legacy_function",  # a tool message without tool_call_id (paired by position)
+    "tool_calls_and_tool_messages_without_ids",  # ids generated and paired by position (call_ids.py)
+}
+
+
 def _share(table: pa.Table) -> float:
     flags = compare_encode(table, "anthropic").native.to_pylist()
     return sum(flags) / len(flags)
@@ -50,20 +58,28 @@ def test_hand_written_responses_cases() -> None:
     assert {name for (name, _), f in zip(RESPONSES, flags, strict=True) if not f} == PER_RECORD_CASES
 
 
+def test_hand_written_chat_cases() -> None:
+    table = decode_records([rec for _, rec in CASES["chat"]], "chat").table
+    flags = compare_encode(table, "anthropic").native.to_pylist()
+    assert {name for (name, _), f in zip(CASES["chat"], flags, strict=True) if not f} == PER_RECORD_CHAT_CASES
+
+
 def test_every_format_mixed_in_one_batch() -> None:
-    """Chat and Anthropic rows go to the per-record encoder; the Responses rows among them do not."""
+    """Anthropic and dataset rows go to the per-record encoder; the Responses and Chat rows among
+    them do not."""
     tables = [decode_records([rec for _, rec in CASES[fmt]], fmt).table for fmt in sorted(CASES)]
     table = pa.concat_tables([cast_to_canonical(t) for t in tables])
     res = compare_encode(table, "anthropic")
     formats = table.column("source_format").to_pylist()
     flags = res.native.to_pylist()
-    assert not any(f for f, fmt in zip(flags, formats, strict=True) if fmt != "responses")
-    assert sum(flags) == len(RESPONSES) - len(PER_RECORD_CASES)
+    assert not any(f for f, fmt in zip(flags, formats, strict=True) if fmt not in ("responses", "chat"))
+    native = len(RESPONSES) - len(PER_RECORD_CASES) + len(CASES["chat"]) - len(PER_RECORD_CHAT_CASES)
+    assert sum(flags) == native
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_synthetic_records(seed: int) -> None:
-    table = decode_records(list(synth.generate("responses", 600, seed=seed)), "responses").table
+@pytest.mark.parametrize(("fmt", "seed"), [("responses", 0), ("responses", 1), ("chat", 0), ("chat", 1)])
+def test_synthetic_records(fmt: str, seed: int) -> None:
+    table = decode_records(list(synth.generate(fmt, 600, seed=seed)), fmt).table
     assert _share(table) == 1.0
 
 
@@ -73,43 +89,52 @@ def _role_swap_turns(table: pa.Table) -> pa.Table:
     return cast_to_canonical(kept.to_arrow())
 
 
-def test_synthetic_records_after_role_swap() -> None:
+@pytest.mark.parametrize("fmt", ["responses", "chat"])
+def test_synthetic_records_after_role_swap(fmt: str) -> None:
     """role_swap edits items: their state is dropped and reported (``edited``) on the native path too."""
-    table = _role_swap_turns(
-        decode_records(list(synth.generate("responses", 300, seed=11)), "responses").table
-    )
+    table = _role_swap_turns(decode_records(list(synth.generate(fmt, 300, seed=11)), fmt).table)
     res = compare_encode(table, "anthropic")
-    assert res.losses.filter(pa.compute.equal(res.losses.column("kind"), "edited")).num_rows > 100
+    if fmt == "responses":  # Chat items carry no item ids or opaque state to drop
+        assert res.losses.filter(pa.compute.equal(res.losses.column("kind"), "edited")).num_rows > 100
     assert sum(res.native.to_pylist()) > 0.9 * table.num_rows
 
 
-def test_role_swap_of_the_cases() -> None:
-    compare_encode(
-        _role_swap_turns(decode_records([rec for _, rec in RESPONSES], "responses").table), "anthropic"
-    )
+@pytest.mark.parametrize("fmt", ["responses", "chat"])
+def test_role_swap_of_the_cases(fmt: str) -> None:
+    compare_encode(_role_swap_turns(decode_records([rec for _, rec in CASES[fmt]], fmt).table), "anthropic")
 
 
 @pytest.mark.skipif(not corpus_available(), reason="../shared/corpus is not there")
-def test_corpus_responses_records() -> None:
-    records = [c.record for c in corpus_records() if c.format == "responses"]
-    table = decode_records(records, "responses").table
+@pytest.mark.parametrize("fmt", ["responses", "chat"])
+def test_corpus_records(fmt: str) -> None:
+    records = [c.record for c in corpus_records() if c.format == fmt]
+    table = decode_records(records, fmt).table
     res = compare_encode(table, "anthropic")
     requests = [k == "request" for k in table.column("record_kind").to_pylist()]
+    assert sum(requests) > 0
     assert sum(res.native.to_pylist()) >= 0.9 * sum(requests)
 
 
+def _records(fmt: str, most: int) -> st.SearchStrategy[tuple[str, list[dict[str, Any]]]]:
+    return st.tuples(st.just(fmt), st.lists(wire_record(fmt, "request"), min_size=1, max_size=most))
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(wire_record("responses", "request"), min_size=1, max_size=8))
-def test_hypothesis_records(records: list[dict[str, Any]]) -> None:
-    table = decode_records(records, "responses").table
+@given(st.one_of(_records("responses", 8), _records("chat", 8)))
+def test_hypothesis_records(fmt_records: tuple[str, list[dict[str, Any]]]) -> None:
+    fmt, records = fmt_records
+    table = decode_records(records, fmt).table
     if table.num_rows:
         compare_encode(table, "anthropic")
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(wire_record("responses", "request"), min_size=1, max_size=6), st.data())
-def test_hypothesis_records_with_edits(records: list[dict[str, Any]], data: st.DataObject) -> None:
-    res = decode_records(records, "responses")
+@given(st.one_of(_records("responses", 6), _records("chat", 6)), st.data())
+def test_hypothesis_records_with_edits(
+    fmt_records: tuple[str, list[dict[str, Any]]], data: st.DataObject
+) -> None:
+    fmt, records = fmt_records
+    res = decode_records(records, fmt)
     if not res.table.num_rows:
         return
     compare_encode(draw_edits(res.table, data), "anthropic")
@@ -266,11 +291,74 @@ def test_empty_and_all_per_record_batches() -> None:
     assert compare_encode(empty, "anthropic").records.to_pylist() == []
     no_items = decode_records([{"input": []}, {"input": [], "model": "m"}], "responses").table
     assert all(compare_encode(no_items, "anthropic").native.to_pylist())
-    chat = decode_records([rec for _, rec in CASES["chat"]], "chat").table
-    assert not any(compare_encode(chat, "anthropic").native.to_pylist())
+    same = decode_records([rec for _, rec in CASES["anthropic"]], "anthropic").table  # the exact codec
+    assert not any(compare_encode(same, "anthropic").native.to_pylist())
 
 
 def test_sliced_table() -> None:
     """A table whose arrays start at an offset (a slice) reads the right rows."""
     table = decode_records(list(synth.generate("responses", 50, seed=3)), "responses").table
     compare_encode(table.slice(7, 30), "anthropic")
+
+
+def _tc(cid: str, name: str = "f", args: str = "{}", **extra: Any) -> dict[str, Any]:
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": args}, **extra}
+
+
+def _tool(cid: str, content: Any = "ok") -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": cid, "content": content}
+
+
+CHAT_TRICKY: list[dict[str, Any]] = [
+    # calls nested in messages: text + calls, call-only messages, calls joining, unanswered calls
+    {"messages": [{"role": "user", "content": "q"},
+                  {"role": "assistant", "content": "let me", "tool_calls": [_tc("a"), _tc("b")]},
+                  _tool("a"), {"role": "assistant", "content": None, "tool_calls": [_tc("c")]}, _tool("c"),
+                  {"role": "assistant", "content": [], "tool_calls": [_tc("d")]},
+                  {"role": "assistant", "tool_calls": [_tc("e", args='{"x":1}')]},
+                  {"role": "assistant", "content": "after "}]},
+    {"messages": [{"role": "system", "content": "s1"}, {"role": "developer", "content": [{"type": "text",
+                   "text": "s2"}]}, {"role": "user", "content": "q", "name": "alice"},
+                  {"role": "assistant", "tool_calls": [_tc("a")]}, {"role": "user", "content": "interrupt"},
+                  _tool("a", [{"type": "text", "text": "r"}]),
+                  {"role": "function", "name": "f", "content": "x"},
+                  _tool("zz"), {"role": "assistant", "content": "done", "refusal": None}]},
+    # refusal fields, refusal parts, images, media in the wrong place, part types
+    {"messages": [{"role": "user", "content": [{"type": "text", "text": "look"},
+                  {"type": "image_url", "image_url": {"url": "https://x/y.png", "detail": "high"}},
+                  {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,AA"}},
+                  {"type": "image_url", "image_url": {"url": "nope"}},
+                  {"type": "input_audio", "input_audio": {"data": "AA", "format": "wav"}}]},
+                  {"role": "assistant", "content": None, "refusal": "I can't"},
+                  {"role": "user", "content": "again"},
+                  {"role": "assistant", "content": [{"type": "refusal", "refusal": "no"},
+                                                    {"type": "text", "text": "but"}], "refusal": " "}]},
+    # request fields: both token keys, stop forms, tools and tool_choice (Chat nesting)
+    {"messages": [{"role": "user", "content": "q"}], "max_tokens": 9, "max_completion_tokens": 0,
+     "stop": "END", "temperature": 0.2, "user": None,
+     "tools": [{"type": "function", "x": 1,
+                "function": {"name": "f", "parameters": {"type": "object"}, "strict": None}},
+               {"type": "function", "function": {"name": "g", "description": 3, "strict": True, "k/~": 1}},
+               {"type": "custom", "custom": {"name": "c", "description": "d", "format": {"type": "text"}}},
+               {"type": "function", "function": {"name": "h"}}],
+     "tool_choice": {"type": "function", "function": {"name": "f"}}},
+    {"messages": [{"role": "user", "content": "q"}], "max_completion_tokens": 5, "max_tokens": 7,
+     "stop": ["a", "b"], "tool_choice": {"type": "function", "function": {"name": "f", "x": 1}}, "tools": []},
+    {"messages": [{"role": "user", "content": "q"}], "max_tokens": 7, "stop": [], "tool_choice": "auto"},
+    {"messages": [{"role": "user", "content": "q"}], "stop": [1], "tool_choice": "none",
+     "tools": [{"type": "web_search"}]},
+    # custom calls, a call without type, unknown call keys
+    {"messages": [{"role": "user", "content": "q"},
+                  {"role": "assistant", "tool_calls": [
+                      {"id": "a", "type": "custom", "custom": {"name": "c", "input": "raw"}},
+                      {"id": "b", "type": "function", "function": {"name": "f", "arguments": "{} "}},
+                      _tc("c", extra_content={"k": 1})]},
+                  _tool("a"), _tool("b", ""), _tool("c", " ")]},
+]  # fmt: skip
+
+
+def test_chat_tricky_records() -> None:
+    decoded = decode_records(CHAT_TRICKY, "chat")
+    assert not decoded.rejected
+    res = compare_encode(decoded.table, "anthropic")
+    assert all(res.native.to_pylist())
