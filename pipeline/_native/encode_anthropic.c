@@ -1072,12 +1072,16 @@ static int dropped(A *e, int64_t i) {
         lose_s(e, base, "compaction", "Anthropic has no equivalent of an OpenAI compaction item");
     } else if (str_eq(t, tl, "item_reference")) {
         lose_s(e, base, "unknown_item", "an item reference cannot be resolved here");
-    } else {
+    } else if (is_hosted(t, tl)) {
         e->tmp.len = 0;
         put(st, &e->tmp, "'", 1);
         put(st, &e->tmp, t, tl);
         puts_(st, &e->tmp, "' has no equivalent in Anthropic");
-        lose_b(e, base, is_hosted(t, tl) ? "hosted_tool" : "unknown_item", &e->tmp);
+        lose_b(e, base, "hosted_tool", &e->tmp);
+    } else {
+        /* other item types (additional_tools, configuration_update, program, anything new): the
+           per-record encoder decides (to_anthropic is gaining rules for some of them) */
+        return FALLBACK;
     }
     return 0;
 }

@@ -283,7 +283,24 @@ def test_tricky_records() -> None:
     decoded = decode_records(TRICKY, "responses")
     assert not decoded.rejected
     res = compare_encode(decoded.table, "anthropic")
-    assert all(res.native.to_pylist())
+    # handed back: the record with an item type outside the ones encode_anthropic.c knows
+    assert [r for r, f in enumerate(res.native.to_pylist()) if not f] == [len(TRICKY) - 1]
+
+
+def test_unknown_item_types_go_back_whole() -> None:
+    """to_anthropic is gaining rules for some Responses item types (additional_tools): the compiled
+    encoder mirrors none of them, it hands any row with an item type it does not know back."""
+    items: list[dict[str, Any]] = [
+        {"type": "additional_tools", "role": "developer", "tools": [{"type": "function", "name": "f"}]},
+        {"type": "configuration_update", "x": 1},
+        {"type": "web_search_call", "id": "ws"},  # hosted: reported as to_anthropic does, natively
+    ]
+    records = [{"input": [{"role": "user", "content": "q"}, item]} for item in items]
+    decoded = decode_records(records, "responses")
+    assert not decoded.rejected
+    res = compare_encode(decoded.table, "anthropic")
+    assert res.native.to_pylist()[-1]
+    assert not any(res.native.to_pylist()[:-1])
 
 
 def test_empty_and_all_per_record_batches() -> None:
