@@ -2212,6 +2212,20 @@ PyObject *chatlake_encode_anthropic(PyObject *self, PyObject *args) {
     int64_t n = arr.length;
     Py_BEGIN_ALLOW_THREADS
     St *st = &e->st;
+    if (n) { /* the output is about as large as the text it is made of: reserve it once, not by doubling */
+        int64_t i0, i1, b0 = 0, b1 = 0, z;
+        col_list(&e->items, 0, &i0, &z);
+        col_list(&e->items, n - 1, &z, &i1);
+        if (i1 > i0) {
+            col_list(&e->content, i0, &b0, &z);
+            col_list(&e->content, i1 - 1, &z, &b1);
+        }
+        size_t text = col_bytes(&e->btext, b0, b1) + col_bytes(&e->arguments, i0, i1) + col_bytes(&e->input, i0, i1) +
+                      col_bytes(&e->tools, 0, n) + col_bytes(&e->model, 0, n);
+        reserve(st, &e->out, text + text / 8 + (size_t)(i1 - i0) * 64 + (size_t)n * 64);
+        reserve(st, &e->out_off, (size_t)(n + 1) * 8);
+        reserve(st, &e->native, (size_t)n);
+    }
     int64_t zero = 0;
     put(st, &e->out_off, &zero, 8);
     put(st, &e->path_off, &zero, 8);

@@ -198,12 +198,14 @@ def encode_rows(table: pa.Table, target: str) -> EncodedRows:
             pa.array([], pa.large_string()), pa.array([], pa.string()), ROW_LOSSES.empty_table(),
             pa.array([], pa.bool_()),
         )  # fmt: skip
+    if len(parts) == 1:  # one encoder took every row, in order: nothing to interleave (no copy)
+        [(_, records, errors, losses)] = parts
+        return EncodedRows(records, errors, losses, pa.array(fast))
     order = np.argsort(np.concatenate([p[0] for p in parts]), kind="stable")
     records = pa.concat_arrays([p[1] for p in parts]).take(pa.array(order))
     errors = pa.concat_arrays([p[2] for p in parts]).take(pa.array(order))
     losses = pa.concat_tables([p[3] for p in parts])
-    if len(parts) > 1:
-        losses = losses.take(np.argsort(losses.column("row").to_numpy(), kind="stable"))
+    losses = losses.take(np.argsort(losses.column("row").to_numpy(), kind="stable"))
     return EncodedRows(records, errors, losses, pa.array(fast))
 
 
