@@ -960,13 +960,12 @@ static void output_fields_lost(A *e, int64_t i, const Buf *base) {
     }
 }
 
-/* to_anthropic._result_seg (a call id is there: id-less outputs fall back). */
+/* to_anthropic._result_seg (an id-less output here has no call to pair with: ids_ok checked). */
 static int result_seg(A *e, int64_t i, int64_t *out) {
     St *st = &e->st;
     size_t tl, cl, fl;
     const char *t = col_str(&e->type, i, &tl);
     const char *cid = col_str(&e->call_id, i, &cl);
-    if (!cid) return FALLBACK;
     Buf *base = &e->p1;
     if (item_ptr(e, base, i)) return FALLBACK;
     if (str_eq(t, tl, "custom_tool_call_output"))
@@ -974,7 +973,7 @@ static int result_seg(A *e, int64_t i, int64_t *out) {
     Buf *frag = &e->tmp2; /* the block, copied to scratch at the end (content blocks write to scratch) */
     frag->len = 0;
     puts_(st, frag, "{\"type\":\"tool_result\",\"tool_use_id\":");
-    put_json_str(st, frag, cid, cl);
+    put_json_str(st, frag, cid ? cid : "", cl); /* call_id or "" */
     const char *form = col_str(&e->content_form, i, &fl);
     Buf *cp = &e->p2;
     if (str_eq(form, fl, "string")) {
@@ -1974,6 +1973,37 @@ static int stop_sequences(A *e, yyjson_val *v, Buf *out) {
     return 1;
 }
 
+/* call_ids.CallIds needs no id of its own: every call has one, and every id-less output finds no
+ * unanswered call before it (pair_outputs would pair it by position and report generated_id). */
+static int ids_ok(A *e) {
+    e->nix = 0; /* the unanswered calls so far (-1: answered) */
+    for (int64_t i = e->start; i < e->end; i++) {
+        size_t tl, cl;
+        const char *t = col_str(&e->type, i, &tl);
+        const char *cid = col_str(&e->call_id, i, &cl);
+        if (is_call(t, tl)) {
+            if (!cid || ix_push(e, i)) return 0;
+        } else if (is_output(t, tl)) {
+            if (!cid) {
+                for (int64_t q = 0; q < e->nix; q++)
+                    if (e->ix[q] >= 0) return 0;
+                continue;
+            }
+            /* by_id: the first call before it with that id, if it is still unanswered */
+            for (int64_t q = e->start; q < i; q++) {
+                size_t ql, il;
+                const char *qt = col_str(&e->type, q, &ql);
+                const char *qid = col_str(&e->call_id, q, &il);
+                if (!is_call(qt, ql) || !same(qid, il, cid, cl)) continue;
+                for (int64_t k = 0; k < e->nix; k++)
+                    if (e->ix[k] == q) e->ix[k] = -1;
+                break;
+            }
+        }
+    }
+    return 1;
+}
+
 static int encode_row(A *e) {
     St *st = &e->st;
     int64_t r = e->r;
@@ -1994,6 +2024,7 @@ static int encode_row(A *e) {
         size_t tl;
         if (!col_valid(&e->item_valid, i) || !col_str(&e->type, i, &tl)) return FALLBACK;
     }
+    if (!ids_ok(e)) return FALLBACK;
     e->loss0 = e->nloss;
     e->nblk = e->nseg = e->nturn = 0;
     e->scratch.len = e->paths.len = 0;

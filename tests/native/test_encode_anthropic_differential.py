@@ -43,7 +43,6 @@ PER_RECORD_CASES = {
 # The hand-written Chat cases left to the per-record encoder, and why.
 PER_RECORD_CHAT_CASES = {
     "completion_object",  # response objects are response_objects.py's
-    "provider_extras_and_legacy_function",  # a tool message without tool_call_id (paired by position)
     "tool_calls_and_tool_messages_without_ids",  # ids generated and paired by position (call_ids.py)
 }
 
@@ -380,3 +379,22 @@ def test_chat_tricky_records() -> None:
     assert not decoded.rejected
     res = compare_encode(decoded.table, "anthropic")
     assert all(res.native.to_pylist())
+
+
+def test_id_less_tool_messages() -> None:
+    """A tool message without tool_call_id stays native when no call waits for an answer (it pairs
+    with nothing and keeps no id); when one waits, call_ids.py pairs them by position and reports a
+    generated id: that row goes per record."""
+    call = {"role": "assistant", "tool_calls": [_tc("a")]}
+    no_id = {"role": "tool", "content": "r"}
+    legacy = {"role": "function", "name": "f", "content": "x"}  # a legacy result pairs the same way
+    records = [
+        {"messages": [{"role": "user", "content": "q"}, no_id]},
+        {"messages": [{"role": "user", "content": "q"}, call, no_id]},
+        {"messages": [{"role": "user", "content": "q"}, call, _tool("a"), no_id]},
+        {"messages": [{"role": "user", "content": "q"}, call, legacy]},
+    ]
+    decoded = decode_records(records, "chat")
+    assert not decoded.rejected
+    res = compare_encode(decoded.table, "anthropic")
+    assert res.native.to_pylist() == [True, False, True, False]
