@@ -303,12 +303,6 @@ static int add_call(Enc *e, size_t off, size_t len) {
     return 0;
 }
 
-static int is_call(const char *t, size_t n) { return str_eq(t, n, "function_call") || str_eq(t, n, "custom_tool_call"); }
-
-static int is_output(const char *t, size_t n) {
-    return str_eq(t, n, "function_call_output") || str_eq(t, n, "custom_tool_call_output");
-}
-
 
 /* to_chat._tools for a Responses source, written as `"tools":[...]` into b (or nothing, with the
  * "no tool survives" loss). */

@@ -630,7 +630,7 @@ static inline int lose_block_keys(Enc *e, int64_t j, const Buf *path, const char
     return 0;
 }
 
-static const char *part_loss_kind(const char *t, size_t n) {
+static inline const char *part_loss_kind(const char *t, size_t n) {
     static const char *const map[][2] = {
         {"input_image", "image"}, {"image", "image"}, {"image_url", "image"}, {"input_file", "file"},
         {"document", "file"}, {"file", "file"}, {"input_audio", "audio"}, {"refusal", "refusal"},
@@ -645,6 +645,13 @@ static inline int plain_repr(const char *s, size_t n) {
     for (size_t k = 0; k < n; k++)
         if (s[k] < 0x20 || s[k] > 0x7e || s[k] == '\'' || s[k] == '\\') return 0;
     return 1;
+}
+
+/* Call and output item types (to_*.py: CALLS, OUTPUTS). */
+static inline int is_call(const char *t, size_t n) { return str_eq(t, n, "function_call") || str_eq(t, n, "custom_tool_call"); }
+
+static inline int is_output(const char *t, size_t n) {
+    return str_eq(t, n, "function_call_output") || str_eq(t, n, "custom_tool_call_output");
 }
 
 static inline int ends_with(const char *t, size_t n, const char *suffix) {

@@ -56,12 +56,6 @@ static const Field OUT_UNUSED[] = {
     FIELD("signature", "thinking_signature", signature), {NULL, NULL, 0, NULL},
 };
 
-static int is_call(const char *t, size_t n) { return str_eq(t, n, "function_call") || str_eq(t, n, "custom_tool_call"); }
-
-static int is_output(const char *t, size_t n) {
-    return str_eq(t, n, "function_call_output") || str_eq(t, n, "custom_tool_call_output");
-}
-
 /* Report `path` + `pre` + /KEY with `kind` and `lead` + "'KEY" + `tail` for a key of a JSON object. */
 static void lose_key(Enc *e, const Buf *path, const char *pre, yyjson_val *k, const char *kind, const char *lead,
                      const char *tail) {

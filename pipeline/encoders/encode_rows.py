@@ -11,6 +11,8 @@ Responses request bodies -> ``chat``   ``pipeline._native.encode_chat`` (C, ``en
 (edited items included)                the compiled codec is active (:mod:`pipeline.codec`)
 Chat request bodies -> ``responses``   ``pipeline._native.encode_responses`` (C,
 (edited items included)                ``encode_responses.c``), likewise
+Responses and Chat request bodies ->   ``pipeline._native.encode_anthropic`` (C,
+``anthropic`` (edited items included)  ``encode_anthropic.c``), likewise
 rows they hand back (see the C files), ``convert_table`` (the per-record encoders: the
 rows whose edited items' ids are not   specification the compiled encoder is tested against)
 plain printable ASCII, every other
@@ -257,8 +259,9 @@ def _any_request_of(table: pa.Table, sources: frozenset[str]) -> bool:
 def _native(
     encode: Callable[[pa.RecordBatch], Any], table: pa.Table
 ) -> tuple[pa.Array, pa.Table, np.ndarray]:
-    """The compiled encoder over every row: JSON texts (empty where not encoded), losses, and which
-    rows it encoded (the others are the per-record encoders')."""
+    """A compiled encoder (``encode_chat``, ``encode_responses``, ``encode_anthropic``) over every row:
+    JSON texts (empty where not encoded), losses, and which rows it encoded (the others are the
+    per-record encoders')."""
     [batch] = table.combine_chunks().to_batches()
     # each buffer comes as (address, size, owner): wrapped without a copy, freed with its owner
     text, offsets, native, loss_row, *cols = (pa.foreign_buffer(*b) for b in encode(batch))
@@ -274,11 +277,11 @@ def _native(
 
 
 def item_pointer() -> pl.Expr:
-    """An item's pointer in its Responses source record (``Ctx.item_ptr`` for Responses), as an
-    expression over the row's ``source_format`` and ``items_form`` and the item's ``section`` and
-    ``group``. Null for other sources (their rows with an edited item stay per-record: Chat items
-    hold no state an edit drops, so none has one today), when ``section`` is null, or when ``group``
-    is null outside the string shorthand.
+    """An item's pointer in its Responses or Chat source record (``Ctx.item_ptr``), as an
+    expression over the row's ``source_format`` and ``items_form`` and the item's ``section``,
+    ``group`` and ``part`` (a Chat tool call's index in its message's ``tool_calls``). Null for other
+    sources (no compiled encoder takes their rows), when ``section`` is null, or when ``group`` is
+    null outside the string shorthand.
 
     ==========  =======  =====  ==========
     items_form  section  group  pointer
@@ -286,14 +289,19 @@ def item_pointer() -> pl.Expr:
     string      input    0      /input
     parts       input    3      /input/3
     parts       output   1      /output/1
+    parts       messages 2      /messages/2 (+ /tool_calls/P for a Chat call)
     ==========  =======  =====  ==========
     """
-    items_form, section, group = pl.col("items_form"), pl.col("section"), pl.col("group")
-    # section names are fixed ("input", "output"): nothing in them for a JSON pointer to escape
-    return pl.when(pl.col("source_format") == "responses").then(
+    items_form, section = pl.col("items_form"), pl.col("section")
+    group, part = pl.col("group"), pl.col("part")
+    # section names are fixed ("input", "output", "messages"): nothing for a JSON pointer to escape
+    base = pl.concat_str(pl.lit("/"), section, pl.lit("/"), group.cast(pl.String))
+    return pl.when(pl.col("source_format").is_in(["responses", "chat"])).then(
         pl.when((items_form == "string") & (section == "input"))
         .then(pl.lit("/input"))
-        .otherwise(pl.concat_str(pl.lit("/"), section, pl.lit("/"), group.cast(pl.String)))
+        .when(part.is_not_null())
+        .then(pl.concat_str(base, pl.lit("/tool_calls/"), part.cast(pl.String)))
+        .otherwise(base)
     )
 
 
@@ -337,7 +345,7 @@ def _edited_losses(table: pa.Table) -> tuple[pa.Table, pa.Table, np.ndarray]:
                 "idx": where,
                 "source_format": table.column("source_format").chunk(0).take(parent),
                 "items_form": table.column("items_form").chunk(0).take(parent),
-                **{f: flat.field(f).take(where) for f in ("section", "group", *STATE_FIELDS)},
+                **{f: flat.field(f).take(where) for f in ("section", "group", "part", *STATE_FIELDS)},
             }
         )
     )

@@ -27,6 +27,7 @@ SOURCES = [
     SRC / "encode_responses.c",
     SRC / "fingerprint.c",
     SRC / "md5.c",
+    SRC / "encode_anthropic.c",
     SRC / "vendor" / "yyjson" / "yyjson.c",
 ]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"]
