@@ -487,7 +487,8 @@ static int tool_choice_json(Enc *e, Buf *b) {
     if (!doc) return FALLBACK;
     yyjson_val *raw = yyjson_doc_get_root(doc);
     if (yyjson_is_obj(raw)) {
-        static const char *const known[] = {"type", "name", "disable_parallel_tool_use", NULL};
+        /* a Responses choice's keys (Anthropic's disable_parallel_tool_use is no key here) */
+        static const char *const known[] = {"type", "name", NULL};
         size_t idx, max;
         yyjson_val *key, *val;
         yyjson_obj_foreach(raw, idx, max, key, val) {

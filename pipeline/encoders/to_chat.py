@@ -366,7 +366,7 @@ def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
 
 def _tool_choice(ctx: Ctx, raw: Any) -> Any:
     if isinstance(raw, dict):
-        for key in keys_except(raw, {"type", "name", "disable_parallel_tool_use"}):
+        for key in keys_except(raw, _choice_keys(ctx, raw)):
             ctx.lose("/tool_choice" + pointer(key), "tools", f"tool_choice '{key}' has no slot in Chat")
     if ctx.source == "responses":
         if raw in ("none", "auto", "required"):
@@ -386,6 +386,16 @@ def _tool_choice(ctx: Ctx, raw: Any) -> Any:
             return {"type": "function", "function": {"name": raw.get("name")}}
     ctx.lose("/tool_choice", "tools", "tool_choice has no equivalent in Chat")
     return ...
+
+
+def _choice_keys(ctx: Ctx, raw: dict[str, Any]) -> set[str]:
+    """The keys of a Responses / Anthropic ``tool_choice`` object Chat's choice carries (or, for
+    Anthropic's ``disable_parallel_tool_use``, reports as a whole); any other is reported on its own.
+    A Responses choice's ``name`` is its tool's (a choice of another type is lost whole); an
+    Anthropic one names a tool only in a choice of type ``tool``."""
+    if ctx.source == "anthropic":
+        return {"type", "disable_parallel_tool_use"} | ({"name"} if raw.get("type") == "tool" else set())
+    return {"type", "name"}
 
 
 def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:

@@ -400,8 +400,15 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
     if view.tool_choice[r] is not None:
         raw = orjson.loads(view.tool_choice[r])
         if isinstance(raw, dict):
-            inner = raw.get(raw.get("type")) if isinstance(raw.get(raw.get("type")), dict) else {}
-            for key in keys_except(raw, {"type", "name", "function", "custom"}):
+            t = raw.get("type")
+            inner = raw.get(t) if isinstance(raw.get(t), dict) else {}
+            # what the choice's type carries: Anthropic's tool choice names its tool flat, Chat's
+            # function / custom choice in its sub-object; any other key is reported on its own
+            if ctx.source == "anthropic":
+                known = {"type", "name"} if t == "tool" else {"type"}
+            else:
+                known = {"type", t} if t in ("function", "custom") else {"type"}
+            for key in keys_except(raw, known):
                 ctx.lose("/tool_choice" + pointer(key), "tools", f"tool_choice '{key}' has no slot")
             for key in keys_except(inner, {"name"}):
                 ctx.lose(

@@ -438,6 +438,18 @@ PINNED_REPORTED = [
     ),
 ]
 
+# tool_choice keys the choice's type does not carry (found by session 7's campaign: an Anthropic
+# auto choice with a name lost it, unreported): each reported on its own
+_USER_X = {"role": "user", "content": "x"}
+_F_CHOICE = {"type": "function"}
+PINNED_REPORTED += [
+    ("anthropic", {"messages": [_USER_X], "tool_choice": {"type": "auto", "name": "g"}}),
+    ("anthropic", {"messages": [_USER_X], "tool_choice": {"type": "tool", "name": "g", "function": {}}}),
+    ("anthropic", {"messages": [_USER_X], "tool_choice": {"type": "any", "custom": 1}}),
+    ("responses", {"input": "x", "tool_choice": {**_F_CHOICE, "name": "f", "disable_parallel_tool_use": 1}}),
+    ("chat", {"messages": [_USER_X], "tool_choice": {**_F_CHOICE, "function": {"name": "f"}, "name": "g"}}),
+    ("chat", {"messages": [_USER_X], "tool_choice": {**_F_CHOICE, "function": {"name": "f"}, "custom": {}}}),
+]
 
 @pytest.mark.parametrize(("fmt", "record", "field"), PINNED_REJECTED)
 def test_pinned_failures_rejected_at_decode(fmt: str, record: dict[str, Any], field: str) -> None:

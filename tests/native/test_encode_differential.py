@@ -211,6 +211,8 @@ TRICKY: list[dict[str, Any]] = [
     },
     {"instructions": None, "input": [{"role": "system", "content": "first"}], "stream": None, "n": 2},
     {"instructions": "x", "input": [{"role": "system", "content": "not first"}]},
+    # Anthropic's disable_parallel_tool_use is no key of a Responses choice: reported on its own
+    {"input": "hi", "tool_choice": {"type": "function", "name": "f", "disable_parallel_tool_use": True}},
 ]
 
 
