@@ -391,9 +391,11 @@ static int tool_choice_json(Enc *e, Buf *b) {
         puts_(st, path, "/tool_choice");
         size_t q, qm;
         yyjson_val *k, *v;
-        static const char *const keys[] = {"type", "name", "function", "custom", NULL};
+        /* what the choice's type carries (Chat source): the sub-object of a function / custom choice */
+        int sub = is_str(type, "function") || is_str(type, "custom");
         yyjson_obj_foreach(raw, q, qm, k, v) {
-            if (!key_in(k, keys)) lose_key(e, path, NULL, k, "tools", "tool_choice ", "' has no slot");
+            int known = key_is(k, "type") || (sub && yyjson_equals_strn(k, yyjson_get_str(type), yyjson_get_len(type)));
+            if (!known) lose_key(e, path, NULL, k, "tools", "tool_choice ", "' has no slot");
         }
         yyjson_val *inner = yyjson_is_str(type) ? yyjson_obj_get(raw, yyjson_get_str(type)) : NULL;
         if (inner && yyjson_is_obj(inner)) {

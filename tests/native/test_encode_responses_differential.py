@@ -165,6 +165,19 @@ TRICKY: list[dict[str, Any]] = [
     },
     {"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "allowed_tools", "x": {}}},
     {"messages": [{"role": "user", "content": "x"}], "tool_choice": "none"},
+    # keys the choice's type does not carry: a flat name, another type's sub-object (issue 15)
+    {
+        "messages": [{"role": "user", "content": "x"}],
+        "tool_choice": {"type": "function", "function": {"name": "f"}, "name": "x"},
+    },
+    {
+        "messages": [{"role": "user", "content": "x"}],
+        "tool_choice": {"type": "function", "function": {"name": "f"}, "custom": {"name": "g"}},
+    },
+    {
+        "messages": [{"role": "user", "content": "x"}],
+        "tool_choice": {"type": "auto", "name": "g", "function": {"name": "f"}},
+    },
     # content parts: images and their details, refusals, unknown parts, stray block keys
     {
         "messages": [
