@@ -200,7 +200,8 @@ def convert(
             )  # fmt: skip
         except ConfigError as e:
             raise click.UsageError(str(e)) from None
-        _run_job(job, catalog=None, quiet=quiet, as_json=False, fresh=False, report=report)
+        _run_job(job, catalog=None, quiet=quiet, as_json=False, fresh=False, report=report,
+                 auto=source == "auto")  # fmt: skip
         return
     assert output is not None
     summary, verdict = _single_file(
@@ -214,6 +215,7 @@ def convert(
         from pipeline.engine.report import print_summary
 
         print_summary(summary, Console())
+    _say_auto(summary, source == "auto" and not quiet)
     if verdict is not None:
         raise click.ClickException(verdict)
 
@@ -304,7 +306,14 @@ def synth(fmt: str, n: int, seed: int, output: Path | None, workers: int) -> Non
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--step", "specs", multiple=True, required=True, help="NAME[:k=v,...], repeatable, in order.")
 @click.option("--output", "-o", required=True, type=click.Path(path_type=Path), help="Output Parquet file.")
-@click.option("--from", "source", default="parquet", show_default=True, help="parquet or a wire format.")
+@click.option(
+    "--from",
+    "source",
+    default="parquet",
+    show_default=True,
+    type=click.Choice(INPUT_FORMATS),
+    help="Format of the inputs, as for convert: parquet, a wire format, a source or auto.",
+)
 @click.option(
     "--strict", is_flag=True, help="Exit 1 naming the first rejected record (checked after the run)."
 )
@@ -325,10 +334,6 @@ def transform(
     from pipeline.engine.single_file import first_rejected
     from pipeline.transforms import parse_step
 
-    if source not in (PARQUET, *WIRE_FORMATS):
-        raise click.UsageError(
-            f"--from {source!r} is not a format; use parquet or one of {', '.join(WIRE_FORMATS)}"
-        )
     try:
         for s in specs:
             parse_step(s)
@@ -349,6 +354,7 @@ def transform(
         )
         for reason, n in list(dict(summary["rejected_by_reason"]).items())[:5]:  # type: ignore[call-overload]
             click.echo(f"  {n} x {reason}")
+    _say_auto(summary, source == "auto" and not quiet)
     if verdict is not None:
         raise click.ClickException(verdict)
 
@@ -358,7 +364,7 @@ class _BadConfig(click.ClickException):
 
 
 def _run_job(job: object, *, catalog: str | None, quiet: bool, as_json: bool, fresh: bool,
-             report: Path | None = None) -> None:  # fmt: skip
+             report: Path | None = None, auto: bool = False) -> None:  # fmt: skip
     from rich.console import Console
 
     from pipeline.engine import JobFailed, TooManyRejected, run_job
@@ -384,8 +390,17 @@ def _run_job(job: object, *, catalog: str | None, quiet: bool, as_json: bool, fr
         click.echo(orjson.dumps(summary).decode())
     elif not quiet:
         print_summary(summary, Console())
+    _say_auto(summary, auto and not (quiet or as_json))
     if rejected is not None:
         raise _Failed(str(rejected), 1)
+
+
+def _say_auto(summary: dict[str, object], auto: bool) -> None:
+    """--from auto: one line on stderr saying what was chosen for each input."""
+    if auto:
+        from pipeline.engine.report import auto_choices
+
+        click.echo(auto_choices(summary), err=True)
 
 
 @cli.command()
@@ -446,7 +461,8 @@ def run(
     from pipeline.catalog import default_catalog
 
     where = None if no_catalog else str(catalog or default_catalog())
-    _run_job(job, catalog=where, quiet=quiet, as_json=as_json, fresh=fresh)
+    auto = any(f.format == "auto" for f in job.files)  # records whose format is chosen as they are read
+    _run_job(job, catalog=where, quiet=quiet, as_json=as_json, fresh=fresh, auto=auto)
 
 
 def _catalog_option(f: Callable[..., None]) -> Callable[..., None]:

@@ -28,6 +28,7 @@ from pipeline.io.run_tables import LOSSES_SCHEMA, loss_refused, rejected_row
 from pipeline.jobs.resolve import CANONICAL, PARQUET, build_steps
 from pipeline.losses import LossPolicy
 from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
+from pipeline.sources.detect import WIRE
 from pipeline.transforms import apply_steps
 
 from .read import Batch, read_shard
@@ -167,6 +168,7 @@ class _Counts:
         self.by_reason: Counter[str] = Counter()
         self.loss_kinds: Counter[str] = Counter()
         self.source_counts: Counter[str] = Counter()
+        self.detected: Counter[str] = Counter()  # format auto: records read as each wire format
         self.fallback: Counter[str] = Counter()
 
 
@@ -233,7 +235,9 @@ def shard_codec(shard: Shard) -> str:
     when it is active here (``CHATLAKE_NATIVE``, read now: a worker reports what it ran, not what
     the parent expected); canonical Parquet and source adapters never decode JSON lines with it.
     """
-    return "native" if _wire_lines(shard) and codec.native_module(shard.format) is not None else "python"
+    # format auto: the formats are known per batch; the compiled decoder takes all wire formats or none
+    fmt = "responses" if shard.format == WIRE else shard.format
+    return "native" if _wire_lines(shard) and codec.native_module(fmt) is not None else "python"
 
 
 def run_shard(
@@ -257,7 +261,7 @@ def run_shard(
         for batch in read_shard(shard, work.chunk_bytes, work.batch_rows):
             rejected = batch.rejected
             table = to_disk(batch.table)
-            originals = _Originals(table, batch.raw, raw_format)
+            originals = _Originals(table, batch.raw, batch.format or raw_format)
             if steps:
                 table, step_rejected = _apply_steps(table, steps, originals)
                 rejected = rejected + step_rejected
@@ -276,6 +280,8 @@ def run_shard(
             counts.read += batch.read
             counts.blank += batch.blank
             counts.source_counts.update(batch.source_counts)
+            if batch.format is not None and batch.read:
+                counts.detected[batch.format] += batch.read
             counts.fallback.update(batch.native_fallback)
             counts.written += table.num_rows
             counts.by_stage.update(r["stage"] for r in rejected)
@@ -303,6 +309,7 @@ def run_shard(
         "losses_by_kind": dict(sorted(counts.loss_kinds.items())),
         "records_with_losses": counts.lossy,
         **({"source_counts": dict(sorted(counts.source_counts.items()))} if counts.source_counts else {}),
+        **({"detected": dict(sorted(counts.detected.items()))} if shard.format == WIRE else {}),
         "codec": shard_codec(shard),
         "native_fallback": dict(sorted(counts.fallback.items())),
         "files": files,

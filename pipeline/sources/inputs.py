@@ -1,0 +1,216 @@
+"""Reading a file of wire records whatever its shape: JSON Lines, a JSON array, one (pretty-printed)
+JSON document, compressed (gzip, zstd, bzip2, xz) or standard input (docs/sources.md#inputs).
+
+The engine reads plain JSONL files in byte ranges (``engine/read.py``); everything else comes
+through :func:`record_batches`, which yields ``(first_line, lines, rejected)`` batches of JSON
+records for ``pipeline.formats.decode_lines``:
+
+===============  =========================================  ===================================
+shape            how it is read                             ``line`` of a record
+===============  =========================================  ===================================
+JSON Lines       streamed, ``chunk_bytes`` at a time        its (decompressed) line number
+JSON array       whole, at most ``max_document_bytes``      1-based element index
+one JSON object  whole, at most ``max_document_bytes``      1
+===============  =========================================  ===================================
+
+Compressed files are decompressed as a stream (gzip, bzip2 and xz by the standard library, zstd by
+pyarrow's codec), so memory stays one batch whatever the file's size; the compression is told from
+the file's first bytes, not its name. A JSON array or document has to be parsed whole (orjson reads
+no stream): it is capped at ``max_document_bytes`` (an input option, default 1 GiB) and a larger one
+is one rejected record saying how to raise the cap. A stream that fails half way (a corrupt or cut
+off ``.gz``) keeps what was read and rejects the rest as one record naming the error.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import orjson
+import pyarrow as pa
+
+from pipeline.formats import Rejected
+from pipeline.formats._common import RecordError
+from pipeline.formats._json import loads_document
+
+STDIN = "-"  # the input path that means standard input
+STDIN_NAME = "<stdin>"  # what provenance (source_file) calls it
+MAX_DOCUMENT_BYTES = 1 << 30
+# The options every wire-format input takes (a job's [[inputs]] options), with their types.
+WIRE_OPTIONS: dict[str, type] = {"max_document_bytes": int}
+
+# First bytes of each compressed format (RFC 1952, zstd frame, bzip2, xz).
+_MAGIC = (
+    (b"\x1f\x8b", "gzip"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"BZh", "bz2"),
+    (b"\xfd7zXZ\x00", "xz"),
+)
+COMPRESSED_SUFFIXES = {".gz": "gzip", ".zst": "zstd", ".bz2": "bz2", ".xz": "xz"}
+# Errors a decompressor raises on corrupt or truncated data.
+_DECOMPRESS_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError, pa.ArrowException)
+
+
+def compression_of(head: bytes) -> str | None:
+    """The compression of a file from its first bytes (``gzip``, ``zstd``, ``bz2``, ``xz``), else None."""
+    for magic, name in _MAGIC:
+        if head.startswith(magic):
+            return name
+    return None
+
+
+def decompressed(f: IO[bytes], compression: str | None) -> IO[bytes]:
+    """``f`` read through its decompressor, as a stream (``compression`` None: ``f`` itself)."""
+    if compression is None:
+        return f
+    if compression == "gzip":
+        return gzip.GzipFile(fileobj=f, mode="rb")
+    if compression == "bz2":
+        return bz2.BZ2File(f, "rb")
+    if compression == "xz":
+        return lzma.LZMAFile(f, "rb")
+    if compression == "zstd":
+        return pa.CompressedInputStream(pa.PythonFile(f, mode="r"), "zstd")  # type: ignore[return-value]
+    raise ValueError(f"unknown compression {compression!r}")
+
+
+@dataclass
+class RecordBatch:
+    """Up to one batch of records: JSON texts numbered from ``first_line``, and the ones already
+    rejected while reading (a JSON array element too deep, a stream that broke)."""
+
+    first_line: int
+    lines: list[bytes]
+    rejected: list[Rejected] = field(default_factory=list)
+    nbytes: int = 0
+    placeholders: int = 0  # empty lines standing in for ``rejected`` records (not blank lines)
+
+
+def is_document(head: bytes) -> bool:
+    """Whether a file starting with ``head`` is one JSON value rather than JSON Lines: it opens with
+    ``[``, or its first line is not a whole JSON value (a pretty-printed object)."""
+    text = head.lstrip()
+    if text.startswith(b"["):
+        return True
+    if not text.startswith(b"{"):
+        return False
+    first = text.split(b"\n", 1)[0]
+    try:
+        orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return b"\n" in text or len(head) < (1 << 16)  # a first line longer than the head: JSONL
+    return False
+
+
+def _document(data: bytes, name: str) -> RecordBatch:
+    """The records of a whole JSON array (or the one record of a JSON object) as JSON texts."""
+    try:
+        value, bad = loads_document(data)
+    except RecordError as e:
+        return RecordBatch(1, [], [Rejected(1, _text(data), str(e), name)], len(data))
+    except ValueError as e:
+        return RecordBatch(1, [], [Rejected(1, _text(data), f"$: invalid JSON: {e}", name)], len(data))
+    records = value if type(value) is list else [value]
+    lines: list[bytes] = []
+    rejected: list[Rejected] = []
+    for i, rec in enumerate(records):
+        if i in bad:
+            rejected.append(Rejected(i + 1, _text(orjson.dumps(rec, default=str)), bad[i], name))
+            lines.append(b"")  # keeps the element numbers; counted as blank, subtracted below
+        else:
+            lines.append(orjson.dumps(rec))
+    return RecordBatch(1, lines, rejected, len(data), len(rejected))
+
+
+def _read(stream: IO[bytes], n: int) -> bytes:
+    """Up to ``n`` bytes of ``stream``: fewer only at its end (a decompressor may return less)."""
+    parts, got = [], 0
+    while got < n:
+        data = stream.read(min(n - got, 1 << 24))
+        if not data:
+            break
+        parts.append(data)
+        got += len(data)
+    return b"".join(parts)
+
+
+def _text(raw: bytes) -> str:
+    text = raw[: 1 << 20].decode("utf-8", errors="replace")
+    return text + "...[truncated]" if len(raw) > 1 << 20 else text
+
+
+def record_batches(
+    f: IO[bytes], name: str, chunk_bytes: int, max_document_bytes: int = MAX_DOCUMENT_BYTES
+) -> Iterator[RecordBatch]:
+    """The records of an open input (plain or compressed bytes), in batches of about ``chunk_bytes``.
+
+    ``name`` is the file's name in provenance and errors. Never raises on bad data: a document over
+    the cap, invalid JSON or a decompression error becomes a rejected record.
+    """
+    magic = f.read(6)
+    line = 1
+    try:
+        stream = decompressed(io.BufferedReader(_Prefixed(magic, f)), compression_of(magic))
+        head = _read(stream, 1 << 16)
+        if is_document(head):
+            data = head + _read(stream, max_document_bytes + 1 - len(head))
+            if len(data) > max_document_bytes:
+                msg = (
+                    f"$: a JSON document larger than max_document_bytes = {max_document_bytes} is not read "
+                    "(it is parsed whole); convert it to JSON Lines, or raise the input option "
+                    "max_document_bytes"
+                )
+                yield RecordBatch(1, [], [Rejected(1, _text(data[:200]) + "...", msg, name)], len(data))
+                return
+            yield _document(data, name)
+            return
+        rest = head
+        while True:
+            block = _read(stream, chunk_bytes)
+            data = rest + block
+            if not block:
+                if data:
+                    lines = data.split(b"\n")
+                    if lines[-1] == b"":
+                        lines.pop()
+                    yield RecordBatch(line, lines, nbytes=len(data))
+                return
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                rest = data
+                continue
+            lines = data[:cut].split(b"\n")
+            rest = data[cut + 1 :]
+            yield RecordBatch(line, lines, nbytes=cut + 1)
+            line += len(lines)
+    except _DECOMPRESS_ERRORS as e:
+        msg = f"$: cannot read the rest of the input from line {line} on: {type(e).__name__}: {e}"
+        yield RecordBatch(line, [], [Rejected(line, "", msg, name)])
+
+
+class _Prefixed(io.RawIOBase):
+    """A binary stream that gives ``prefix`` and then the rest of ``f`` (the magic bytes read to
+    tell the compression are handed back; standard input cannot seek)."""
+
+    def __init__(self, prefix: bytes, f: IO[bytes]) -> None:
+        self.prefix, self.f = prefix, f
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self.prefix:
+            n = min(len(b), len(self.prefix))
+            b[:n] = self.prefix[:n]
+            self.prefix = self.prefix[n:]
+            return n
+        data = self.f.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
