@@ -15,6 +15,7 @@ source                 what identifies it
                        ``input``, ``output`` and ``trace``
 ``sharegpt``           rows with a ``conversations`` list
 ``llamafactory``       rows with a ``messages`` list (and no ``model``: not a request body)
+``http-cassette``      rows with an ``interactions`` list of ``{request: {uri, ...}, ...}``
 =====================  ===================================================================
 
 A JSON file is parsed whole (the adapter parses it again); a JSONL file is read up to
@@ -39,6 +40,7 @@ from pipeline.errors import ConfigError
 from pipeline.sources import (
     claude_code,
     codex_rollout,
+    http_cassette,
     inspect_eval,
     inspect_log,
     kiln,
@@ -63,6 +65,7 @@ _ROW_SNIFFERS = (
     (kiln.NAME, kiln.sniff),
     (sharegpt.NAME, sharegpt.sniff),
     (llamafactory.NAME, llamafactory.sniff),
+    (http_cassette.NAME, http_cassette.sniff),
 )
 
 
