@@ -280,8 +280,7 @@ def run_shard(
             counts.read += batch.read
             counts.blank += batch.blank
             counts.source_counts.update(batch.source_counts)
-            if batch.format is not None and batch.read:
-                counts.detected[batch.format] += batch.read
+            counts.detected.update(batch.detected)
             counts.fallback.update(batch.native_fallback)
             counts.written += table.num_rows
             counts.by_stage.update(r["stage"] for r in rejected)

@@ -11,6 +11,7 @@ compiled decoder) together, one batch per format found, each saying its format (
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,9 @@ class Batch:
     # lines the compiled decoder handed to the Python one, by reason (DecodeResult.native_fallback)
     native_fallback: dict[str, int] = field(default_factory=dict)
     format: str | None = None  # format auto: the wire format of this batch's records
+    # format auto: records by the format chosen for them (``undetected``: none; a line that is not a
+    # JSON object is undetected, though the first format's decoder rejects it)
+    detected: dict[str, int] = field(default_factory=dict)
 
 
 def _from_rejected(
@@ -87,12 +91,17 @@ def _decoded(
         for n, (line, k, to) in enumerate(zip(lines, kinds, route, strict=True), first)
         if to is None and (k == NO_FORMAT or line.strip())
     ]  # fmt: skip
+    counted = Counter(kinds)
+    blanks = counted.pop(None, 0) - sum(1 for line in lines if not line.strip())  # non-blank unparsable
+    detected = {k or UNDETECTED: n for k, n in counted.items()}
+    if blanks + counted.get(NO_FORMAT, 0):
+        detected[UNDETECTED] = blanks + counted.get(NO_FORMAT, 0)
     if unfit or not found:  # their own batch: read, not detected as any format (``Batch.format``)
         blank = sum(1 for line in lines if not line.strip()) - placeholders if not found else 0
         rejected = [_from_rejected(r, shard, raw, WIRE) for r in [*pre, *unfit]]
         yield Batch(CONVERSATION_SCHEMA.empty_table(), rejected, len(rejected), blank, raw, nbytes,
-                    format=UNDETECTED)  # fmt: skip
-        pre, placeholders, nbytes = [], 0 if not found else placeholders, 0
+                    format=UNDETECTED, detected=detected)  # fmt: skip
+        pre, placeholders, nbytes, detected = [], 0 if not found else placeholders, 0, {}
     for fmt in found:
         mine = lines
         if len(found) > 1 or unfit:  # blank out the others' lines: numbers stay, the decoder skips them
@@ -100,8 +109,10 @@ def _decoded(
         res = decode_lines(mine, fmt, source_file=shard.label, first_line=first)
         if mine is not lines:
             res.blank_lines -= sum(1 for to in route if to != fmt)
-        yield _batch(res, shard, raw, nbytes, pre, placeholders, fmt)
-        pre, placeholders, nbytes = [], 0, 0
+        batch = _batch(res, shard, raw, nbytes, pre, placeholders, fmt)
+        batch.detected = detected
+        yield batch
+        pre, placeholders, nbytes, detected = [], 0, 0, {}
 
 
 def _text(raw: bytes) -> str:
