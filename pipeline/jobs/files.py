@@ -8,8 +8,9 @@ A directory that is not a saved dataset contributes, recursively and sorted, its
 ``*.jsonl``, ``*.ndjson``, ``*.json``, ``*.parquet``, ``*.eval``, ``*.traj`` and ``*.kiln`` (the
 first three also compressed: ``.gz``, ``.zst``, ``.bz2``, ``.xz``) and its saved datasets; hidden
 files and directories (a leading dot) and what chatlake writes (``*.rejected.jsonl``,
-``*.rejected.parquet``, ``*.losses.jsonl``, ``*.partial/``, a run directory: one holding
-``manifest.json``) are skipped; symbolic links to directories are not followed.
+``*.rejected.parquet``, ``*.losses.jsonl``, the ``convert -o`` output ``X`` beside them,
+``*.partial/``, a run directory: one holding ``manifest.json``) are skipped; symbolic links to
+directories are not followed.
 """
 
 from __future__ import annotations
@@ -104,9 +105,12 @@ def _directory_files(root: str) -> list[str]:
             else:
                 keep.append(d)
         dirs[:] = keep
+        names = set(files)
         for name in files:
             low = name.lower()
             if name.startswith(".") or low.endswith(_OUR_FILES) or not low.endswith(_DIR_FILES):
+                continue
+            if any(name + ours in names for ours in _OUR_FILES):  # convert -o NAME wrote it
                 continue
             found.append(os.path.join(here, name))
     return sorted(found)

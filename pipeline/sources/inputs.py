@@ -128,11 +128,16 @@ def _document(data: bytes, name: str) -> RecordBatch:
     return RecordBatch(1, lines, rejected, len(data), len(rejected))
 
 
-def _read(stream: IO[bytes], n: int) -> bytes:
-    """Up to ``n`` bytes of ``stream``: fewer only at its end (a decompressor may return less)."""
+def _read(stream: IO[bytes], n: int, failed: list[Exception]) -> bytes:
+    """Up to ``n`` bytes of ``stream``: fewer only at its end (a decompressor may return less) or
+    when it fails, which appends the error to ``failed`` (the bytes before it are returned)."""
     parts, got = [], 0
     while got < n:
-        data = stream.read(min(n - got, 1 << 24))
+        try:
+            data = stream.read(min(n - got, 1 << 24))
+        except _DECOMPRESS_ERRORS as e:
+            failed.append(e)
+            break
         if not data:
             break
         parts.append(data)
@@ -153,45 +158,53 @@ def record_batches(
     ``name`` is the file's name in provenance and errors. Never raises on bad data: a document over
     the cap, invalid JSON or a decompression error becomes a rejected record.
     """
+    failed: list[Exception] = []
     magic = f.read(6)
-    line = 1
     try:
         stream = decompressed(io.BufferedReader(_Prefixed(magic, f)), compression_of(magic))
-        head = _read(stream, 1 << 16)
-        if is_document(head):
-            data = head + _read(stream, max_document_bytes + 1 - len(head))
-            if len(data) > max_document_bytes:
-                msg = (
-                    f"$: a JSON document larger than max_document_bytes = {max_document_bytes} is not read "
-                    "(it is parsed whole); convert it to JSON Lines, or raise the input option "
-                    "max_document_bytes"
-                )
-                yield RecordBatch(1, [], [Rejected(1, _text(data[:200]) + "...", msg, name)], len(data))
-                return
+    except _DECOMPRESS_ERRORS as e:  # a header the decompressor refuses at once
+        failed.append(e)
+        stream = io.BytesIO(b"")
+    head = _read(stream, 1 << 16, failed)
+    if is_document(head) and not failed:
+        data = head + _read(stream, max_document_bytes + 1 - len(head), failed)
+        if len(data) > max_document_bytes:
+            msg = (
+                f"$: a JSON document larger than max_document_bytes = {max_document_bytes} is not read "
+                "(it is parsed whole); convert it to JSON Lines, or raise the input option "
+                "max_document_bytes"
+            )
+            yield RecordBatch(1, [], [Rejected(1, _text(data[:200]) + "...", msg, name)], len(data))
+        elif not failed:
             yield _document(data, name)
-            return
-        rest = head
-        while True:
-            block = _read(stream, chunk_bytes)
-            data = rest + block
-            if not block:
-                if data:
-                    lines = data.split(b"\n")
-                    if lines[-1] == b"":
-                        lines.pop()
-                    yield RecordBatch(line, lines, nbytes=len(data))
-                return
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                rest = data
-                continue
-            lines = data[:cut].split(b"\n")
-            rest = data[cut + 1 :]
+        else:
+            yield RecordBatch(1, [], [_broken(1, data, failed[0], name)], len(data))
+        return
+    line, rest = 1, head
+    while True:
+        block = _read(stream, chunk_bytes, failed) if not failed else b""
+        data = rest + block
+        cut = data.rfind(b"\n") if (block or failed) else len(data) - 1
+        if cut < 0 and block:  # no whole line yet: read on
+            rest = data
+            continue
+        lines = data[: cut + 1].split(b"\n")
+        if lines[-1] == b"":
+            lines.pop()
+        if lines:
             yield RecordBatch(line, lines, nbytes=cut + 1)
             line += len(lines)
-    except _DECOMPRESS_ERRORS as e:
-        msg = f"$: cannot read the rest of the input from line {line} on: {type(e).__name__}: {e}"
-        yield RecordBatch(line, [], [Rejected(line, "", msg, name)])
+        if failed:  # what was read is kept; the rest (from the cut-off line on) is one rejection
+            yield RecordBatch(line, [], [_broken(line, data[cut + 1 :], failed[0], name)])
+            return
+        if not block:
+            return
+        rest = data[cut + 1 :]
+
+
+def _broken(line: int, tail: bytes, e: Exception, name: str) -> Rejected:
+    msg = f"$: cannot read the rest of the input from line {line} on: {type(e).__name__}: {e}"
+    return Rejected(line, _text(tail), msg, name)
 
 
 class _Prefixed(io.RawIOBase):
