@@ -38,6 +38,7 @@ import pyarrow as pa
 from pipeline.formats import Rejected
 from pipeline.formats._common import RecordError
 from pipeline.formats._json import loads_document
+from pipeline.sources._base import text_of
 
 STDIN = "-"  # the input path that means standard input
 STDIN_NAME = "<stdin>"  # what provenance (source_file) calls it
@@ -121,7 +122,7 @@ def _document(data: bytes, name: str) -> RecordBatch:
     rejected: list[Rejected] = []
     for i, rec in enumerate(records):
         if i in bad:
-            rejected.append(Rejected(i + 1, _text(orjson.dumps(rec, default=str)), bad[i], name))
+            rejected.append(Rejected(i + 1, text_of(rec), bad[i], name))  # text_of: any depth
             lines.append(b"")  # keeps the element numbers; counted as blank, subtracted below
         else:
             lines.append(orjson.dumps(rec))
