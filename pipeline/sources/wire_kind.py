@@ -62,50 +62,73 @@ def _sql_list(names: Sequence[str]) -> str:
     return "[" + ", ".join(f"'{n}'" for n in names) + "]"
 
 
+# The top-level values the rule looks at, extracted with one parse of each line (one json_extract
+# with many paths); the checks inside ``messages`` parse that value only, and only for the records
+# that reach rule 6 (CASE evaluates a branch only for the rows that get there).
+_TOP = ("input", "output", "choices", "conversations", "content", "messages", "system", "type", "role",
+        *_REQUEST_KEYS)  # fmt: skip
+_AT = {k: i + 1 for i, k in enumerate(_TOP)}  # DuckDB lists count from 1
+
+
+def _has(key: str) -> str:
+    return f"(v[{_AT[key]}] IS NOT NULL)"
+
+
+def _is_list(key: str) -> str:  # the extracted JSON text starts with '[' (no second parse)
+    return f"(left(v[{_AT[key]}]::VARCHAR, 1) = '[')"
+
+
+def _string(key: str) -> str:
+    return f"(v[{_AT[key]}]::VARCHAR)"
+
+
 def _any_key(names: Sequence[str]) -> str:
-    return "(" + " OR ".join(f"json_exists(o, '$.\"{n}\"')" for n in names) + ")"
+    return "(" + " OR ".join(_has(n) for n in names) + ")"
 
 
+_M = f"v[{_AT['messages']}]"
 _CHAT_SIGN = (
-    f"(list_has_any(json_extract_string(o, '$.messages[*].role'), {_sql_list(_CHAT_ROLES)})"
-    " OR len(json_extract(o, '$.messages[*].tool_calls')) > 0"
-    " OR len(json_extract(o, '$.messages[*].tool_call_id')) > 0"
-    " OR len(json_extract(o, '$.messages[*].function_call')) > 0"
-    " OR json_exists(o, '$.max_completion_tokens'))"
+    f"(list_has_any(json_extract_string({_M}, '$[*].role'), {_sql_list(_CHAT_ROLES)})"
+    f" OR len(json_type({_M}, '$[*].tool_calls')) > 0"
+    f" OR len(json_type({_M}, '$[*].tool_call_id')) > 0"
+    f" OR len(json_type({_M}, '$[*].function_call')) > 0"
+    f" OR {_has('max_completion_tokens')})"
 )
 _ANTHROPIC_SIGN = (
-    "(json_exists(o, '$.system')"
-    " OR list_has_any(json_extract_string(o, '$.messages[*].content[*].type'),"
-    f" {_sql_list(_ANTHROPIC_BLOCKS)})"
-    f" OR (json_exists(o, '$.max_tokens') AND NOT {_CHAT_SIGN}))"
+    f"({_has('system')}"
+    f" OR list_has_any(json_extract_string({_M}, '$[*].content[*].type'), {_sql_list(_ANTHROPIC_BLOCKS)})"
+    f" OR ({_has('max_tokens')} AND NOT {_CHAT_SIGN}))"
 )
 # What HF dataset rows (transformers chat templates) never hold: legacy functions, string arguments.
 _CHAT_ONLY = (
-    "(list_has_any(json_extract_string(o, '$.messages[*].role'), ['function'])"
-    " OR len(json_extract(o, '$.messages[*].function_call')) > 0"
-    " OR list_has_any(json_type(o, '$.messages[*].tool_calls[*].function.arguments'), ['VARCHAR']))"
+    f"(list_has_any(json_extract_string({_M}, '$[*].role'), ['function'])"
+    f" OR len(json_type({_M}, '$[*].function_call')) > 0"
+    f" OR list_has_any(json_type({_M}, '$[*].tool_calls[*].function.arguments'), ['VARCHAR']))"
 )
 RULE = f"""
 CASE
-  WHEN o IS NULL THEN NULL
-  WHEN json_exists(o, '$.input') THEN 'responses'
-  WHEN json_type(o, '$.output') = 'ARRAY' THEN 'responses'
-  WHEN json_type(o, '$.choices') = 'ARRAY' THEN 'chat'
-  WHEN json_type(o, '$.conversations') = 'ARRAY' THEN 'sharegpt'
-  WHEN json_type(o, '$.content') = 'ARRAY' AND NOT json_exists(o, '$.messages')
-       AND (json_extract_string(o, '$.type') = 'message' OR json_extract_string(o, '$.role') = 'assistant')
-       THEN 'anthropic'
-  WHEN json_type(o, '$.messages') <> 'ARRAY' OR json_type(o, '$.messages') IS NULL THEN '{NO_FORMAT}'
+  WHEN v IS NULL THEN NULL
+  WHEN {_has("input")} THEN 'responses'
+  WHEN {_is_list("output")} THEN 'responses'
+  WHEN {_is_list("choices")} THEN 'chat'
+  WHEN {_is_list("conversations")} THEN 'sharegpt'
+  WHEN {_is_list("content")} AND NOT {_has("messages")}
+       AND ({_string("type")} = '"message"' OR {_string("role")} = '"assistant"') THEN 'anthropic'
+  WHEN NOT coalesce({_is_list("messages")}, false) THEN '{NO_FORMAT}'
   WHEN {_ANTHROPIC_SIGN} THEN 'anthropic'
   WHEN {_any_key(_REQUEST_KEYS)} OR {_CHAT_ONLY} THEN 'chat'
   ELSE 'hf'
 END
 """
-_QUERY = f"""
-SELECT {RULE} AS kind FROM (
-  SELECT CASE WHEN json_valid(j) AND json_type(j) = 'OBJECT' THEN j::JSON END AS o FROM lines
-)
+_PATHS = "[" + ", ".join(f"'$.\"{k}\"'" for k in _TOP) + "]"
+# Two queries: DuckDB would compute ``v`` again for every use of it in RULE, so the top-level
+# values are extracted first (one parse per line) and RULE runs over them.
+_EXTRACT = f"""
+SELECT CASE WHEN json_valid(j) AND left(ltrim(j, ' \t\n\r'), 1) = '{{'
+            THEN json_extract(j, {_PATHS}) END AS v
+FROM lines
 """
+_QUERY = f"SELECT {RULE} AS kind FROM tops"
 
 _local = threading.local()
 
@@ -141,9 +164,14 @@ def classify(lines: Sequence[bytes]) -> list[str | None]:
     con = _connection()
     con.register("lines", table)
     try:
-        kinds = con.sql(_QUERY).to_arrow_table().column("kind")
+        tops = con.sql(_EXTRACT).to_arrow_table()
     finally:
         con.unregister("lines")
+    con.register("tops", tops)
+    try:
+        kinds = con.sql(_QUERY).to_arrow_table().column("kind")
+    finally:
+        con.unregister("tops")
     out = kinds.to_pylist()
     if len(out) != len(lines):  # DuckDB keeps a projection's row order; this guards the assumption
         raise RuntimeError(f"classify: {len(out)} kinds for {len(lines)} lines")
