@@ -126,7 +126,7 @@ def doctor() -> None:
     required=True,
     type=click.Choice(INPUT_FORMATS),
     help="Format of the inputs: a wire format, parquet, a source (codex-rollout, claude-code, ...; "
-    "docs/sources.md) or auto (detect the source per file).",
+    "docs/sources.md) or auto (the source per file, API records per record: docs/sources.md#auto).",
 )
 @click.option("--to", "target", required=True, type=click.Choice(FORMATS), help="Format to write.")
 @click.option("--output", "-o", type=click.Path(path_type=Path), help="Output file.")
@@ -160,7 +160,7 @@ def convert(
     allow_loss: str,
     quiet: bool,
 ) -> None:
-    """Convert JSONL conversations (one per line) or canonical Parquet.
+    """Convert conversations: JSONL, a JSON array or document, compressed, a directory, - (stdin), or Parquet.
 
     Bad records go to OUTPUT.rejected.jsonl (OUTPUT.rejected.parquet beside --to parquet) with the
     reason and the original input; the job goes on. Converting between formats writes one line per
@@ -321,7 +321,7 @@ def synth(fmt: str, n: int, seed: int, output: Path | None, workers: int) -> Non
 def transform(
     inputs: tuple[Path, ...], specs: tuple[str, ...], output: Path, source: str, strict: bool, quiet: bool
 ) -> None:
-    """Run transform steps over canonical Parquet (or wire JSONL) into one canonical Parquet file.
+    """Run transform steps over canonical Parquet (or any input convert reads) into one Parquet file.
 
     Rejected records go to OUTPUT.rejected.parquet (OUTPUT + ".rejected.parquet"). The work is staged
     in OUTPUT.partial/ and resumes there when interrupted (docs/run-layout.md). Steps and their
