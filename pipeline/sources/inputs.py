@@ -94,19 +94,19 @@ class RecordBatch:
 
 
 def is_document(head: bytes) -> bool:
-    """Whether a file starting with ``head`` is one JSON value rather than JSON Lines: it opens with
-    ``[``, or its first line is not a whole JSON value (a pretty-printed object)."""
+    """Whether a file starting with ``head`` looks like one JSON value rather than JSON Lines: it opens
+    with ``[`` or ``{`` and its first line is not a whole JSON value (pretty-printed), or it is one
+    line opening with ``[`` (a one-line array). A first guess: a "document" that does not parse is
+    read as JSON Lines after all (:func:`record_batches`)."""
     text = head.lstrip()
-    if text.startswith(b"["):
-        return True
-    if not text.startswith(b"{"):
+    if not text.startswith((b"[", b"{")):
         return False
-    first = text.split(b"\n", 1)[0]
+    first, _, more = text.partition(b"\n")
     try:
         orjson.loads(first)
     except orjson.JSONDecodeError:
-        return b"\n" in text or len(head) < (1 << 16)  # a first line longer than the head: JSONL
-    return False
+        return bool(more) or len(head) < (1 << 16)  # a first line longer than the head: JSONL
+    return text.startswith(b"[") and not more.strip()  # a whole line followed by more: JSONL
 
 
 def _document(data: bytes, name: str) -> RecordBatch:
@@ -176,11 +176,16 @@ def record_batches(
                 "max_document_bytes"
             )
             yield RecordBatch(1, [], [Rejected(1, _text(data[:200]) + "...", msg, name)], len(data))
-        elif not failed:
-            yield _document(data, name)
+            return
+        if not failed:
+            doc = _document(data, name)
+            if not _not_json(doc, data):
+                yield doc
+                return
+            head = data  # it did not parse: JSON Lines whose first line is broken, read as such
         else:
             yield RecordBatch(1, [], [_broken(1, data, failed[0], name)], len(data))
-        return
+            return
     line, rest = 1, head
     while True:
         block = _read(stream, chunk_bytes, failed) if not failed else b""
@@ -201,6 +206,14 @@ def record_batches(
         if not block:
             return
         rest = data[cut + 1 :]
+
+
+def _not_json(doc: RecordBatch, data: bytes) -> bool:
+    """Whether a whole-document read failed as JSON on a text of several lines (then: JSON Lines)."""
+    return (
+        not doc.lines and len(doc.rejected) == 1 and doc.rejected[0].error.startswith("$: invalid JSON")
+        and b"\n" in data.strip()
+    )  # fmt: skip
 
 
 def _broken(line: int, tail: bytes, e: Exception, name: str) -> Rejected:

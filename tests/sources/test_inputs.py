@@ -89,9 +89,13 @@ def test_document_over_the_cap_is_one_rejection() -> None:
     assert "max_document_bytes = 1000" in rejected[0].error and rejected[0].line == 1
 
 
-def test_invalid_json_document_is_one_rejection() -> None:
-    lines, rejected = _read(b'[{"input": "a"},\n {"input": ')
+def test_invalid_json_document() -> None:
+    """One line that is not JSON: one rejection. Several: read as JSON Lines (each line then goes to
+    the decoder and is rejected by its number), since it may be JSONL with a broken first line."""
+    lines, rejected = _read(b'[{"input": "a"}, {"input": ')
     assert lines == [] and len(rejected) == 1 and "invalid JSON" in rejected[0].error
+    lines, rejected = _read(b'[{"input": "a"},\n {"input": ')
+    assert rejected == [] and lines == [(1, b'[{"input": "a"},'), (2, b' {"input": ')]
 
 
 def test_corrupt_and_truncated_streams_keep_what_was_read() -> None:
@@ -107,3 +111,16 @@ def test_corrupt_and_truncated_streams_keep_what_was_read() -> None:
 def test_empty_inputs() -> None:
     for data in (b"", b"\n\n", gzip.compress(b""), b"[]"):
         assert _read(data) == ([], [])
+
+
+def test_a_broken_first_line_does_not_make_a_document() -> None:
+    """JSON Lines whose first line is cut off (or an array) stay JSON Lines: the bad line is
+    rejected by the decoder later, its neighbours are read."""
+    good = orjson.dumps(RECORDS[0])
+    for first in (b'{"input": [', b"[1, 2", b"[1, 2]", b'{\n"input"'):
+        data = first + b"\n" + good + b"\n" + good + b"\n"
+        lines, rejected = _read(data)
+        assert rejected == [] and [n for n, _ in lines][-2:] == [len(lines) - 1, len(lines)]
+        assert lines[-1] == (len(lines), good) and len(lines) >= 3
+    lines, _ = _read(b"[1, 2]\n")  # a one-line array alone is a document
+    assert [x for _, x in lines] == [b"1", b"2"]
