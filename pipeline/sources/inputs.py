@@ -105,8 +105,23 @@ def is_document(head: bytes) -> bool:
     try:
         orjson.loads(first)
     except orjson.JSONDecodeError:
-        return bool(more) or len(head) < (1 << 16)  # a first line longer than the head: JSONL
+        if not more:
+            return len(head) < (1 << 16)  # a first line longer than the head: JSONL
+        return not _lines_follow(more)  # a broken first line of JSON Lines, or a pretty-printed value
     return text.startswith(b"[") and not more.strip()  # a whole line followed by more: JSONL
+
+
+def _lines_follow(more: bytes) -> bool:
+    """Whether one of the (up to 3) whole lines after the first is a JSON object on its own: JSON
+    Lines. A pretty-printed document's inner lines (``"model": "x",``) never are."""
+    lines = [x for x in more.split(b"\n")[:-1] if x.strip()][:3]
+    for line in lines:
+        try:
+            if type(orjson.loads(line)) is dict:
+                return True
+        except orjson.JSONDecodeError:
+            continue
+    return False
 
 
 def _document(data: bytes, name: str) -> RecordBatch:

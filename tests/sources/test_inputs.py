@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from pipeline.formats import MAX_DEPTH
-from pipeline.sources.inputs import compression_of, record_batches
+from pipeline.sources.inputs import compression_of, is_document, record_batches
 from tests.cases import CASES
 
 RECORDS = [r for fmt in sorted(CASES) for _, r in CASES[fmt]]
@@ -124,3 +124,8 @@ def test_a_broken_first_line_does_not_make_a_document() -> None:
         assert lines[-1] == (len(lines), good) and len(lines) >= 3
     lines, _ = _read(b"[1, 2]\n")  # a one-line array alone is a document
     assert [x for _, x in lines] == [b"1", b"2"]
+    # told from the first bytes: JSON Lines with a broken first line are not read whole
+    data = b'{"input": [\n' + good + b"\n" + good + b"\n"
+    assert not is_document(data) and is_document(orjson.dumps(RECORDS[0], option=orjson.OPT_INDENT_2))
+    lines, rejected = _read(data, cap=10)  # (so no document cap applies to them)
+    assert rejected == [] and len(lines) == 3
