@@ -126,7 +126,7 @@ def doctor() -> None:
     required=True,
     type=click.Choice(INPUT_FORMATS),
     help="Format of the inputs: a wire format, parquet, a source (codex-rollout, claude-code, ...; "
-    "docs/sources.md) or auto (detect the source per file).",
+    "docs/sources.md) or auto (the source per file, API records per record: docs/sources.md#auto).",
 )
 @click.option("--to", "target", required=True, type=click.Choice(FORMATS), help="Format to write.")
 @click.option("--output", "-o", type=click.Path(path_type=Path), help="Output file.")
@@ -166,7 +166,7 @@ def convert(
     set_fields: tuple[str, ...],
     quiet: bool,
 ) -> None:
-    """Convert JSONL conversations (one per line) or canonical Parquet.
+    """Convert conversations: JSONL, a JSON array or document, compressed, a directory, - (stdin), or Parquet.
 
     Bad records go to OUTPUT.rejected.jsonl (OUTPUT.rejected.parquet beside --to parquet) with the
     reason and the original input; the job goes on. Converting between formats writes one line per
@@ -213,7 +213,8 @@ def convert(
             )  # fmt: skip
         except ConfigError as e:
             raise click.UsageError(str(e)) from None
-        _run_job(job, catalog=None, quiet=quiet, as_json=False, fresh=False, report=report)
+        _run_job(job, catalog=None, quiet=quiet, as_json=False, fresh=False, report=report,
+                 auto=source == "auto")  # fmt: skip
         return
     assert output is not None
     summary, verdict = _single_file(
@@ -227,6 +228,7 @@ def convert(
         from pipeline.engine.report import print_summary
 
         print_summary(summary, Console())
+    _say_auto(summary, source == "auto" and not quiet)
     if verdict is not None:
         raise click.ClickException(verdict)
 
@@ -344,7 +346,14 @@ def synth(
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--step", "specs", multiple=True, required=True, help="NAME[:k=v,...], repeatable, in order.")
 @click.option("--output", "-o", required=True, type=click.Path(path_type=Path), help="Output Parquet file.")
-@click.option("--from", "source", default="parquet", show_default=True, help="parquet or a wire format.")
+@click.option(
+    "--from",
+    "source",
+    default="parquet",
+    show_default=True,
+    type=click.Choice(INPUT_FORMATS),
+    help="Format of the inputs, as for convert: parquet, a wire format, a source or auto.",
+)
 @click.option(
     "--strict", is_flag=True, help="Exit 1 naming the first rejected record (checked after the run)."
 )
@@ -352,7 +361,7 @@ def synth(
 def transform(
     inputs: tuple[Path, ...], specs: tuple[str, ...], output: Path, source: str, strict: bool, quiet: bool
 ) -> None:
-    """Run transform steps over canonical Parquet (or wire JSONL) into one canonical Parquet file.
+    """Run transform steps over canonical Parquet (or any input convert reads) into one Parquet file.
 
     Rejected records go to OUTPUT.rejected.parquet (OUTPUT + ".rejected.parquet"). The work is staged
     in OUTPUT.partial/ and resumes there when interrupted (docs/run-layout.md). Steps and their
@@ -365,10 +374,6 @@ def transform(
     from pipeline.engine.single_file import first_rejected
     from pipeline.transforms import parse_step
 
-    if source not in (PARQUET, *WIRE_FORMATS):
-        raise click.UsageError(
-            f"--from {source!r} is not a format; use parquet or one of {', '.join(WIRE_FORMATS)}"
-        )
     try:
         for s in specs:
             parse_step(s)
@@ -389,6 +394,7 @@ def transform(
         )
         for reason, n in list(dict(summary["rejected_by_reason"]).items())[:5]:  # type: ignore[call-overload]
             click.echo(f"  {n} x {reason}")
+    _say_auto(summary, source == "auto" and not quiet)
     if verdict is not None:
         raise click.ClickException(verdict)
 
@@ -398,7 +404,7 @@ class _BadConfig(click.ClickException):
 
 
 def _run_job(job: object, *, catalog: str | None, quiet: bool, as_json: bool, fresh: bool,
-             report: Path | None = None) -> None:  # fmt: skip
+             report: Path | None = None, auto: bool = False) -> None:  # fmt: skip
     from rich.console import Console
 
     from pipeline.engine import JobFailed, TooManyRejected, run_job
@@ -424,8 +430,17 @@ def _run_job(job: object, *, catalog: str | None, quiet: bool, as_json: bool, fr
         click.echo(orjson.dumps(summary).decode())
     elif not quiet:
         print_summary(summary, Console())
+    _say_auto(summary, auto and not (quiet or as_json))
     if rejected is not None:
         raise _Failed(str(rejected), 1)
+
+
+def _say_auto(summary: dict[str, object], auto: bool) -> None:
+    """--from auto: one line on stderr saying what was chosen for each input."""
+    if auto:
+        from pipeline.engine.report import auto_choices
+
+        click.echo(auto_choices(summary), err=True)
 
 
 @cli.command()
@@ -486,7 +501,8 @@ def run(
     from pipeline.catalog import default_catalog
 
     where = None if no_catalog else str(catalog or default_catalog())
-    _run_job(job, catalog=where, quiet=quiet, as_json=as_json, fresh=fresh)
+    auto = any(f.format == "auto" for f in job.files)  # records whose format is chosen as they are read
+    _run_job(job, catalog=where, quiet=quiet, as_json=as_json, fresh=fresh, auto=auto)
 
 
 def _catalog_option(f: Callable[..., None]) -> Callable[..., None]:

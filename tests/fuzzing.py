@@ -25,9 +25,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline import synth
+from pipeline.errors import ConfigError
 from pipeline.formats import WIRE_FORMATS, decode_lines, encode_table
 from pipeline.formats._json import loads_document
 from pipeline.sources import detect_source, read_source
+from pipeline.sources.detect import detect_input
 from tests.cases import CASES
 from tests.corpus import CORPUS_DIR, corpus_available, corpus_records
 from tests.mutate import mutate
@@ -254,6 +256,35 @@ _KILN = [
     {"id": "r3", "input": "x", "output": {"output": "y"}, "trace": orjson.dumps(_KILN_TRACE).decode()},
 ]
 _DATA = Path(__file__).parent / "sources" / "data"
+_HI = [{"role": "user", "content": "hi"}]
+_OUTPUT = [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "x"}]}]
+_CASSETTES = [
+    {
+        "cassette_name": "chat.yaml",
+        "interactions": [
+            {
+                "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
+                            "parsed_body": {"model": "gpt-4o", "messages": _HI}},
+                "response": {"status": {"code": 200}, "parsed_body": {"id": "c", "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": "hello"}}]}},
+            },
+            {
+                "request": {"method": "POST", "uri": "https://api.anthropic.com/v1/messages",
+                            "parsed_body": {"model": "claude-x", "max_tokens": 8,
+                                            "messages": [{"role": "user", "content": "hi"}]}},
+                "response": {"status": {"code": 400}, "parsed_body": {"error": {"message": "no"}}},
+            },
+        ],
+    },
+    {
+        "interactions": [
+            {
+                "request": {"uri": "https://api.openai.com/v1/responses", "parsed_body": {"input": "hi"}},
+                "response": {"status": {"code": 200}, "parsed_body": {"output": _OUTPUT}},
+            }
+        ]
+    },
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -297,6 +328,7 @@ def source_seeds(*, corpus: bool = True, corpus_cap: int | None = 40) -> list[So
         SourceSeed("inspect-json-calls", "inspect-log", "json", inspect_json, model_calls=True),
         SourceSeed("inspect-eval", "inspect-log", "eval", inspect_eval),
         SourceSeed("inspect-eval-calls", "inspect-log", "eval", inspect_eval, model_calls=True),
+        SourceSeed("cassettes", "http-cassette", "jsonl", _CASSETTES),
     ]
     if not (corpus and corpus_available()):
         return seeds
@@ -313,6 +345,7 @@ def source_seeds(*, corpus: bool = True, corpus_cap: int | None = 40) -> list[So
         ("tau-bench/gpt-4o-airline.visible-150.json", "tau-bench"),
         ("swe-agent-traj/pydicom-1458.gpt4.traj.json", "swe-agent"),
         ("inspect-ai-logs/2025-05-12T20-28-26-04-00_security-guide.json", "inspect-log"),
+        ("pydantic-ai-cassettes/openai-responses.cassettes.jsonl", "http-cassette"),
     ):
         path = CORPUS_DIR / rel
         if path.is_dir():
@@ -488,6 +521,9 @@ def check_source_file(
     """Read ``path`` with ``adapter`` and check the rules: (written, rejected, problem or None)."""
     try:
         detect_source(path)  # what --from auto runs first: any answer, but no exception
+        detect_input(path)  # (a ConfigError is an answer: a compressed agent log)
+    except ConfigError:
+        pass
     except BaseException as e:
         if isinstance(e, KeyboardInterrupt):
             raise

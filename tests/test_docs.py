@@ -58,6 +58,8 @@ FIXTURES = {
     "~/.codex/sessions/": "a Codex rollout from the corpus",
     "views.sql": "the CREATE VIEW block of docs/audit.md, as that page says to save it",
     "job.toml": "jobs/sample.toml's job, into runs/job",
+    "requests.jsonl": "a synthetic Responses request log (`chatlake synth --request-log`, 20 conversations)",
+    "THREADS_RUN": "runs/threads, a run of requests.jsonl with the threads step (target parquet)",
     "OUT_DIR": "(Python examples only) an export-hf of RUN",
 }
 CORPUS_NAMES = ("session.jsonl", "~/.codex", "logs/*.json ", "traj/", "read_source(path")
@@ -194,6 +196,14 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _run([chatlake, "convert", "data/sample-responses.jsonl", "--from", "responses", "--to", "parquet",
           "-o", "lake.parquet", "-q"], base, env)  # fmt: skip
     shutil.copy(ROOT / "data" / "sample-chat.jsonl", base / "logs.jsonl")
+    _run([chatlake, "synth", "--format", "responses", "--n", "20", "--request-log", "-o", "requests.jsonl"],
+         base, env)  # fmt: skip
+    (base / "threads.toml").write_text(
+        'name = "threads"\n[[inputs]]\npath = "requests.jsonl"\nformat = "responses"\n'
+        '[[steps]]\nname = "threads"\n[output]\npath = "runs/threads"\ntarget = "parquet"\n'
+    )
+    _run([chatlake, "run", "threads.toml", "-q"], base, env)
+    (base / "THREADS_RUN").symlink_to("runs/threads")
     [views] = [b for _, tag, b, _ in _blocks(ROOT / "docs" / "audit.md")
                if tag == "sql" and b[0][1].startswith("-- views.sql")]  # fmt: skip
     (base / "views.sql").write_text("".join(text + "\n" for _, text in views))

@@ -28,6 +28,7 @@ from pipeline.io.run_tables import LOSSES_SCHEMA, loss_refused, rejected_row
 from pipeline.jobs.resolve import CANONICAL, PARQUET, build_steps
 from pipeline.losses import ADDITIONS, LossPolicy
 from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
+from pipeline.sources.detect import WIRE
 from pipeline.transforms import GROUPING_STEPS, apply_steps
 
 from .read import Batch, read_shard
@@ -209,6 +210,7 @@ class _Counts:
         self.by_reason: Counter[str] = Counter()
         self.loss_kinds: Counter[str] = Counter()
         self.source_counts: Counter[str] = Counter()
+        self.detected: Counter[str] = Counter()  # format auto: records read as each wire format
         self.fallback: Counter[str] = Counter()
         self.additions: Counter[str] = Counter()  # records per addition kind
 
@@ -300,7 +302,9 @@ def shard_codec(shard: Shard) -> str:
     when it is active here (``CHATLAKE_NATIVE``, read now: a worker reports what it ran, not what
     the parent expected); canonical Parquet and source adapters never decode JSON lines with it.
     """
-    return "native" if _wire_lines(shard) and codec.native_module(shard.format) is not None else "python"
+    # format auto: the formats are known per batch; the compiled decoder takes all wire formats or none
+    fmt = "responses" if shard.format == WIRE else shard.format
+    return "native" if _wire_lines(shard) and codec.native_module(fmt) is not None else "python"
 
 
 def _summed(counts: Iterable[dict[str, int]]) -> dict[str, int]:
@@ -326,6 +330,9 @@ def whole_shard(batches: Iterable[Batch]) -> Iterator[Batch]:
         nbytes=sum(b.nbytes for b in parts),
         source_counts=_summed(b.source_counts for b in parts),
         native_fallback=_summed(b.native_fallback for b in parts),
+        # format auto: one format if every batch had the same (else the shard's label, ``auto``)
+        format=parts[0].format if len({b.format for b in parts}) == 1 else None,
+        detected=_summed(b.detected for b in parts),
     )
     parts.clear()
     yield merged
@@ -359,7 +366,7 @@ def run_shard(
         for batch in batches:
             rejected = batch.rejected
             table = to_disk(batch.table)
-            originals = _Originals(table, batch.raw, raw_format)
+            originals = _Originals(table, batch.raw, batch.format or raw_format)
             if steps:
                 table, step_rejected = _apply_steps(table, steps, originals)
                 rejected = rejected + step_rejected
@@ -378,6 +385,7 @@ def run_shard(
             counts.read += batch.read
             counts.blank += batch.blank
             counts.source_counts.update(batch.source_counts)
+            counts.detected.update(batch.detected)
             counts.fallback.update(batch.native_fallback)
             counts.written += table.num_rows
             counts.by_stage.update(r["stage"] for r in rejected)
@@ -406,6 +414,7 @@ def run_shard(
         "records_with_losses": counts.lossy,
         "additions_by_kind": dict(sorted(counts.additions.items())),
         **({"source_counts": dict(sorted(counts.source_counts.items()))} if counts.source_counts else {}),
+        **({"detected": dict(sorted(counts.detected.items()))} if shard.format == WIRE else {}),
         "codec": shard_codec(shard),
         "native_fallback": dict(sorted(counts.fallback.items())),
         "files": files,

@@ -1,11 +1,17 @@
 """Reading one shard as a stream of canonical batches, each with the records it rejected.
 
 A batch is at most ``chunk_bytes`` of JSONL or ``batch_rows`` rows, so a worker's memory is bounded
-by one batch whatever the shard or input size.
+by one batch whatever the shard or input size (a JSON array or document: the whole document, up to
+its ``max_document_bytes``).
+
+Format ``auto`` (wire records of several formats): each batch's lines are classified at once by
+:func:`pipeline.sources.wire_kind.classify` and every format's lines go to ``decode_lines`` (the
+compiled decoder) together, one batch per format found, each saying its format (``Batch.format``).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,15 +20,20 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.formats import Rejected, decode_lines
+from pipeline.formats import DecodeResult, Rejected, decode_lines
 from pipeline.io.run_tables import rejected_row
 from pipeline.jobs.files import open_arrow, open_input
 from pipeline.jobs.resolve import CANONICAL
 from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
 from pipeline.sources import read_source
+from pipeline.sources.detect import WIRE
+from pipeline.sources.inputs import MAX_DOCUMENT_BYTES, record_batches
+from pipeline.sources.wire_kind import NO_FORMAT, classify
 
 from .shards import Shard
 
+UNDETECTED = "undetected"  # Batch.format of records format auto could not give a format
+NO_FORMAT_ERROR = "$: auto: the record fits no wire format (docs/sources.md#auto)"
 # Decode errors that mean the line was not a JSON record at all (stage ``read``, not ``decode``).
 _READ_ERRORS = ("$: invalid JSON", "$: expected object")
 
@@ -40,15 +51,82 @@ class Batch:
     source_counts: dict[str, int] = field(default_factory=dict)  # a source adapter's counts (by name)
     # lines the compiled decoder handed to the Python one, by reason (DecodeResult.native_fallback)
     native_fallback: dict[str, int] = field(default_factory=dict)
+    format: str | None = None  # format auto: the wire format of this batch's records
+    # format auto: records by the format chosen for them (``undetected``: none; a line that is not a
+    # JSON object is undetected, though the first format's decoder rejects it)
+    detected: dict[str, int] = field(default_factory=dict)
 
 
-def _from_rejected(r: Rejected, shard: Shard, raw: dict[int, bytes] | None = None) -> dict[str, Any]:
+def _from_rejected(
+    r: Rejected, shard: Shard, raw: dict[int, bytes] | None = None, fmt: str | None = None
+) -> dict[str, Any]:
     """A record the decoder (or a source adapter) rejected, with its original bytes when we hold them."""
     stage = "read" if r.error.startswith(_READ_ERRORS) else "decode"
     original = raw.get(r.line) if raw is not None else None
     return rejected_row(
-        r.file or shard.url, r.line, stage, r.error,
-        raw=original if original is not None else r.input, input_format=shard.format,
+        r.file or shard.label, r.line, stage, r.error,
+        raw=original if original is not None else r.input, input_format=fmt or shard.format,
+    )  # fmt: skip
+
+
+def _decoded(
+    shard: Shard, lines: list[bytes], first: int, nbytes: int, pre: list[Rejected] | None = None,
+    placeholders: int = 0,
+) -> Iterator[Batch]:
+    """Decode the lines numbered from ``first`` in the shard's format (format auto: by record)."""
+    raw = dict(enumerate(lines, first))
+    pre = pre or []
+    if shard.format != WIRE:
+        res = decode_lines(lines, shard.format, source_file=shard.label, first_line=first)
+        yield _batch(res, shard, raw, nbytes, pre, placeholders)
+        return
+    kinds = classify(lines)
+    found = sorted({k for k in kinds if k})  # the wire formats in this batch
+    # A line that is not a JSON object goes with the batch's first format, whose decoder rejects it
+    # as every decoder does; a JSON object that fits no format is rejected here, saying so.
+    home = found[0] if found else None
+    route = [home if k is None else (k or None) for k in kinds]
+    unfit = [
+        Rejected(n, _text(line), NO_FORMAT_ERROR, shard.label)
+        for n, (line, k, to) in enumerate(zip(lines, kinds, route, strict=True), first)
+        if to is None and (k == NO_FORMAT or line.strip())
+    ]  # fmt: skip
+    counted = Counter(kinds)
+    blanks = counted.pop(None, 0) - sum(1 for line in lines if not line.strip())  # non-blank unparsable
+    detected = {k or UNDETECTED: n for k, n in counted.items()}
+    if blanks + counted.get(NO_FORMAT, 0):
+        detected[UNDETECTED] = blanks + counted.get(NO_FORMAT, 0)
+    if unfit or not found:  # their own batch: read, not detected as any format (``Batch.format``)
+        blank = sum(1 for line in lines if not line.strip()) - placeholders if not found else 0
+        rejected = [_from_rejected(r, shard, raw, WIRE) for r in [*pre, *unfit]]
+        yield Batch(CONVERSATION_SCHEMA.empty_table(), rejected, len(rejected), blank, raw, nbytes,
+                    format=UNDETECTED, detected=detected)  # fmt: skip
+        pre, placeholders, nbytes, detected = [], 0 if not found else placeholders, 0, {}
+    for fmt in found:
+        mine = lines
+        if len(found) > 1 or unfit:  # blank out the others' lines: numbers stay, the decoder skips them
+            mine = [line if to == fmt else b"" for line, to in zip(lines, route, strict=True)]
+        res = decode_lines(mine, fmt, source_file=shard.label, first_line=first)
+        if mine is not lines:
+            res.blank_lines -= sum(1 for to in route if to != fmt)
+        batch = _batch(res, shard, raw, nbytes, pre, placeholders, fmt)
+        batch.detected = detected
+        yield batch
+        pre, placeholders, nbytes, detected = [], 0, 0, {}
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace").rstrip("\r\n")
+
+
+def _batch(
+    res: DecodeResult, shard: Shard, raw: dict[int, bytes], nbytes: int, pre: list[Rejected],
+    placeholders: int, fmt: str | None = None,
+) -> Batch:  # fmt: skip
+    rejected = [_from_rejected(r, shard, raw, fmt) for r in [*pre, *res.rejected]]
+    return Batch(
+        res.table, rejected, res.table.num_rows + len(rejected), res.blank_lines - placeholders, raw, nbytes,
+        native_fallback=res.native_fallback, format=fmt,
     )  # fmt: skip
 
 
@@ -72,18 +150,16 @@ def _jsonl(shard: Shard, chunk_bytes: int) -> Iterator[Batch]:
             lines = data.split(b"\n")
             if lines[-1] == b"":
                 lines.pop()
-            res = decode_lines(lines, shard.format, source_file=shard.url, first_line=line)
-            raw = dict(enumerate(lines, line))
-            yield Batch(
-                res.table,
-                [_from_rejected(r, shard, raw) for r in res.rejected],
-                res.table.num_rows + len(res.rejected),
-                res.blank_lines,
-                raw,
-                len(data),
-                native_fallback=res.native_fallback,
-            )
+            yield from _decoded(shard, lines, line, len(data))
             line += len(lines)
+
+
+def _stream(shard: Shard, chunk_bytes: int) -> Iterator[Batch]:
+    """A whole file read by pipeline.sources.inputs: compressed, a JSON array or document, stdin."""
+    cap = int(shard.options.get("max_document_bytes", MAX_DOCUMENT_BYTES))
+    with open_input(shard.url) as f:
+        for b in record_batches(f, shard.label, chunk_bytes, cap):
+            yield from _decoded(shard, b.lines, b.first_line, b.nbytes, b.rejected, b.placeholders)
 
 
 def _drop_nulls(value: Any) -> Any:
@@ -152,17 +228,7 @@ def _tabular(shard: Shard, batch_rows: int) -> Iterator[Batch]:
         else:
             # A dataset of wire records (e.g. an HF ``messages`` column): each row is one record.
             lines = [orjson.dumps(_drop_nulls(r)) for r in table.to_pylist()]
-            res = decode_lines(lines, shard.format, source_file=shard.url, first_line=row + 1)
-            raw = dict(enumerate(lines, row + 1))
-            yield Batch(
-                res.table,
-                [_from_rejected(r, shard, raw) for r in res.rejected],
-                res.table.num_rows + len(res.rejected),
-                res.blank_lines,
-                raw,
-                nbytes,
-                native_fallback=res.native_fallback,
-            )
+            yield from _decoded(shard, lines, row + 1, nbytes)
         row += table.num_rows
 
 
@@ -179,6 +245,8 @@ def read_shard(shard: Shard, chunk_bytes: int, batch_rows: int) -> Iterator[Batc
     """The batches of one shard, in input order."""
     if shard.container == "jsonl":
         return _jsonl(shard, chunk_bytes)
+    if shard.container == "stream":
+        return _stream(shard, chunk_bytes)
     if shard.container in ("parquet", "arrow"):
         return _tabular(shard, batch_rows)
     return _source(shard)

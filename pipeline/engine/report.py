@@ -11,6 +11,24 @@ from rich.table import Table
 from rich.text import Text
 
 
+def auto_choices(summary: dict[str, Any]) -> str:
+    """What ``--from auto`` chose, in one line: records per wire format of each file read per record
+    (``detected``), and the adapter of each file read by one (docs/sources.md#auto)."""
+    parts = []
+    for inp in summary["inputs"]:
+        name = Path(inp["path"]).name if "://" not in inp["path"] else inp["path"]
+        if "detected" in inp:
+            counts = sorted(inp["detected"].items(), key=lambda kv: (-kv[1], kv[0]))
+            for i, (fmt, n) in enumerate(counts):
+                what = "records" if i == 0 else ""
+                parts.append(f"{n:,} {what + ' ' if what else ''}as {fmt} (file {name})")
+            if not counts:
+                parts.append(f"no records (file {name})")
+        else:
+            parts.append(f"file {name} as {inp['format']}")
+    return "auto: " + ", ".join(parts)
+
+
 def print_summary(summary: dict[str, Any], console: Console) -> None:
     """The end-of-run table: counts, rejections by stage and reason, losses by kind, where it went."""
     title = f"chatlake run {summary['job']} -> {summary['target']} ({summary['status']})"

@@ -12,6 +12,7 @@ container  range                                                      first reco
 jsonl      bytes ``[start, end)``, whole lines                        line number
 parquet    rows ``[start, end)`` of the file                          row index + 1
 arrow      rows ``[start, end)`` of a ``save_to_disk`` arrow file     row index + 1
+stream     the whole file (compressed, JSON array or document, stdin)  line / element
 source     the whole file                                             -
 =========  =========================================================  ============
 """
@@ -43,9 +44,18 @@ class Shard:
     end: int  # exclusive; -1 for a whole source file
     first: int  # 1-based line (jsonl) or row number of the first record
     weight: int  # input bytes, for progress
+    name: str = ""  # what provenance calls the file when not its url (``<stdin>``)
+
+    @property
+    def label(self) -> str:
+        """The file's name in provenance (``source_file``) and in the rejected file."""
+        return self.name or self.url
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if not self.name:
+            del d["name"]  # manifests of ordinary files stay as they were
+        return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Shard:
@@ -127,5 +137,5 @@ def plan(job: Job) -> Iterator[Shard]:
     records = WHOLE_FILE if job.grouping else job.shard_records
     for f in job.files:
         for a, b, first, weight in _file_ranges(f, records):
-            yield Shard(shard_id(k), f.url, f.container, f.format, f.options, a, b, first, weight)
+            yield Shard(shard_id(k), f.url, f.container, f.format, f.options, a, b, first, weight, f.name)
             k += 1

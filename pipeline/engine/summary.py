@@ -39,6 +39,8 @@ def summarize(job: Job, shards: list[dict[str, Any]], **run: Any) -> dict[str, A
     fallback: Counter[str] = Counter()
     codecs: Counter[str] = Counter()
     inputs: dict[tuple[str, str], int] = {(f.url, f.format): 0 for f in job.files}
+    names = {f.url: f.name for f in job.files if f.name}
+    detected: dict[tuple[str, str], Counter[str]] = {}
     read = written = rejected = lossy = blank = 0
     for s in sorted(shards, key=lambda s: s["id"]):
         read += s["read"]
@@ -57,6 +59,8 @@ def summarize(job: Job, shards: list[dict[str, Any]], **run: Any) -> dict[str, A
             codecs[s["codec"]] += 1
         key = (s["input"]["url"], s["input"]["format"])
         inputs[key] = inputs.get(key, 0) + s["read"]
+        if "detected" in s:
+            detected.setdefault(key, Counter()).update(s["detected"])
     active = codec.status()
     return {
         "job": job.name,
@@ -66,7 +70,15 @@ def summarize(job: Job, shards: list[dict[str, Any]], **run: Any) -> dict[str, A
         "status": run.pop("status", "ok"),
         "run_dir": str(job.run_dir),
         "engine": job.engine,
-        "inputs": [{"path": p, "format": f, "read": n} for (p, f), n in inputs.items()],
+        "inputs": [
+            {
+                "path": names.get(p, p),
+                "format": f,
+                "read": n,
+                **({"detected": dict(sorted(detected[p, f].items()))} if (p, f) in detected else {}),
+            }
+            for (p, f), n in inputs.items()
+        ],
         "read": read,
         "written": written,
         "rejected": rejected,

@@ -145,7 +145,9 @@ def _format_hint(job: Job) -> str | None:
     whole = ""
     if not fits:  # a pretty-printed JSON file: its lines are not records, the whole file may be
         local = [Path(f.url) for f in job.files if Path(f.url).is_file()]
-        documents = [p.name for p in local if _one_json_document(p)]
+        # (JSON arrays and documents are read as such: only a file read as JSON Lines can be one)
+        lines = {Path(f.url) for f in job.files if f.container == "jsonl"}
+        documents = [p.name for p in local if p in lines and _one_json_document(p)]
         if documents:
             whole = f"{documents[0]} is one JSON document, not one record per line (JSON Lines)"
         found = {detect_source(p) for p in local}

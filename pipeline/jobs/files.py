@@ -1,22 +1,45 @@
-"""Where input bytes come from: local paths and globs, or any fsspec URL whose filesystem is installed.
+"""Where input bytes come from: local paths, globs and directories, standard input (``-``), or any
+fsspec URL whose filesystem is installed.
 
 Local paths are opened with plain ``open`` (the fast path); ``s3://``, ``gs://``, ``hf://``, ... go
 through :mod:`fsspec`, which needs the matching package (``s3fs``, ``gcsfs``, ``huggingface_hub``).
+
+A directory that is not a saved dataset contributes, recursively and sorted, its files named
+``*.jsonl``, ``*.ndjson``, ``*.json``, ``*.parquet``, ``*.eval``, ``*.traj`` and ``*.kiln`` (the
+first three also compressed: ``.gz``, ``.zst``, ``.bz2``, ``.xz``) and its saved datasets; hidden
+files and directories (a leading dot) and what chatlake writes (``*.rejected.jsonl``,
+``*.rejected.parquet``, ``*.losses.jsonl``, the ``convert -o`` output ``X`` beside them,
+``*.partial/``, a run directory: one holding ``manifest.json``) are skipped; symbolic links to
+directories are not followed.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import fnmatch
 import glob as globmod
+import hashlib
 import json
 import os
+import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, Literal
 
 from pipeline.errors import ConfigError
+from pipeline.sources.inputs import COMPRESSED_SUFFIXES, STDIN, compression_of, is_document
 
-Container = Literal["jsonl", "parquet", "arrow", "dataset", "source"]
+# stream: a whole file read by pipeline.sources.inputs (compressed, a JSON array or document, stdin)
+Container = Literal["jsonl", "stream", "parquet", "arrow", "dataset", "source"]
+
+_DIR_SUFFIXES = (".jsonl", ".ndjson", ".json")
+_DIR_FILES = (
+    *_DIR_SUFFIXES, *(s + z for s in _DIR_SUFFIXES for z in COMPRESSED_SUFFIXES),
+    ".parquet", ".eval", ".traj", ".kiln",
+)  # fmt: skip
+_OUR_FILES = (".rejected.jsonl", ".rejected.parquet", ".losses.jsonl")
 
 
 def is_url(path: str) -> bool:
@@ -55,10 +78,74 @@ def expand(pattern: str, base: Path) -> list[str]:
         hits = sorted(_glob(parts[0] or os.sep, parts[1:], set()))
     else:
         hits = [text] if os.path.exists(text) else []
+        hits = [f for h in hits for f in (_directory_files(h) if _is_plain_dir(h) else [h])]
     # Real paths, each once: a file named through two links (or a loop) is still one input.
     return list(dict.fromkeys(
         os.path.realpath(h) for h in hits if os.path.isfile(h) or _is_dataset_dir(None, h)
     ))  # fmt: skip
+
+
+def _is_plain_dir(path: str) -> bool:
+    return os.path.isdir(path) and not _is_dataset_dir(None, path)
+
+
+def _directory_files(root: str) -> list[str]:
+    """The input files of a directory (the module docstring says which), sorted by path."""
+    found: list[str] = []
+    for here, dirs, files in os.walk(root):
+        if here != root and os.path.isfile(os.path.join(here, "manifest.json")):
+            dirs[:] = []  # a run directory (or a convert -o staging directory): chatlake's output
+            continue
+        keep = []
+        for d in sorted(dirs):
+            if d.startswith(".") or d.endswith(".partial"):
+                continue
+            if _is_dataset_dir(None, os.path.join(here, d)):
+                found.append(os.path.join(here, d))
+            else:
+                keep.append(d)
+        dirs[:] = keep
+        names = set(files)
+        for name in files:
+            low = name.lower()
+            if name.startswith(".") or low.endswith(_OUR_FILES) or not low.endswith(_DIR_FILES):
+                continue
+            if any(name + ours in names for ours in _OUR_FILES):  # convert -o NAME wrote it
+                continue
+            found.append(os.path.join(here, name))
+    return sorted(found)
+
+
+def spool_stdin() -> str:
+    """Standard input copied to a temporary file (removed when the process ends), named by its
+    content: workers and a resumed run read a file, and the same input resumes the same run."""
+    digest = hashlib.sha256()
+    fd, tmp = tempfile.mkstemp(prefix="chatlake-stdin-")
+    with os.fdopen(fd, "wb") as out:
+        while data := sys.stdin.buffer.read(1 << 20):
+            digest.update(data)
+            out.write(data)
+    path = os.path.join(os.path.dirname(tmp), f"chatlake-stdin-{digest.hexdigest()[:32]}")
+    os.replace(tmp, path)
+    atexit.register(_remove, path)
+    return path
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def is_stdin(pattern: str) -> bool:
+    return pattern == STDIN
+
+
+def is_stream(url: str) -> bool:
+    """Whether a wire input is read whole through pipeline.sources.inputs rather than in byte
+    ranges: compressed, a JSON array, or one pretty-printed JSON document."""
+    with open_input(url) as f:
+        head = f.read(1 << 16)
+    return compression_of(head) is not None or is_document(head)
 
 
 def _glob(root: str, parts: list[str], seen: set[tuple[str, int]]) -> Iterator[str]:
@@ -113,10 +200,8 @@ def _is_dataset_dir(fs: Any, path: str) -> bool:
 def container_of(url: str) -> Container:
     """How a file is read, from its name: Parquet, a saved dataset (directory), arrow, else JSONL."""
     name = url.rstrip("/").rsplit("/", 1)[-1].lower()
-    if name.endswith((".gz", ".zst", ".bz2", ".xz", ".zip")):
-        # Byte-range shards need seekable plain text; reading compressed bytes as JSONL would reject
-        # every line, so refuse before any work.
-        raise ConfigError(f"input {url!r} is compressed; decompress it first (compressed inputs: not yet)")
+    if name.endswith(".zip"):
+        raise ConfigError(f"input {url!r} is a zip archive; unpack it first (zip archives: not read)")
     if name.endswith(".parquet"):
         return "parquet"
     if name.endswith(".arrow"):

@@ -21,12 +21,24 @@ from pydantic import ValidationError
 from pipeline.encoders.request_fields import check_sets
 from pipeline.errors import ConfigError
 from pipeline.formats import WIRE_FORMATS
-from pipeline.jobs.files import Container, container_of, dataset_arrow_files, expand, file_size, is_url
+from pipeline.jobs.files import (
+    Container,
+    container_of,
+    dataset_arrow_files,
+    expand,
+    file_size,
+    is_stdin,
+    is_stream,
+    is_url,
+    spool_stdin,
+)
 from pipeline.jobs.model import JobSpec
 from pipeline.losses import LossPolicy
 from pipeline.schema import CONVERSATION_SCHEMA, SCHEMA_VERSION
-from pipeline.sources import SOURCES, detect_source
+from pipeline.sources import SOURCES
 from pipeline.sources._base import check_options
+from pipeline.sources.detect import WIRE, detect_input
+from pipeline.sources.inputs import MAX_DOCUMENT_BYTES, STDIN_NAME, WIRE_OPTIONS, compression_of
 from pipeline.transforms import GROUPING_STEPS, make_step, parse_step
 
 CANONICAL = "canonical"
@@ -46,9 +58,11 @@ def chatlake_version() -> str:
 class InputFile:
     """One input file (or HF arrow file) and how to read it.
 
-    ``container``: ``jsonl`` | ``parquet`` | ``arrow`` (a ``save_to_disk`` file) | ``source`` (an
-    adapter from :mod:`pipeline.sources` reads the whole file); ``format``: a wire format,
-    ``canonical`` or a source name.
+    ``container``: ``jsonl`` | ``stream`` (compressed, a JSON array or document, stdin: read whole
+    by :mod:`pipeline.sources.inputs`) | ``parquet`` | ``arrow`` (a ``save_to_disk`` file) |
+    ``source`` (an adapter from :mod:`pipeline.sources` reads the whole file); ``format``: a wire
+    format, ``auto`` (wire records, each one's format decided as it is read), ``canonical`` or a
+    source name. ``name``: what provenance calls the file when not its url (``<stdin>``).
     """
 
     url: str
@@ -56,6 +70,7 @@ class InputFile:
     format: str
     options: dict[str, Any]
     size: int
+    name: str = ""
 
 
 @dataclass
@@ -94,7 +109,8 @@ class Job:
         Workers and engine are left out on purpose: they do not change the output.
         """
         doc = {
-            "files": [[f.url, f.container, f.format, f.options, f.size] for f in self.files],
+            "files": [[f.url, f.container, f.format, f.options, f.size, *([f.name] if f.name else [])]
+                      for f in self.files],
             "steps": self.step_specs,
             "target": self.target,
             "policy": [self.policy.on_loss, sorted(self.policy.allowed)],
@@ -142,7 +158,27 @@ def _format_names() -> list[str]:
     return list(dict.fromkeys([*WIRE_FORMATS, CANONICAL, *sorted(SOURCES), "auto"]))
 
 
-def _resolve_format(fmt: str, url: str, container: Container) -> tuple[str, Container]:
+def _is_canonical(url: str, container: Container) -> bool:
+    """Whether a Parquet file or saved dataset holds chatlake's table (else: rows of wire records)."""
+    try:
+        if container == "parquet":
+            names = pq.read_schema(url).names if not is_url(url) else []
+        else:
+            import pyarrow as pa
+
+            from pipeline.jobs.files import open_arrow
+
+            first = dataset_arrow_files(url)[:1]
+            src = open_arrow(first[0]) if first else None
+            names = pa.ipc.open_stream(src).schema.names if src is not None else []
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"input {url!r} is not readable: {e}") from None
+    return all(n in names for n in CONVERSATION_SCHEMA.names)
+
+
+def _resolve_format(
+    fmt: str, url: str, container: Container, max_document_bytes: int = MAX_DOCUMENT_BYTES
+) -> tuple[str, Container]:
     fmt = FORMAT_ALIASES.get(fmt, fmt)
     if fmt in WIRE_FORMATS or fmt == CANONICAL:
         if fmt == CANONICAL and container == "jsonl":
@@ -151,18 +187,25 @@ def _resolve_format(fmt: str, url: str, container: Container) -> tuple[str, Cont
                 "not JSONL; give the wire format (e.g. format = \"responses\")"
             )
         return fmt, container
-    if fmt == "auto":
+    if fmt == WIRE and container in ("parquet", "dataset"):
+        return (CANONICAL if _is_canonical(url, container) else WIRE), container  # else: rows per record
+    if fmt == WIRE:
+        if is_url(url):
+            raise ConfigError(f"input {url!r}: format 'auto' reads local files; give its format")
         try:
-            detected = detect_source(url)
+            detected = detect_input(url, max_document_bytes)
         except ConfigError:
             raise
         except Exception as e:  # a detector that cannot read the file: say which file
             raise ConfigError(f"input {url!r}: cannot detect its format ({e}); give format = ...") from None
         if not detected:
             raise ConfigError(
-                f"input {url!r}: format 'auto' could not tell what it is; give its format "
-                "(format = ... in a job file, --from on the command line)"
+                f"input {url!r}: format 'auto' could not tell what it is (no source's log, and no record "
+                "is a Responses, Chat, Anthropic, HF or ShareGPT record: docs/sources.md#auto); give its "
+                "format (format = ... in a job file, --from on the command line)"
             )
+        if detected == WIRE:
+            return WIRE, container
         return _resolve_format(str(detected), url, container)
     if fmt in SOURCES:
         if is_url(url):
@@ -173,6 +216,27 @@ def _resolve_format(fmt: str, url: str, container: Container) -> tuple[str, Cont
 
 def _check_source_options(source: str, options: dict[str, Any]) -> None:
     check_options(source, options, SOURCES[source].options)
+
+
+def _container(url: str, fmt: str, container: Container) -> Container:
+    """A wire input's container: ``stream`` for a compressed file, a JSON array or document."""
+    if container != "jsonl":
+        return container
+    try:
+        return "stream" if is_stream(url) else "jsonl"
+    except OSError as e:
+        raise ConfigError(f"input {url!r}: cannot read it ({e.strerror or e})") from None
+
+
+def _check_plain(url: str, source: str) -> None:
+    """Source adapters read plain files: a compressed one fails here, before any work."""
+    if is_url(url):
+        return
+    with open(url, "rb") as f:
+        if compression_of(f.read(6)) is not None:
+            raise ConfigError(
+                f"input {url!r} is compressed; the {source} adapter reads plain files: decompress it first"
+            )
 
 
 def _check_canonical(f: InputFile) -> None:
@@ -194,9 +258,19 @@ def resolve(spec: JobSpec, base: Path, source_text: str = "") -> Job:
     """Check a job against the world (files, formats, steps, output) and resolve it."""
     files: list[InputFile] = []
     named: set[str] = set()  # a file named by two patterns (or inputs) is read once, the first time
+    stdin_read = False
     for n, inp in enumerate(spec.inputs):
+        if inp.format not in SOURCES:  # wire inputs (and auto) take the reader's options
+            check_options(inp.format, inp.options, WIRE_OPTIONS)
+        cap = int(inp.options.get("max_document_bytes", MAX_DOCUMENT_BYTES))
         for pattern in inp.path:
-            urls = expand(pattern, base)
+            name = ""
+            if is_stdin(pattern):
+                if stdin_read:
+                    raise ConfigError(f"inputs[{n}]: '-' (standard input) is given twice; it is read once")
+                stdin_read, name, urls = True, STDIN_NAME, [spool_stdin()]
+            else:
+                urls = expand(pattern, base)
             if not urls:
                 raise ConfigError(f"inputs[{n}]: {pattern!r} matches no file; check the path or glob")
             for url in urls:
@@ -204,11 +278,16 @@ def resolve(spec: JobSpec, base: Path, source_text: str = "") -> Job:
                     continue
                 named.add(url)
                 container = container_of(url)
-                fmt, container = _resolve_format(inp.format, url, container)
+                fmt, container = _resolve_format(inp.format, url, container, cap)
+                # auto chose an adapter: the wire reader's options are not the adapter's
+                options = {} if fmt in SOURCES and inp.format not in SOURCES else dict(inp.options)
                 if container == "source":
-                    _check_source_options(fmt, inp.options)
+                    _check_source_options(fmt, options)
+                    _check_plain(url, fmt)
+                else:
+                    container = _container(url, fmt, container)
                 for leaf, leaf_container in _leaves(url, container):
-                    f = InputFile(leaf, leaf_container, fmt, dict(inp.options), file_size(leaf))
+                    f = InputFile(leaf, leaf_container, fmt, dict(options), file_size(leaf), name)
                     _check_canonical(f)
                     files.append(f)
     target = spec.output.target

@@ -5,8 +5,8 @@ Each adapter reads one file and yields :class:`SourceResult` batches whose table
 
 >>> from pathlib import Path
 >>> sorted(SOURCES)  # doctest: +NORMALIZE_WHITESPACE
-['claude-code', 'codex-rollout', 'inspect-log', 'kiln', 'llamafactory', 'sharegpt', 'swe-agent',
- 'tau-bench']
+['claude-code', 'codex-rollout', 'http-cassette', 'inspect-log', 'kiln', 'llamafactory', 'sharegpt',
+ 'swe-agent', 'tau-bench']
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pipeline.errors import ConfigError
 from pipeline.sources import (
     claude_code,
     codex_rollout,
+    http_cassette,
     inspect_log,
     kiln,
     llamafactory,
@@ -43,7 +44,17 @@ class SourceAdapter:
 
 SOURCES: dict[str, SourceAdapter] = {
     m.NAME: SourceAdapter(m.NAME, m.OPTIONS, m.read, (m.__doc__ or "").strip().splitlines()[0])
-    for m in (codex_rollout, claude_code, inspect_log, tau_bench, swe_agent, kiln, sharegpt, llamafactory)
+    for m in (
+        codex_rollout,
+        claude_code,
+        inspect_log,
+        tau_bench,
+        swe_agent,
+        kiln,
+        sharegpt,
+        llamafactory,
+        http_cassette,
+    )
 }
 
 

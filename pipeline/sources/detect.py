@@ -15,10 +15,18 @@ source                 what identifies it
                        ``input``, ``output`` and ``trace``
 ``sharegpt``           rows with a ``conversations`` list
 ``llamafactory``       rows with a ``messages`` list (and no ``model``: not a request body)
+``http-cassette``      rows with an ``interactions`` list of ``{request: {uri, ...}, ...}``
 =====================  ===================================================================
 
 A JSON file is parsed whole (the adapter parses it again); a JSONL file is read up to
 :data:`SNIFF_LINES` lines.
+
+:func:`detect_input` is what ``--from auto`` runs: the sources above, else wire records
+(:data:`WIRE`: Responses, Chat, Anthropic, HF, ShareGPT, decided per record by
+:mod:`pipeline.sources.wire_kind` when the file is read). A file of only ShareGPT rows, or only
+``messages`` rows without request keys, stays with the ``sharegpt`` / ``llamafactory`` adapter
+(the same codecs, plus provenance and LLaMA-Factory's typed parts); one that mixes them with other
+wire records is read per record.
 """
 
 from __future__ import annotations
@@ -28,9 +36,11 @@ from typing import Any
 
 import orjson
 
+from pipeline.errors import ConfigError
 from pipeline.sources import (
     claude_code,
     codex_rollout,
+    http_cassette,
     inspect_eval,
     inspect_log,
     kiln,
@@ -39,6 +49,10 @@ from pipeline.sources import (
     swe_agent,
     tau_bench,
 )
+from pipeline.sources.inputs import MAX_DOCUMENT_BYTES, compression_of, record_batches
+from pipeline.sources.wire_kind import classify
+
+WIRE = "auto"  # detect_input's answer for wire records: the format is chosen per record as read
 
 SNIFF_LINES = 50
 # Row-level sniffers, most specific first; a row must match exactly one.
@@ -51,6 +65,7 @@ _ROW_SNIFFERS = (
     (kiln.NAME, kiln.sniff),
     (sharegpt.NAME, sharegpt.sniff),
     (llamafactory.NAME, llamafactory.sniff),
+    (http_cassette.NAME, http_cassette.sniff),
 )
 
 
@@ -116,3 +131,54 @@ def _from_json(path: Path) -> str | None:
         if len(names) == 1:
             return names.pop()
     return None
+
+
+# The adapters whose rows are also wire records, and the wire format their rows classify as.
+_WIRE_ADAPTERS = {sharegpt.NAME: "sharegpt", llamafactory.NAME: "hf"}
+
+
+def sample_lines(path: str | Path, max_document_bytes: int = MAX_DOCUMENT_BYTES) -> list[bytes]:
+    """The first :data:`SNIFF_LINES` records of a wire input (any shape: plain or compressed JSONL,
+    a JSON array or document, see :mod:`pipeline.sources.inputs`), as JSON texts."""
+    out: list[bytes] = []
+    with open(path, "rb") as f:
+        for batch in record_batches(f, str(path), 1 << 20, max_document_bytes):
+            out.extend(line for line in batch.lines if line.strip())
+            if len(out) >= SNIFF_LINES:
+                break
+    return out[:SNIFF_LINES]
+
+
+def detect_input(path: str | Path, max_document_bytes: int = MAX_DOCUMENT_BYTES) -> str | None:
+    """What ``--from auto`` reads ``path`` as: a source adapter's name, :data:`WIRE` (wire records,
+    each record's format decided as it is read), or None when nothing fits.
+
+    Raises ConfigError for a compressed file holding a source's log (adapters read plain files).
+    """
+    path = Path(path)
+    with open(path, "rb") as f:
+        compressed = compression_of(f.read(6)) is not None
+    source = None if compressed else detect_source(path)
+    if source is not None and source not in _WIRE_ADAPTERS:
+        return source
+    lines = sample_lines(path, max_document_bytes)
+    kinds = [k for k in classify(lines) if k]
+    if source is not None:
+        return source if all(k == _WIRE_ADAPTERS[source] for k in kinds) else WIRE
+    if kinds:
+        return WIRE
+    if compressed:
+        found = {row_source(_loads(line)) for line in lines} - {None}
+        if found:
+            raise ConfigError(
+                f"input {str(path)!r} is a compressed {sorted(found)[0]} log; source adapters read "
+                "plain files: decompress it first"
+            )
+    return None
+
+
+def _loads(line: bytes) -> Any:
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None

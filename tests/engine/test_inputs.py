@@ -8,11 +8,13 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.engine import run_job
+from pipeline.engine import TooManyRejected, run_job
 from pipeline.engine.shards import jsonl_ranges
+from pipeline.errors import ConfigError
 from pipeline.formats import decode_records
 from pipeline.jobs import load_job
 from tests.cases import CASES
@@ -155,3 +157,164 @@ def test_parquet_shards_read_their_rows_whatever_the_row_groups(tmp_path: Path, 
         got = pa.concat_tables([b.table for b in read_shard(shard, 1 << 20, 4)])
         want = table.column("conversation_id")[start:end].to_pylist()
         assert got.column("conversation_id").to_pylist() == want
+
+
+# --- format auto (wire records by record) and inputs of every shape -------------------------------
+
+WIRE_RECORDS = [(fmt, r) for fmt in sorted(CASES) for _, r in CASES[fmt]]
+
+
+def _rejected(run: Path) -> list[dict[str, Any]]:
+    return folder(run, "rejected").to_pylist()
+
+
+def test_auto_decodes_a_mixed_file_per_record(tmp_path: Path) -> None:
+    """Each record goes to its own format's decoder; the rejected file and the summary say which."""
+    lines = [orjson.dumps(r) for _, r in WIRE_RECORDS] + [b'{"neither": 1}', b"not json", b""]
+    (tmp_path / "mixed.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    summary = _run(tmp_path, [{"path": "mixed.jsonl", "format": "auto"}], "parquet", shard_records=7)
+    n = len(WIRE_RECORDS)
+    counts = (summary["read"], summary["written"], summary["rejected"], summary["blank_lines"])
+    assert counts == (n + 2, n, 2, 1)
+    conv = folder(tmp_path / "run", "conversations")
+    line, fmt_of = conv.column("source_line").to_pylist(), conv.column("source_format").to_pylist()
+    got = dict(zip(line, fmt_of, strict=True))
+    want = {i: ("hf" if r == CASES["chat"][0][1] else fmt) for i, (fmt, r) in enumerate(WIRE_RECORDS, 1)}
+    assert got == want
+    for fmt in CASES:  # the same rows as the format's own decoder gives
+        mine = [r for f, r in WIRE_RECORDS if f == fmt and r != CASES["chat"][0][1]]
+        alone = decode_records(mine, fmt).table
+        items = conv.filter(pc.equal(conv.column("source_format"), fmt)).column("items").to_pylist()
+        assert sorted(items, key=repr) == sorted(alone.column("items").to_pylist(), key=repr)
+    rejected = {r["source_line"]: r for r in _rejected(tmp_path / "run")}
+    assert "fits no wire format" in rejected[n + 1]["reason"] and rejected[n + 1]["input_format"] == "auto"
+    assert "invalid JSON" in rejected[n + 2]["reason"] and rejected[n + 2]["input"] == "not json"
+    detected = summary["inputs"][0]["detected"]
+    assert sum(detected.values()) == summary["read"] and detected["undetected"] == 2  # no format, not JSON
+    assert detected["responses"] == len(CASES["responses"]) and detected["hf"] == 1
+
+
+def _shapes(tmp_path: Path) -> dict[str, Path]:
+    import bz2
+    import gzip
+    import lzma
+
+    records = [r for _, r in WIRE_RECORDS]
+    jsonl = b"".join(orjson.dumps(r) + b"\n" for r in records)
+    sink = pa.BufferOutputStream()
+    with pa.CompressedOutputStream(sink, "zstd") as out:
+        out.write(jsonl)
+    files = {
+        "array.json": orjson.dumps(records, option=orjson.OPT_INDENT_2),
+        "doc.json": orjson.dumps(records[0], option=orjson.OPT_INDENT_2),
+        "f.jsonl.gz": gzip.compress(jsonl),
+        "f.jsonl.bz2": bz2.compress(jsonl),
+        "f.jsonl.xz": lzma.compress(jsonl),
+        "f.jsonl.zst": sink.getvalue().to_pybytes(),
+    }
+    for name, data in files.items():
+        (tmp_path / "in" / name).parent.mkdir(exist_ok=True)
+        (tmp_path / "in" / name).write_bytes(data)
+    return {name: tmp_path / "in" / name for name in files}
+
+
+@pytest.mark.parametrize("fmt", ["auto", "chat"])
+def test_every_input_shape_through_a_job(tmp_path: Path, fmt: str) -> None:
+    shapes = _shapes(tmp_path)
+    summary = _run(tmp_path, [{"path": str(p), "format": fmt} for p in shapes.values()], "parquet")
+    n = len(WIRE_RECORDS)
+    per_file = {Path(i["path"]).name: i["read"] for i in summary["inputs"]}
+    assert per_file == {name: (1 if name == "doc.json" else n) for name in shapes}
+    assert summary["read"] == summary["written"] + summary["rejected"]
+    conv = folder(tmp_path / "run", "conversations")
+    files, numbers = conv.column("source_file").to_pylist(), conv.column("source_line").to_pylist()
+    lines = {(Path(f).name, line) for f, line in zip(files, numbers, strict=True)}
+    if fmt == "auto":
+        assert summary["rejected"] == 0 and all(i["format"] == "auto" for i in summary["inputs"])
+        assert ("array.json", n) in lines and ("doc.json", 1) in lines and ("f.jsonl.zst", n) in lines
+    else:  # records chat refuses are rejected: by element number in the array, line in the others
+        rejected = [(Path(r["source_file"]).name, r["source_line"]) for r in _rejected(tmp_path / "run")]
+        by_file = {name: sorted(line for f, line in rejected if f == name) for name in shapes}
+        assert by_file["array.json"] and all(by_file[name] == by_file["array.json"] for name in shapes
+                                             if name != "doc.json")  # fmt: skip
+
+
+def test_a_directory_contributes_its_input_files(tmp_path: Path) -> None:
+    shapes = _shapes(tmp_path)
+    d = tmp_path / "in"
+    (d / "sub").mkdir()
+    shapes["doc.json"].rename(d / "sub" / "doc.json")
+    (d / ".hidden.jsonl").write_bytes(b"not json\n")
+    (d / "notes.txt").write_text("not an input")
+    (d / "old.jsonl.rejected.jsonl").write_bytes(b"{}\n")
+    (d / "run-a").mkdir()
+    (d / "run-a" / "manifest.json").write_text("{}")
+    (d / "run-a" / "x.jsonl").write_bytes(b"{}\n")
+    summary = _run(tmp_path, [{"path": "in", "format": "auto"}], "parquet")
+    names = [str(Path(i["path"]).relative_to(d.resolve())) for i in summary["inputs"]]
+    want = ["array.json", "f.jsonl.bz2", "f.jsonl.gz", "f.jsonl.xz", "f.jsonl.zst", "sub/doc.json"]
+    assert names == sorted(want)
+    assert summary["rejected"] == 0
+
+
+def test_auto_reads_parquet_of_wire_rows_and_canonical_parquet(tmp_path: Path) -> None:
+    pq.write_table(pa.Table.from_pylist(HF_RECORDS), tmp_path / "rows.parquet")
+    pq.write_table(decode_records([r for _, r in CASES["chat"]], "chat").table, tmp_path / "lake.parquet")
+    summary = _run(tmp_path, [{"path": ["rows.parquet", "lake.parquet"], "format": "auto"}], "parquet")
+    assert [i["format"] for i in summary["inputs"]] == ["auto", "canonical"]
+    assert summary["inputs"][0]["detected"] == {"hf": len(HF_RECORDS)}
+    assert summary["written"] == len(HF_RECORDS) + len(CASES["chat"]) and summary["rejected"] == 0
+
+
+def test_a_document_over_its_cap_is_rejected_and_the_cap_is_an_option(tmp_path: Path) -> None:
+    _shapes(tmp_path)
+    inp = {"path": "in/array.json", "format": "auto", "options": {"max_document_bytes": 100}}
+    with pytest.raises(ConfigError, match="could not tell"):  # detection reads the document too
+        _run(tmp_path, [inp], "parquet")
+    inp["format"] = "chat"
+    with pytest.raises(TooManyRejected) as failed:  # everything read was rejected: exit 1 in the CLI
+        _run(tmp_path, [inp], "parquet")
+    summary = failed.value.summary
+    assert (summary["read"], summary["rejected"]) == (1, 1)
+    assert "max_document_bytes = 100" in _rejected(tmp_path / "run")[0]["reason"]
+    with pytest.raises(ConfigError, match="option 'max_document_bytes' must be a positive integer"):
+        (tmp_path / "x").mkdir()
+        _run(tmp_path / "x", [{**inp, "options": {"max_document_bytes": 0}}], "parquet")
+
+
+def test_mutated_mixed_files_are_read_or_rejected_under_auto(tmp_path: Path) -> None:
+    """Hostile records of every format in one file, read with format auto in every shape: no
+    exception, every record written or rejected with a reason, each written row encodes back."""
+    import gzip
+    import random
+
+    from pipeline.engine.read import read_shard
+    from pipeline.engine.shards import Shard
+    from pipeline.formats import encode_table
+    from tests.mutate import fuzz_n, fuzz_seed, mutate
+
+    rng = random.Random(fuzz_seed())
+    records = [r for _, r in WIRE_RECORDS]
+    for k in range(fuzz_n(6)):
+        lines = [mutate(r, rng) if rng.random() < 0.5 else orjson.dumps(r) for r in records]
+        rng.shuffle(lines)
+        lines = [line.replace(b"\n", b" ") for line in lines]  # one record a line
+        plain = b"\n".join(lines) + b"\n"
+        shapes = [("f.jsonl", plain, "jsonl"), ("f.jsonl.gz", gzip.compress(plain), "stream"),
+                  ("a.json", b"[" + b",".join(lines) + b"]", "stream")]  # fmt: skip
+        for name, data, container in shapes:
+            path = tmp_path / f"{k}-{name}"
+            path.write_bytes(data)
+            end = len(data) if container == "jsonl" else -1
+            shard = Shard("part-00000", str(path), container, "auto", {}, 0, end, 1, len(data))
+            batches = list(read_shard(shard, 4096, 100))
+            read = sum(b.read for b in batches)
+            written = sum(b.table.num_rows for b in batches)
+            rejected = [r for b in batches for r in b.rejected]
+            assert read == written + len(rejected)
+            assert all(r["reason"] and r["source_line"] >= 1 for r in rejected)
+            if container != "stream" or name.endswith(".gz"):  # one record a line
+                assert read + sum(b.blank for b in batches) == len(lines)
+            for b in batches:
+                for fmt in {b.format} - {None, "undetected"}:
+                    encode_table(b.table, fmt)

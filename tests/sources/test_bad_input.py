@@ -176,6 +176,15 @@ def test_claude_code_bad_lines(tmp_path: Path) -> None:
             ["legacy string trace is not JSON"],
         ),
         ("tau-bench", b'[{"task_id": 1, "traj": [', ["invalid JSON"]),
+        (
+            "http-cassette",
+            b'{"interactions": [{"request": {"uri": "https://x.test/v1/chat/completions", "parsed_body": '
+            b'{"messages": [{"role": "user", "content": "x"}]}}, "response": {"status": {"code": 200}, '
+            b'"parsed_body": "not an object"}}, {"request": {"uri": "https://x.test/v1/embeddings"}}]}\n'
+            b'{"interactions": 3}',
+            ["interactions[0].response.parsed_body: expected a JSON object", "no codec reads this API",
+             "an 'interactions' list"],
+        ),
     ],
 )
 def test_broken_records_are_rejected_with_reason(

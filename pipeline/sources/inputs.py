@@ -1,0 +1,258 @@
+"""Reading a file of wire records whatever its shape: JSON Lines, a JSON array, one (pretty-printed)
+JSON document, compressed (gzip, zstd, bzip2, xz) or standard input (docs/sources.md#inputs).
+
+The engine reads plain JSONL files in byte ranges (``engine/read.py``); everything else comes
+through :func:`record_batches`, which yields ``(first_line, lines, rejected)`` batches of JSON
+records for ``pipeline.formats.decode_lines``:
+
+===============  =========================================  ===================================
+shape            how it is read                             ``line`` of a record
+===============  =========================================  ===================================
+JSON Lines       streamed, ``chunk_bytes`` at a time        its (decompressed) line number
+JSON array       whole, at most ``max_document_bytes``      1-based element index
+one JSON object  whole, at most ``max_document_bytes``      1
+===============  =========================================  ===================================
+
+Compressed files are decompressed as a stream (gzip, bzip2 and xz by the standard library, zstd by
+pyarrow's codec), so memory stays one batch whatever the file's size; the compression is told from
+the file's first bytes, not its name. A JSON array or document has to be parsed whole (orjson reads
+no stream): it is capped at ``max_document_bytes`` (an input option, default 1 GiB) and a larger one
+is one rejected record saying how to raise the cap. A stream that fails half way (a corrupt or cut
+off ``.gz``) keeps what was read and rejects the rest as one record naming the error.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import orjson
+import pyarrow as pa
+
+from pipeline.formats import Rejected
+from pipeline.formats._common import RecordError
+from pipeline.formats._json import loads_document
+from pipeline.sources._base import text_of
+
+STDIN = "-"  # the input path that means standard input
+STDIN_NAME = "<stdin>"  # what provenance (source_file) calls it
+MAX_DOCUMENT_BYTES = 1 << 30
+# The options every wire-format input takes (a job's [[inputs]] options), with their types.
+WIRE_OPTIONS: dict[str, type] = {"max_document_bytes": int}
+
+# First bytes of each compressed format (RFC 1952, zstd frame, bzip2, xz).
+_MAGIC = (
+    (b"\x1f\x8b", "gzip"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"BZh", "bz2"),
+    (b"\xfd7zXZ\x00", "xz"),
+)
+COMPRESSED_SUFFIXES = {".gz": "gzip", ".zst": "zstd", ".bz2": "bz2", ".xz": "xz"}
+# Errors a decompressor raises on corrupt or truncated data.
+_DECOMPRESS_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError, pa.ArrowException)
+
+
+def compression_of(head: bytes) -> str | None:
+    """The compression of a file from its first bytes (``gzip``, ``zstd``, ``bz2``, ``xz``), else None."""
+    for magic, name in _MAGIC:
+        if head.startswith(magic):
+            return name
+    return None
+
+
+def decompressed(f: IO[bytes], compression: str | None) -> IO[bytes]:
+    """``f`` read through its decompressor, as a stream (``compression`` None: ``f`` itself)."""
+    if compression is None:
+        return f
+    if compression == "gzip":
+        return gzip.GzipFile(fileobj=f, mode="rb")
+    if compression == "bz2":
+        return bz2.BZ2File(f, "rb")
+    if compression == "xz":
+        return lzma.LZMAFile(f, "rb")
+    if compression == "zstd":
+        return pa.CompressedInputStream(pa.PythonFile(f, mode="r"), "zstd")  # type: ignore[return-value]
+    raise ValueError(f"unknown compression {compression!r}")
+
+
+@dataclass
+class RecordBatch:
+    """Up to one batch of records: JSON texts numbered from ``first_line``, and the ones already
+    rejected while reading (a JSON array element too deep, a stream that broke)."""
+
+    first_line: int
+    lines: list[bytes]
+    rejected: list[Rejected] = field(default_factory=list)
+    nbytes: int = 0
+    placeholders: int = 0  # empty lines standing in for ``rejected`` records (not blank lines)
+
+
+def is_document(head: bytes) -> bool:
+    """Whether a file starting with ``head`` looks like one JSON value rather than JSON Lines: it opens
+    with ``[`` or ``{`` and its first line is not a whole JSON value (pretty-printed), or it is one
+    line opening with ``[`` (a one-line array). A first guess: a "document" that does not parse is
+    read as JSON Lines after all (:func:`record_batches`)."""
+    text = head.lstrip()
+    if not text.startswith((b"[", b"{")):
+        return False
+    first, _, more = text.partition(b"\n")
+    try:
+        orjson.loads(first)
+    except orjson.JSONDecodeError:
+        if not more:
+            return len(head) < (1 << 16)  # a first line longer than the head: JSONL
+        return not _lines_follow(more)  # a broken first line of JSON Lines, or a pretty-printed value
+    return text.startswith(b"[") and not more.strip()  # a whole line followed by more: JSONL
+
+
+def _lines_follow(more: bytes) -> bool:
+    """Whether one of the (up to 3) whole lines after the first is a JSON object on its own: JSON
+    Lines. A pretty-printed document's inner lines (``"model": "x",``) never are."""
+    lines = [x for x in more.split(b"\n")[:-1] if x.strip()][:3]
+    for line in lines:
+        try:
+            if type(orjson.loads(line)) is dict:
+                return True
+        except orjson.JSONDecodeError:
+            continue
+    return False
+
+
+def _document(data: bytes, name: str) -> RecordBatch:
+    """The records of a whole JSON array (or the one record of a JSON object) as JSON texts."""
+    try:
+        value, bad = loads_document(data)
+    except RecordError as e:
+        return RecordBatch(1, [], [Rejected(1, _text(data), str(e), name)], len(data))
+    except ValueError as e:
+        return RecordBatch(1, [], [Rejected(1, _text(data), f"$: invalid JSON: {e}", name)], len(data))
+    records = value if type(value) is list else [value]
+    lines: list[bytes] = []
+    rejected: list[Rejected] = []
+    for i, rec in enumerate(records):
+        if i in bad:
+            rejected.append(Rejected(i + 1, text_of(rec), bad[i], name))  # text_of: any depth
+            lines.append(b"")  # keeps the element numbers; counted as blank, subtracted below
+        else:
+            lines.append(orjson.dumps(rec))
+    return RecordBatch(1, lines, rejected, len(data), len(rejected))
+
+
+def _read(stream: IO[bytes], n: int, failed: list[Exception]) -> bytes:
+    """Up to ``n`` bytes of ``stream``: fewer only at its end (a decompressor may return less) or
+    when it fails, which appends the error to ``failed`` (the bytes before it are returned)."""
+    parts, got = [], 0
+    while got < n:
+        try:
+            data = stream.read(min(n - got, 1 << 24))
+        except _DECOMPRESS_ERRORS as e:
+            failed.append(e)
+            break
+        if not data:
+            break
+        parts.append(data)
+        got += len(data)
+    return b"".join(parts)
+
+
+def _text(raw: bytes) -> str:
+    text = raw[: 1 << 20].decode("utf-8", errors="replace")
+    return text + "...[truncated]" if len(raw) > 1 << 20 else text
+
+
+def record_batches(
+    f: IO[bytes], name: str, chunk_bytes: int, max_document_bytes: int = MAX_DOCUMENT_BYTES
+) -> Iterator[RecordBatch]:
+    """The records of an open input (plain or compressed bytes), in batches of about ``chunk_bytes``.
+
+    ``name`` is the file's name in provenance and errors. Never raises on bad data: a document over
+    the cap, invalid JSON or a decompression error becomes a rejected record.
+    """
+    failed: list[Exception] = []
+    magic = f.read(6)
+    try:
+        stream = decompressed(io.BufferedReader(_Prefixed(magic, f)), compression_of(magic))
+    except _DECOMPRESS_ERRORS as e:  # a header the decompressor refuses at once
+        failed.append(e)
+        stream = io.BytesIO(b"")
+    head = _read(stream, 1 << 16, failed)
+    if is_document(head) and not failed:
+        data = head + _read(stream, max_document_bytes + 1 - len(head), failed)
+        if len(data) > max_document_bytes:
+            msg = (
+                f"$: a JSON document larger than max_document_bytes = {max_document_bytes} is not read "
+                "(it is parsed whole); convert it to JSON Lines, or raise the input option "
+                "max_document_bytes"
+            )
+            yield RecordBatch(1, [], [Rejected(1, _text(data[:200]) + "...", msg, name)], len(data))
+            return
+        if not failed:
+            doc = _document(data, name)
+            if not _not_json(doc, data):
+                yield doc
+                return
+            head = data  # it did not parse: JSON Lines whose first line is broken, read as such
+        else:
+            yield RecordBatch(1, [], [_broken(1, data, failed[0], name)], len(data))
+            return
+    line, rest = 1, head
+    while True:
+        block = _read(stream, chunk_bytes, failed) if not failed else b""
+        data = rest + block
+        cut = data.rfind(b"\n") if (block or failed) else len(data) - 1
+        if cut < 0 and block:  # no whole line yet: read on
+            rest = data
+            continue
+        lines = data[: cut + 1].split(b"\n")
+        if lines[-1] == b"":
+            lines.pop()
+        if lines:
+            yield RecordBatch(line, lines, nbytes=cut + 1)
+            line += len(lines)
+        if failed:  # what was read is kept; the rest (from the cut-off line on) is one rejection
+            yield RecordBatch(line, [], [_broken(line, data[cut + 1 :], failed[0], name)])
+            return
+        if not block:
+            return
+        rest = data[cut + 1 :]
+
+
+def _not_json(doc: RecordBatch, data: bytes) -> bool:
+    """Whether a whole-document read failed as JSON on a text of several lines (then: JSON Lines)."""
+    return (
+        not doc.lines and len(doc.rejected) == 1 and doc.rejected[0].error.startswith("$: invalid JSON")
+        and b"\n" in data.strip()
+    )  # fmt: skip
+
+
+def _broken(line: int, tail: bytes, e: Exception, name: str) -> Rejected:
+    msg = f"$: cannot read the rest of the input from line {line} on: {type(e).__name__}: {e}"
+    return Rejected(line, _text(tail), msg, name)
+
+
+class _Prefixed(io.RawIOBase):
+    """A binary stream that gives ``prefix`` and then the rest of ``f`` (the magic bytes read to
+    tell the compression are handed back; standard input cannot seek)."""
+
+    def __init__(self, prefix: bytes, f: IO[bytes]) -> None:
+        self.prefix, self.f = prefix, f
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self.prefix:
+            n = min(len(b), len(self.prefix))
+            b[:n] = self.prefix[:n]
+            self.prefix = self.prefix[n:]
+            return n
+        data = self.f.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+

@@ -1,0 +1,131 @@
+"""Reading wire records whatever the file's shape (pipeline/sources/inputs.py)."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+
+import orjson
+import pyarrow as pa
+import pytest
+
+from pipeline.formats import MAX_DEPTH
+from pipeline.sources.inputs import compression_of, is_document, record_batches
+from tests.cases import CASES
+
+RECORDS = [r for fmt in sorted(CASES) for _, r in CASES[fmt]]
+JSONL = b"".join(orjson.dumps(r) + b"\n" for r in RECORDS)
+
+
+def _zstd(data: bytes) -> bytes:
+    return pa.compress(data, codec="zstd", asbytes=True)  # a zstd frame, as the zstd tool writes
+
+
+def _zstd_stream(data: bytes) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.CompressedOutputStream(sink, "zstd") as out:
+        out.write(data)
+    return sink.getvalue().to_pybytes()
+
+
+COMPRESSORS = {"gzip": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress, "zstd": _zstd_stream}
+
+
+def _read(data: bytes, chunk_bytes: int = 1 << 20, cap: int = 1 << 30) -> tuple[list[tuple[int, bytes]], list]:  # noqa: E501
+    lines, rejected = [], []
+    for b in record_batches(io.BytesIO(data), "f", chunk_bytes, cap):
+        lines.extend((n, line) for n, line in enumerate(b.lines, b.first_line) if line)
+        rejected.extend(b.rejected)
+    return lines, rejected
+
+
+def test_jsonl_in_small_chunks_keeps_line_numbers() -> None:
+    lines, rejected = _read(JSONL + b"\n" + b'{"input": "last, no newline"}', chunk_bytes=100)
+    assert rejected == []
+    assert [n for n, _ in lines] == [*range(1, len(RECORDS) + 1), len(RECORDS) + 2]
+    assert [orjson.loads(x) for _, x in lines[:-1]] == RECORDS
+
+
+@pytest.mark.parametrize("kind", sorted(COMPRESSORS))
+def test_compressed_is_streamed_with_decompressed_line_numbers(kind: str) -> None:
+    data = COMPRESSORS[kind](JSONL)
+    assert compression_of(data) == kind
+    lines, rejected = _read(data, chunk_bytes=64)
+    assert rejected == [] and [n for n, _ in lines] == list(range(1, len(RECORDS) + 1))
+    assert [orjson.loads(x) for _, x in lines] == RECORDS
+
+
+def test_zstd_frame_with_known_size() -> None:
+    lines, _ = _read(_zstd(JSONL))
+    assert len(lines) == len(RECORDS)
+
+
+def test_json_array_numbers_elements_from_1() -> None:
+    lines, rejected = _read(orjson.dumps(RECORDS, option=orjson.OPT_INDENT_2))
+    assert rejected == [] and [n for n, _ in lines] == list(range(1, len(RECORDS) + 1))
+    assert [orjson.loads(x) for _, x in lines] == RECORDS
+
+
+def test_pretty_printed_document_is_one_record() -> None:
+    doc = orjson.dumps(RECORDS[0], option=orjson.OPT_INDENT_2)
+    for data in (doc, gzip.compress(doc)):
+        lines, rejected = _read(data)
+        assert rejected == [] and [(n, orjson.loads(x)) for n, x in lines] == [(1, RECORDS[0])]
+
+
+def test_array_element_too_deep_is_rejected_alone() -> None:
+    deep = "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5)
+    data = b'[{"input": "a"}, {"input": ' + deep.encode() + b'}, {"input": "c"}]'
+    lines, rejected = _read(data)
+    assert [n for n, _ in lines] == [1, 3]
+    assert [r.line for r in rejected] == [2] and "nested" in rejected[0].error
+
+
+def test_document_over_the_cap_is_one_rejection() -> None:
+    lines, rejected = _read(orjson.dumps(RECORDS), cap=1000)
+    assert lines == [] and len(rejected) == 1
+    assert "max_document_bytes = 1000" in rejected[0].error and rejected[0].line == 1
+
+
+def test_invalid_json_document() -> None:
+    """One line that is not JSON: one rejection. Several: read as JSON Lines (each line then goes to
+    the decoder and is rejected by its number), since it may be JSONL with a broken first line."""
+    lines, rejected = _read(b'[{"input": "a"}, {"input": ')
+    assert lines == [] and len(rejected) == 1 and "invalid JSON" in rejected[0].error
+    lines, rejected = _read(b'[{"input": "a"},\n {"input": ')
+    assert rejected == [] and lines == [(1, b'[{"input": "a"},'), (2, b' {"input": ')]
+
+
+def test_corrupt_and_truncated_streams_keep_what_was_read() -> None:
+    data = gzip.compress(JSONL)
+    lines, rejected = _read(data[: len(data) // 2], chunk_bytes=64)  # cut off half way
+    assert len(rejected) == 1 and "cannot read the rest of the input" in rejected[0].error
+    assert rejected[0].line == len(lines) + 1
+    bad = data[:20] + bytes(b ^ 0xFF for b in data[20:60]) + data[60:]
+    lines, rejected = _read(bad)
+    assert len(rejected) == 1 and rejected[0].file == "f"
+
+
+def test_empty_inputs() -> None:
+    for data in (b"", b"\n\n", gzip.compress(b""), b"[]"):
+        assert _read(data) == ([], [])
+
+
+def test_a_broken_first_line_does_not_make_a_document() -> None:
+    """JSON Lines whose first line is cut off (or an array) stay JSON Lines: the bad line is
+    rejected by the decoder later, its neighbours are read."""
+    good = orjson.dumps(RECORDS[0])
+    for first in (b'{"input": [', b"[1, 2", b"[1, 2]", b'{\n"input"'):
+        data = first + b"\n" + good + b"\n" + good + b"\n"
+        lines, rejected = _read(data)
+        assert rejected == [] and [n for n, _ in lines][-2:] == [len(lines) - 1, len(lines)]
+        assert lines[-1] == (len(lines), good) and len(lines) >= 3
+    lines, _ = _read(b"[1, 2]\n")  # a one-line array alone is a document
+    assert [x for _, x in lines] == [b"1", b"2"]
+    # told from the first bytes: JSON Lines with a broken first line are not read whole
+    data = b'{"input": [\n' + good + b"\n" + good + b"\n"
+    assert not is_document(data) and is_document(orjson.dumps(RECORDS[0], option=orjson.OPT_INDENT_2))
+    lines, rejected = _read(data, cap=10)  # (so no document cap applies to them)
+    assert rejected == [] and len(lines) == 3

@@ -1,0 +1,180 @@
+"""convert / transform on every input a user has (issue 18, item 2): --from auto on wire records and
+agent logs, JSON arrays and documents, compressed files, directories, stdin; exit codes and no
+traceback on bad input; and every conversation file of the shared corpus with --from auto."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from pipeline.cli import cli
+from tests.cases import CASES
+from tests.corpus import CORPUS_DIR, corpus_available
+from tests.sources.test_detect import _corpus_files
+
+RECORDS = [r for fmt in sorted(CASES) for _, r in CASES[fmt]]
+JSONL = b"".join(orjson.dumps(r) + b"\n" for r in RECORDS)
+
+
+def _zstd(data: bytes) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.CompressedOutputStream(sink, "zstd") as out:
+        out.write(data)
+    return sink.getvalue().to_pybytes()
+
+
+SHAPES = {
+    "mixed.jsonl": JSONL,
+    "array.json": orjson.dumps(RECORDS, option=orjson.OPT_INDENT_2),
+    "doc.json": orjson.dumps(RECORDS[0], option=orjson.OPT_INDENT_2),
+    "f.jsonl.gz": gzip.compress(JSONL),
+    "f.jsonl.bz2": bz2.compress(JSONL),
+    "f.jsonl.xz": lzma.compress(JSONL),
+    "f.jsonl.zst": _zstd(JSONL),
+}
+
+
+def _invoke(*args: str) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of a command; no user error may end in a traceback."""
+    res = CliRunner().invoke(cli, list(args))
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.output
+    assert "Traceback" not in res.output, res.output
+    return res.exit_code, res.stdout, res.stderr
+
+
+def _convert(src: Path, fmt: str, out: Path, *more: str) -> tuple[int, str]:
+    """``convert SRC --from FMT --to parquet -o OUT``: exit code and everything printed."""
+    code, stdout, stderr = _invoke("convert", str(src), "--from", fmt, "--to", "parquet", "-o", str(out), *more)  # noqa: E501
+    return code, stdout + stderr
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_convert_and_transform_read_every_shape(tmp_path: Path, name: str) -> None:
+    src = tmp_path / name
+    src.write_bytes(SHAPES[name])
+    n = 1 if name == "doc.json" else len(RECORDS)
+    code, out, err = _invoke("convert", str(src), "--from", "auto", "--to", "parquet", "-o",
+                             str(tmp_path / "c.parquet"), "--report", str(tmp_path / "r.json"))  # fmt: skip
+    assert code == 0, out + err
+    report = orjson.loads((tmp_path / "r.json").read_bytes())
+    assert (report["read"], report["written"], report["rejected"]) == (n, n, 0)
+    assert err.startswith("auto: ") and f"(file {name})" in err and len(err.strip().splitlines()) == 1
+    code, out, err = _invoke("transform", str(src), "--from", "auto", "--step", "turns", "-o",
+                             str(tmp_path / "t.parquet"))  # fmt: skip
+    assert code == 0, out + err
+    assert f"read {n} written {n} rejected 0" in out and err.startswith("auto: ")
+    assert pq.read_table(tmp_path / "t.parquet").num_rows == n
+
+
+def test_auto_says_what_it_chose(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_bytes(JSONL)
+    (tmp_path / "s.json").write_bytes(orjson.dumps([{"conversations": [{"from": "human", "value": "q"}]}]))
+    code, out, err = _invoke("convert", str(tmp_path / "a.jsonl"), str(tmp_path / "s.json"), "--from", "auto",
+                             "--to", "parquet", "-o", str(tmp_path / "o.parquet"))  # fmt: skip
+    assert code == 0, out + err
+    want = {f: sum(1 for _, r in CASES[f] if r != CASES["chat"][0][1]) for f in CASES}
+    assert err.strip() == (
+        f"auto: {want['responses']} records as responses (file a.jsonl), {want['anthropic']} as "
+        f"anthropic (file a.jsonl), {want['chat']} as chat (file a.jsonl), 1 as hf (file a.jsonl), "
+        "file s.json as sharegpt"
+    )
+
+
+def test_a_directory_through_convert_and_a_run_directory(tmp_path: Path) -> None:
+    d = tmp_path / "logs"
+    (d / "nested").mkdir(parents=True)
+    for name, data in SHAPES.items():
+        (d / "nested" / name if name.endswith(".gz") else d / name).write_bytes(data)
+    (d / ".cache.jsonl").write_bytes(b"garbage\n")
+    code, out, err = _invoke("convert", str(d), "--from", "auto", "--to", "chat", "--run-dir",
+                             str(tmp_path / "run"), "--report", str(tmp_path / "r.json"))  # fmt: skip
+    assert code == 0, out + err
+    report = orjson.loads((tmp_path / "r.json").read_bytes())
+    assert len(report["inputs"]) == len(SHAPES) and report["read"] == 1 + (len(SHAPES) - 1) * len(RECORDS)
+    assert "file nested/" not in err and "(file f.jsonl.gz)" in err  # the file's name, not its path
+    # a second convert over the same directory skips the first one's outputs and run directory
+    (tmp_path / "run").rename(d / "run")
+    code, out, err = _invoke("convert", str(d), "--from", "auto", "--to", "chat", "-o", str(d / "out.jsonl"))
+    assert code == 0, out + err
+    code, said = _convert(d, "auto", tmp_path / "x.parquet", "--report", str(tmp_path / "r2.json"))
+    assert code == 0, said
+    assert len(orjson.loads((tmp_path / "r2.json").read_bytes())["inputs"]) == len(SHAPES)
+
+
+def test_stdin(tmp_path: Path) -> None:
+    for data in (JSONL, gzip.compress(JSONL), SHAPES["array.json"]):
+        res = subprocess.run(
+            [sys.executable, "-m", "pipeline", "convert", "-", "--from", "auto", "--to", "parquet",
+             "-o", str(tmp_path / "o.parquet")],
+            input=data, capture_output=True, cwd=tmp_path, check=False,
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr.decode()
+        assert b"(file <stdin>)" in res.stderr and b"Traceback" not in res.stderr
+        table = pq.read_table(tmp_path / "o.parquet")
+        assert set(table.column("source_file").to_pylist()) == {"<stdin>"}
+        assert sorted(table.column("source_line").to_pylist()) == list(range(1, len(RECORDS) + 1))
+        for p in tmp_path.iterdir():
+            p.unlink()
+    code, out, err = _invoke("convert", "-", "-", "--from", "chat", "--to", "chat", "-o", str(tmp_path / "o"))
+    assert code == 2 and "given twice" in out + err
+
+
+def test_bad_inputs_exit_with_a_line_not_a_traceback(tmp_path: Path) -> None:
+    data = gzip.compress(JSONL * 500)  # big enough that the part before the cut holds whole batches
+    (tmp_path / "cut.jsonl.gz").write_bytes(data[: len(data) // 2])
+    (tmp_path / "junk.gz").write_bytes(b"\x1f\x8b" + b"\x00" * 40)
+    (tmp_path / "objects.json").write_bytes(b'[{"input": "hi"}, 7, "x", [1]]')
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    out = tmp_path / "o.parquet"
+    report = tmp_path / "r.json"
+    # a stream cut off: what was read is kept, the rest is one rejected record, exit 0
+    code, said = _convert(tmp_path / "cut.jsonl.gz", "auto", out, "--report", str(report))
+    assert code == 0, said
+    summary = orjson.loads(report.read_bytes())
+    assert summary["rejected"] == 1 and summary["written"] == summary["read"] - 1 > 0
+    (reason,) = summary["rejected_by_reason"]
+    assert reason.startswith(f"cannot read the rest of the input from line {summary['read']} on: EOFError")
+    # nothing readable at all: every record rejected, exit 1 with the reason
+    code, said = _convert(tmp_path / "junk.gz", "chat", out)
+    assert code == 1 and "cannot read the rest of the input" in said
+    code, said = _convert(tmp_path / "junk.gz", "auto", out)
+    assert code == 2 and "could not tell" in said
+    # an array holding non-objects: each rejected by its element number, the object converts
+    code, said = _convert(tmp_path / "objects.json", "auto", out, "--report", str(report))
+    assert code == 0, said
+    summary = orjson.loads(report.read_bytes())
+    assert (summary["read"], summary["written"], summary["rejected"]) == (4, 1, 3)
+    rejected = pq.read_table(str(out) + ".rejected.parquet").to_pylist()
+    assert [(r["source_line"], r["stage"]) for r in rejected] == [(2, "read"), (3, "read"), (4, "read")]
+    # an empty file: nothing to convert with a format, nothing to detect with auto
+    code, said = _convert(tmp_path / "empty.jsonl", "chat", out)
+    assert code == 0, said
+    code, said = _convert(tmp_path / "empty.jsonl", "auto", out)
+    assert code == 2 and "could not tell" in said
+
+
+@pytest.mark.skipif(not corpus_available(), reason=f"the shared corpus is absent ({CORPUS_DIR}); CI has it")
+def test_every_corpus_file_converts_with_auto(tmp_path: Path) -> None:
+    """One command over every conversation file of the corpus: nothing undetected, counts add up."""
+    files = [str(CORPUS_DIR / f) for f in _corpus_files()]
+    code, out, err = _invoke("convert", *files, "--from", "auto", "--to", "parquet", "-o",
+                             str(tmp_path / "all.parquet"), "--report", str(tmp_path / "r.json"))  # fmt: skip
+    assert code == 0, out + err
+    report = orjson.loads((tmp_path / "r.json").read_bytes())
+    assert len(report["inputs"]) == len(files)
+    assert all(i["read"] > 0 for i in report["inputs"]), report["inputs"]
+    assert all("undetected" not in i.get("detected", {}) for i in report["inputs"])
+    assert report["read"] == report["written"] + report["rejected"] and report["written"] > 300
+    # the only rejections: the cassettes' Gemini-native exchanges, which no codec reads
+    assert all("generateContent" in r for r in report["rejected_by_reason"]), report["rejected_by_reason"]
+    assert err.count(" as ") >= len(files)
