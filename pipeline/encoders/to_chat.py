@@ -85,7 +85,8 @@ def _content(ctx: Ctx, i: int, role: str) -> Any:
     return ctx.content_value(i, lambda j, k: _text_part(ctx, i, j, k, allow_media=role == "user"))
 
 
-def _message_losses(ctx: Ctx, i: int) -> None:
+def _message_losses(ctx: Ctx, i: int, kept: tuple[str, ...] = ()) -> None:
+    """Report what Chat has no slot for on message ``i``; ``kept``: extra keys the caller writes."""
     v = ctx.v
     base = ctx.item_ptr(i)
     nulls = v.nulls[i] or ()
@@ -115,7 +116,7 @@ def _message_losses(ctx: Ctx, i: int) -> None:
     else:
         ctx.lose_fields(i, base, ("id", "status", "phase", "call_id", "namespace", "encrypted_content",
                                   "signature"))  # fmt: skip
-    ctx.lose_extra(i, base)
+    ctx.lose_extra(i, base, kept)
 
 
 def _tool_call(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None, ids: CallIds) -> dict[str, Any]:
@@ -248,7 +249,10 @@ def encode(ctx: Ctx) -> dict[str, Any]:
         if t == "message":
             role = v.role[i] or "user"
             content = _content(ctx, i, role)
-            _message_losses(ctx, i)
+            # An HF assistant message's reasoning text goes back where a Chat message carries it
+            # (to_hf writes a Chat source's there); Chat and Responses sources keep today's rule.
+            reasoning = to_hf.reasoning_keys(ctx, i, role) if ctx.source == "hf" else {}
+            _message_losses(ctx, i, tuple(reasoning))
             if (
                 role == "assistant"
                 and current is not None
@@ -260,6 +264,8 @@ def encode(ctx: Ctx) -> dict[str, Any]:
                 # Text after this turn's calls: an assistant message with tool_calls must be followed
                 # by tool messages, so the text joins the calls' message (before them, as Chat reads).
                 current["content"] = content
+                for key in reasoning:  # the calls' message has its own (or none): this one has no place
+                    ctx.lose(base + pointer(key), "reasoning", "joined the calls' message without it")
                 ctx.lose(base, "text_order", "the text is placed before the tool calls it followed")
                 ctx.lose(ctx.item_ptr(current_first), "text_order", "the calls now come after the text")
                 continue
@@ -271,6 +277,7 @@ def encode(ctx: Ctx) -> dict[str, Any]:
                 ctx.lose(ctx.content_ptr(i), "content_form", "absent content written as ''")
             if ctx.source == "hf" and v.name[i] is not None:  # Chat messages have a name too
                 msg["name"] = v.name[i]
+            msg.update(reasoning)
             if ctx.source == "sharegpt":
                 to_hf.sharegpt_tag_kept(ctx, i, role)
             messages.append(msg)

@@ -18,7 +18,9 @@ trainer take:
   ShareGPT, whose top-level ``system`` is exactly that).
 * ``tools``: ``[{"type": "function", "function": {name, description, parameters, ...}}]``;
   ``tool_choice`` and non-function tools are ``tools`` losses.
-* reasoning, compaction, hosted tool items: dropped and reported, as for Chat.
+* reasoning, compaction, hosted tool items: dropped and reported, as for Chat. A Chat source's
+  assistant message keeps its string ``reasoning_content`` / ``thinking`` (what chat templates
+  read; HF -> Chat writes it back); any other value, or on another role, is reported.
 * Request parameters (``model``, ``temperature``, ...) are dropped (``request_field``). Between the
   two dataset formats (HF and ShareGPT) every other column and message key is carried verbatim.
 
@@ -28,6 +30,7 @@ flattening, argument objects, tool schemas, output pairing) live here.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import orjson
@@ -113,12 +116,26 @@ def lose_keys(ctx: Ctx, base: str, keys: Any, target: str) -> None:
         ctx.lose(base + pointer(key), KEY_KINDS.get(key, "unknown_field"), f"'{key}' has no slot in {target}")
 
 
-def item_fields(ctx: Ctx, i: int, target: str, carry: frozenset[str] | None = None) -> dict[str, Any]:
+def reasoning_keys(ctx: Ctx, i: int, role: str) -> dict[str, str]:
+    """The reasoning text an assistant message carries under a key chat templates read
+    (``hf.REASONING_KEYS``: DeepSeek / vLLM Chat messages and HF rows put it there), which Chat and
+    HF both keep on the message; ``{}`` for any other role. A value that is not a string is not
+    returned: it stays an unmodelled key, reported by whoever drops it."""
+    if role != "assistant" or ctx.v.extra[i] is None:
+        return {}
+    extra = ctx.extra(i)
+    return {k: extra[k] for k in hf.REASONING_KEYS if isinstance(extra.get(k), str)}
+
+
+def item_fields(
+    ctx: Ctx, i: int, target: str, carry: frozenset[str] | None = None, kept: Collection[str] = ()
+) -> dict[str, Any]:
     """Report the item-level fields the target has no slot for (Responses id/status/phase, the
     typed-message tag, namespace, Anthropic message keys, unmodelled keys).
 
     Between dataset formats the unmodelled keys are returned to be carried, except those named in
-    ``carry`` (the target's own keys, which they would collide with); otherwise all are losses.
+    ``carry`` (the target's own keys, which they would collide with); otherwise all are losses but
+    those in ``kept`` (written by the caller).
     """
     v = ctx.v
     base = item_ptr(ctx, i)
@@ -137,7 +154,7 @@ def item_fields(ctx: Ctx, i: int, target: str, carry: frozenset[str] | None = No
         lose_keys(ctx, message_ptr(ctx, i), ctx.wrapper(i), target)
     extra = ctx.extra(i)
     if carry is None or ctx.source not in DATASET_SOURCES:
-        lose_keys(ctx, base, extra, target)
+        lose_keys(ctx, base, [k for k in extra if k not in kept], target)
         return {}
     lose_keys(ctx, base, [k for k in extra if k in carry], target)
     return {k: val for k, val in extra.items() if k not in carry}
@@ -457,7 +474,11 @@ def _message(ctx: Ctx, i: int) -> dict[str, Any]:
         msg["content"] = ""
     if v.name[i] is not None:
         msg["name"] = v.name[i]
-    msg.update(item_fields(ctx, i, TARGET, MESSAGE_KEYS))
+    # A Chat source's reasoning keys are the HF message's own (to_chat writes them back); between
+    # the dataset formats item_fields carries them with every other key.
+    reasoning = reasoning_keys(ctx, i, role) if ctx.source == "chat" else {}
+    msg.update(reasoning)
+    msg.update(item_fields(ctx, i, TARGET, MESSAGE_KEYS, kept=reasoning))
     return msg
 
 

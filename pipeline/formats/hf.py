@@ -53,6 +53,9 @@ from pipeline.schema import FORM_ABSENT, FORM_PARTS
 NAME = "hf"
 SECTION = "messages"
 _HANDLED = frozenset(("messages",))
+# Assistant-message keys chat templates read as the turn's reasoning text: Qwen3, QwQ, DeepSeek-R1
+# and GLM read ``reasoning_content`` (as do DeepSeek / vLLM Chat messages), gpt-oss ``thinking``.
+REASONING_KEYS = ("reasoning_content", "thinking")
 
 
 def item_pointer(group: int, part: int | None) -> str:

@@ -44,12 +44,12 @@ import pyarrow.parquet as pq
 
 from pipeline.encoders import convert_table
 from pipeline.errors import ConfigError
+from pipeline.formats.hf import REASONING_KEYS
 
 STYLES = ("trl", "openai")
 SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")  # what the Hub accepts as a split name
-# Message keys current chat templates read besides the TRL five, stored as optional strings:
-# Qwen3 / QwQ / DeepSeek-R1 / GLM templates read ``reasoning_content``, gpt-oss's reads ``thinking``.
-REASONING_KEYS = ("reasoning_content", "thinking")
+# Message keys current chat templates read besides the TRL five, stored as optional strings: the
+# reasoning keys (hf.REASONING_KEYS).
 MESSAGE_KEYS = frozenset(("role", "content", "name", "tool_call_id", "tool_calls", *REASONING_KEYS))
 REPORT = "export_report.json"
 CARD = "README.md"

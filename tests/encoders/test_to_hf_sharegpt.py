@@ -424,3 +424,80 @@ def test_hf_string_arguments_and_tool_names_reach_chat() -> None:
     assert r.record["tools"] == [
         {"type": "function", "name": "f", "parameters": {"type": "object"}, "strict": None}
     ]
+
+
+# -- reasoning text chat templates read (issue 18 item 5) -----------------------------------------
+
+CHAT_REASONING = {
+    "model": "deepseek-reasoner",
+    "messages": [
+        {"role": "user", "content": "Weather in Paris?", "reasoning_content": "a user has none"},
+        {
+            "role": "assistant",
+            "content": None,
+            "reasoning_content": "Call the tool.",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get", "arguments": '{"city":"Paris"}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+        {"role": "assistant", "content": "Sunny.", "reasoning_content": "Say it.", "thinking": "gpt-oss"},
+        {"role": "assistant", "content": "More.", "reasoning_content": {"text": "not a string"}},
+    ],
+}
+
+
+def test_chat_reasoning_content_reaches_hf_and_comes_back() -> None:
+    """A Chat assistant message's string ``reasoning_content`` / ``thinking`` is the HF message's
+    own (what Qwen3 / DeepSeek-R1 / gpt-oss templates read) and HF -> Chat writes it back; a value
+    that is not a string, or on a user message, is still reported."""
+    c = _one(CHAT_REASONING, "chat", "hf")
+    msgs = c.record["messages"]
+    assert "reasoning_content" not in msgs[0]
+    assert msgs[1]["reasoning_content"] == "Call the tool."
+    assert (msgs[3]["reasoning_content"], msgs[3]["thinking"]) == ("Say it.", "gpt-oss")
+    assert "reasoning_content" not in msgs[4]
+    assert sorted((loss.path, loss.kind) for loss in c.losses) == [
+        ("/messages/0/reasoning_content", "unknown_field"),
+        ("/messages/4/reasoning_content", "unknown_field"),
+        ("/model", "request_field"),
+    ]
+    back = _one(c.record, "hf", "chat")
+    assert back.losses == []
+    want = [{k: v for k, v in m.items() if k != "reasoning_content" or i not in (0, 4)}
+            for i, m in enumerate(CHAT_REASONING["messages"])]  # fmt: skip
+    assert back.record["messages"] == want
+
+
+def test_hf_reasoning_content_reaches_chat() -> None:
+    """HF -> Chat keeps an assistant message's string reasoning keys on the message; a non-string
+    one, one on another role, or one whose text joins the calls' message before it is reported."""
+    row = {
+        "messages": [
+            {"role": "user", "content": "q", "thinking": "not an assistant's"},
+            {"role": "assistant", "content": "a", "reasoning_content": "why", "thinking": "how"},
+            {"role": "assistant", "content": "b", "reasoning_content": ["x"]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": {}}}],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c2", "type": "function", "function": {"name": "f", "arguments": {}}}]},
+            {"role": "assistant", "content": "after", "reasoning_content": "lost with the merge"},
+        ]
+    }  # fmt: skip
+    c = _one(row, "hf", "chat")
+    msgs = c.record["messages"]
+    assert msgs[1] == {"role": "assistant", "content": "a", "reasoning_content": "why", "thinking": "how"}
+    assert "thinking" not in msgs[0] and "reasoning_content" not in msgs[2]
+    assert msgs[5]["content"] == "after" and "reasoning_content" not in msgs[5]
+    kinds = {(loss.path, loss.kind) for loss in c.losses}
+    assert {
+        ("/messages/0/thinking", "unknown_field"),
+        ("/messages/2/reasoning_content", "unknown_field"),
+        ("/messages/6/reasoning_content", "reasoning"),
+    } <= kinds
+    assert not any(p.startswith("/messages/1") for p, _ in kinds)
+

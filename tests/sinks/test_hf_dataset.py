@@ -325,3 +325,33 @@ def test_reasoning_content_and_argument_objects_are_exported(tmp_path: Path) -> 
         assert_identical(_strip_nulls(row)["messages"], _strip_nulls(want)["messages"])
     call = rows[1]["messages"][1]["tool_calls"][0]["function"]["arguments"]
     assert_identical(call, {"city": "Paris", "n": 1.0})  # an object, as templates take it
+
+
+CHAT_REASONING = {
+    "model": "deepseek-reasoner",
+    "messages": [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": None, "reasoning_content": "Call the tool.",
+         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+        {"role": "assistant", "content": "Sunny.", "reasoning_content": "Say it.", "thinking": "gpt-oss"},
+    ],
+}  # fmt: skip
+
+
+def test_chat_reasoning_content_is_exported(tmp_path: Path) -> None:
+    """``export-hf`` of a Chat run: the ``reasoning_content`` / ``thinking`` features get the
+    assistant's text (the row was excluded for an ``unknown_field`` key before)."""
+    src = tmp_path / "chat.jsonl"
+    src.write_bytes(orjson.dumps(CHAT_REASONING) + b"\n")
+    res = CliRunner().invoke(cli, ["convert", str(src), "--from", "chat", "--to", "parquet", "--run-dir",
+                                   str(tmp_path / "run"), "-q"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(cli, ["export-hf", str(tmp_path / "run"), str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    report = json.loads((tmp_path / "out" / "export_report.json").read_text())
+    assert (report["exported"], report["excluded"]) == (1, 0), report
+    [row] = list(_load(tmp_path / "out", split="train"))
+    got = [(m["role"], m["reasoning_content"], m["thinking"]) for m in row["messages"]]
+    assert got == [("user", None, None), ("assistant", "Call the tool.", None), ("tool", None, None),
+                   ("assistant", "Say it.", "gpt-oss")]  # fmt: skip

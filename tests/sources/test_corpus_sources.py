@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -12,6 +13,7 @@ import pytest
 
 from pipeline.encoders import convert_table
 from pipeline.formats import encode_table
+from pipeline.formats.hf import REASONING_KEYS
 from pipeline.sources import detect_source, read_source
 from tests.corpus import CORPUS_DIR, corpus_available
 from tests.helpers import json_diff
@@ -190,6 +192,19 @@ def test_inspect_score_and_model_calls() -> None:
 # Cross-format conversions that are not valid SDK request bodies today, and why (pinned so that an
 # encoder fix shows up here). (file, target) -> (encode errors, invalid bodies).
 KNOWN_GAPS: dict[tuple[str, str], tuple[int, int]] = {}
+# Chat bodies valid but for the reasoning keys HF -> Chat keeps on assistant messages (issue 18 item
+# 5: DeepSeek / vLLM read reasoning_content there; OpenAI's SDK type has no such key): file -> count.
+REASONING_KEYED = {"llama-factory/reason_tool_use_demo_50.jsonl": 50}
+
+
+def _valid_without_reasoning(body: dict[str, Any]) -> bool:
+    """Whether a Chat body passes the SDK type once its messages' reasoning keys are removed."""
+    messages = [{k: v for k, v in m.items() if k not in REASONING_KEYS} for m in body["messages"]]
+    try:
+        validate_request("chat", {**body, "messages": messages})
+    except Exception:
+        return False
+    return True
 
 
 @pytest.mark.parametrize("rel", sorted(EXPECTED))
@@ -198,7 +213,7 @@ def test_conversions_report_losses_and_validate(rel: str) -> None:
     formats = table.column("source_format").to_pylist()
     for target in ("responses", "chat", "anthropic"):
         converted = convert_table(table, target)
-        errors = invalid = 0
+        errors = invalid = reasoning_keyed = 0
         for fmt, c in zip(formats, converted, strict=True):
             if fmt == target:  # same format: the exact codec, identical to what the adapter built
                 assert c.error is None and c.losses == []
@@ -211,8 +226,12 @@ def test_conversions_report_losses_and_validate(rel: str) -> None:
             try:
                 validate_request(target, body)
             except Exception:
-                invalid += 1
+                if target == "chat" and _valid_without_reasoning(body):
+                    reasoning_keyed += 1
+                else:
+                    invalid += 1
         assert (errors, invalid) == KNOWN_GAPS.get((rel, target), (0, 0)), target
+        assert reasoning_keyed == (REASONING_KEYED.get(rel, 0) if target == "chat" else 0), target
 
 
 def test_codex_to_chat_reports_what_it_drops() -> None:
