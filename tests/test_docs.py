@@ -7,6 +7,21 @@ touched), the venv's ``chatlake`` and ``python`` first on PATH, and the files th
 names stand for (:data:`FIXTURES`: ``RUN``, ``lake.parquet``, ``logs.jsonl``, ...). It must exit 0,
 or the code an ``<!-- exit: N -->`` marker before the block states, and print no traceback.
 
+Inline commands run too: every code span outside a fenced block whose text starts with ``chatlake ``
+or ``python benchmarks/`` (a span wrapped onto the next line is joined; a table row with several
+spans, e.g. joined with `` · ``, gives one command per span), with the markers on the lines right
+before its paragraph or table, and stdin from ``stdin.jsonl`` (every command gets that, so ``-``
+reads a fixture, never the terminal). Two kinds of span are not commands and are not run; they are
+skipped one test each, so the run reports how many, after checking that the subcommand, script and
+options they name exist (:func:`_names_missing`):
+
+* a *synopsis*: it holds ``[``, ``]``, ``|``, ``…`` or ``...``, or a placeholder in capitals that
+  :data:`FIXTURES` does not define (``IN``, ``FILE``, ``JOB.toml``, ``N``);
+* a *mention*: a subcommand or option named in prose (``chatlake run``, ``chatlake convert --to
+  chat``), i.e. it leaves out an argument or option the subcommand requires (Click says which).
+
+A ``python benchmarks/`` span is skipped as slow (benchmarks run minutes) once its script is found.
+
 A ``python`` block runs whole, the same way, after :data:`PY_PRELUDE` (the names the examples take
 as given: ``table``, ``path``, ``pl``), in a sandbox that also holds an export in ``OUT_DIR``.
 
@@ -19,6 +34,8 @@ Markers (HTML comments on the lines right before a block; CONTRIBUTING.md, "Docs
 * ``<!-- needs: PROGRAM -->``: skipped, saying so, when PROGRAM is not on PATH (``duckdb``,
   ``chromium``);
 * ``<!-- exit: N -->``: every command of the block is expected to exit N.
+
+The same markers before a paragraph or table apply to its inline commands.
 
 An untagged block that starts like a command (``chatlake``, ``python``, ...) fails
 :func:`test_command_blocks_are_tagged`: a command nobody runs is how docs rot.
