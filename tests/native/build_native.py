@@ -12,6 +12,7 @@ The result is ``<out>/pipeline/_native<EXT_SUFFIX>``; put ``<out>`` before the w
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import shutil
 import subprocess
@@ -21,15 +22,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "pipeline" / "_native"
-SOURCES = [
-    SRC / "decode.c",
-    SRC / "encode.c",
-    SRC / "encode_responses.c",
-    SRC / "fingerprint.c",
-    SRC / "md5.c",
-    SRC / "encode_anthropic.c",
-    SRC / "vendor" / "yyjson" / "yyjson.c",
-]
+
+
+def setup_sources() -> list[Path]:
+    """The extension's C sources, as ``setup.py`` lists them (read from its syntax tree, not run):
+    one list, so a new C file cannot be built by pip and missed by the sanitizer build."""
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "sources":
+            return [ROOT / path for path in ast.literal_eval(node.value)]
+    raise RuntimeError("setup.py names no sources= for the extension")
+
+
+SOURCES = setup_sources()
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"]
 
 

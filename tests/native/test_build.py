@@ -79,3 +79,12 @@ def test_setup_py_builds_a_working_extension(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert (tmp / "pipeline" / f"_native{EXT}").exists(), res.stdout + res.stderr
     assert _probe(tmp) == "True 1 {'duplicate_key': 1} [True]"
+
+
+def test_every_c_file_is_built_by_setup_py_and_the_sanitizer_build() -> None:
+    """A C file under pipeline/_native that setup.py does not list would be missing from wheels and
+    from the ASan/UBSan build alike (tests/native/build_native.py reads setup.py's list)."""
+    from tests.native.build_native import SOURCES, SRC
+
+    ours = set(SRC.glob("*.c")) | {SRC / "vendor" / "yyjson" / "yyjson.c"}
+    assert set(SOURCES) == ours, sorted(p.name for p in ours ^ set(SOURCES))
