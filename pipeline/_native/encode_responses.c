@@ -12,22 +12,6 @@
 #include "encode_common.h" /* Python.h, yyjson, the Arrow C data interface, Enc, losses, JSON writing */
 #include "blake2b.h"
 
-/* Item i's pointer in its Chat source record (Ctx.item_ptr): /messages/G, a call /messages/G/tool_calls/P. */
-static int chat_item_ptr(Enc *e, Buf *b, int64_t i) {
-    size_t n;
-    const char *sec = col_str(&e->section, i, &n);
-    if (!sec || !col_valid(&e->group, i)) return FALLBACK;
-    b->len = 0;
-    put_ptr(&e->st, b, sec, n);
-    put(&e->st, b, "/", 1);
-    put_i64(&e->st, b, col_i32(&e->group, i));
-    if (col_valid(&e->part, i)) {
-        puts_(&e->st, b, "/tool_calls/");
-        put_i64(&e->st, b, col_i32(&e->part, i));
-    }
-    return 0;
-}
-
 /* Ctx.message_ptr: the Chat message item i came from. */
 static int chat_message_ptr(Enc *e, Buf *b, int64_t i) {
     size_t n;
@@ -37,6 +21,17 @@ static int chat_message_ptr(Enc *e, Buf *b, int64_t i) {
     put_ptr(&e->st, b, sec, n);
     put(&e->st, b, "/", 1);
     put_i64(&e->st, b, col_i32(&e->group, i));
+    return 0;
+}
+
+/* Item i's pointer in its Chat source record (Ctx.item_ptr): its message's, and a call's
+ * /tool_calls/P after it. */
+static int chat_item_ptr(Enc *e, Buf *b, int64_t i) {
+    if (chat_message_ptr(e, b, i)) return FALLBACK;
+    if (col_valid(&e->part, i)) {
+        puts_(&e->st, b, "/tool_calls/");
+        put_i64(&e->st, b, col_i32(&e->part, i));
+    }
     return 0;
 }
 
