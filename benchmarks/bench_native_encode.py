@@ -4,6 +4,7 @@ per-record encoders, in one run.
     python benchmarks/bench_native_encode.py --n 20000                         # responses -> chat
     python benchmarks/bench_native_encode.py --n 20000 --source chat --target responses
     python benchmarks/bench_native_encode.py --n 20000 --target anthropic      # responses -> anthropic
+    python benchmarks/bench_native_encode.py --n 20000 --source chat --target chat  # same format
 
 Each contender runs in a fresh process. The records are decoded to the canonical table first (not
 timed); the time is the CPU seconds of the ``encode_rows`` call alone (one core: no encoder uses
@@ -83,7 +84,7 @@ def main() -> None:
     from pipeline import codec
 
     native = codec.native_encoder(args.target)
-    if native is None or args.source not in native[1]:
+    if not any(args.source in sources for _, sources in native or ()):
         why = codec.status().reason
         raise SystemExit(f"no native encoder {args.source} -> {args.target} is active: {why}")
     args.workdir.mkdir(parents=True, exist_ok=True)

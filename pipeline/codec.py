@@ -1,10 +1,11 @@
 """Which exact codec decodes wire formats: the compiled one (``pipeline._native``) or pure Python.
 
 Both give byte-identical tables (tests/native/test_differential.py); the compiled one is faster.
-The same switch governs the compiled encoders, Responses -> Chat, Chat -> Responses and Responses /
-Chat -> Anthropic (:func:`native_encoder`, used by ``pipeline.encoders.encode_rows``;
-tests/native/test_encode_differential.py, test_encode_responses_differential.py,
-test_encode_anthropic_differential.py).
+The same switch governs the compiled encoders, Responses -> Chat, Chat -> Responses, Responses /
+Chat -> Anthropic and each format back to itself (:func:`native_encoder`, used by
+``pipeline.encoders.encode_rows``; tests/native/test_encode_differential.py,
+test_encode_responses_differential.py, test_encode_anthropic_differential.py,
+test_encode_same_differential.py).
 It is used when the extension was built (``pip install`` compiles it when a C compiler is there;
 wheels ship it) and ``CHATLAKE_NATIVE`` is not ``0``. ``chatlake doctor`` prints :func:`status`.
 
@@ -23,12 +24,20 @@ from typing import Any
 # Wire formats the compiled decoder handles; the others always decode in Python.
 NATIVE_FORMATS = frozenset({"responses", "chat", "anthropic"})
 ENV = "CHATLAKE_NATIVE"
-# The compiled encoders: target -> (the extension's function, the source formats of the request
-# bodies it encodes; it hands every other row back to the per-record encoders).
-NATIVE_ENCODERS = {
-    "chat": ("encode_chat", frozenset({"responses"})),
-    "responses": ("encode_responses", frozenset({"chat"})),
-    "anthropic": ("encode_anthropic", frozenset({"responses", "chat"})),
+# The compiled encoders: target -> the extension's functions that encode to it, each with the source
+# formats of the rows it takes (every other row it hands back to the per-record encoders). The
+# cross-format ones take request bodies; the same-format ones (encode_same.c) request bodies and
+# response objects of the target's own format.
+NATIVE_ENCODERS: dict[str, tuple[tuple[str, frozenset[str]], ...]] = {
+    "chat": (("encode_chat", frozenset({"responses"})), ("encode_same_chat", frozenset({"chat"}))),
+    "responses": (
+        ("encode_responses", frozenset({"chat"})),
+        ("encode_same_responses", frozenset({"responses"})),
+    ),
+    "anthropic": (
+        ("encode_anthropic", frozenset({"responses", "chat"})),
+        ("encode_same_anthropic", frozenset({"anthropic"})),
+    ),
 }
 
 
@@ -77,15 +86,18 @@ def native_module(fmt: str) -> ModuleType | None:
     return _extension()[0]
 
 
-def native_encoder(target: str) -> tuple[Callable[[Any], Any], frozenset[str]] | None:
-    """The compiled encoder to ``target`` and the source formats it takes, when the extension is
-    active and has one (:data:`NATIVE_ENCODERS`), else None."""
+def native_encoder(target: str) -> tuple[tuple[Callable[[Any], Any], frozenset[str]], ...] | None:
+    """The compiled encoders to ``target``, each with the source formats it takes, when the extension
+    is active and has any (:data:`NATIVE_ENCODERS`), else None."""
     if target not in NATIVE_ENCODERS or os.environ.get(ENV, "").strip() == "0":
         return None
-    name, sources = NATIVE_ENCODERS[target]
     module = _extension()[0]
-    encode = getattr(module, name, None) if module is not None else None
-    return (encode, sources) if encode is not None else None
+    if module is None:
+        return None
+    found = tuple(
+        (getattr(module, name), sources) for name, sources in NATIVE_ENCODERS[target] if hasattr(module, name)
+    )
+    return found or None
 
 
 def native_fingerprints() -> ModuleType | None:

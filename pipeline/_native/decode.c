@@ -2068,6 +2068,13 @@ extern const char chatlake_encode_responses_doc[];
 /* ... the Anthropic encoder in encode_anthropic.c. */
 PyObject *chatlake_encode_anthropic(PyObject *self, PyObject *args);
 extern const char chatlake_encode_anthropic_doc[];
+/* ... and the same-format writers (Responses -> Responses, Chat -> Chat, Anthropic -> Anthropic) in
+ * encode_same.c. */
+PyObject *chatlake_encode_same_responses(PyObject *self, PyObject *args);
+PyObject *chatlake_encode_same_chat(PyObject *self, PyObject *args);
+PyObject *chatlake_encode_same_anthropic(PyObject *self, PyObject *args);
+extern const char chatlake_encode_same_responses_doc[], chatlake_encode_same_chat_doc[],
+    chatlake_encode_same_anthropic_doc[];
 /* Item fingerprints and the MD5 they use: fingerprint.c, md5.c. */
 PyObject *chatlake_fingerprints(PyObject *self, PyObject *args);
 extern const char chatlake_fingerprints_doc[];
@@ -2078,6 +2085,9 @@ static PyMethodDef METHODS[] = {
     {"encode_chat", chatlake_encode_chat, METH_VARARGS, chatlake_encode_chat_doc},
     {"encode_responses", chatlake_encode_responses, METH_VARARGS, chatlake_encode_responses_doc},
     {"encode_anthropic", chatlake_encode_anthropic, METH_VARARGS, chatlake_encode_anthropic_doc},
+    {"encode_same_responses", chatlake_encode_same_responses, METH_VARARGS, chatlake_encode_same_responses_doc},
+    {"encode_same_chat", chatlake_encode_same_chat, METH_VARARGS, chatlake_encode_same_chat_doc},
+    {"encode_same_anthropic", chatlake_encode_same_anthropic, METH_VARARGS, chatlake_encode_same_anthropic_doc},
     {"fingerprints", chatlake_fingerprints, METH_VARARGS, chatlake_fingerprints_doc},
     {"md5_hex", chatlake_md5_hex, METH_VARARGS, chatlake_md5_hex_doc},
     {"decode_lines", decode_lines, METH_VARARGS, decode_lines_doc},

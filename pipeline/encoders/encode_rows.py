@@ -13,6 +13,9 @@ Chat request bodies -> ``responses``   ``pipeline._native.encode_responses`` (C,
 (edited items included)                ``encode_responses.c``), likewise
 Responses and Chat request bodies ->   ``pipeline._native.encode_anthropic`` (C,
 ``anthropic`` (edited items included)  ``encode_anthropic.c``), likewise
+rows of the target's own format        ``pipeline._native.encode_same_<target>`` (C,
+(request bodies and response objects,  ``encode_same.c``: the exact codec's bytes), likewise
+edited items included)
 rows they hand back (see the C files), ``convert_table`` (the per-record encoders: the
 rows whose edited items' ids are not   specification the compiled encoder is tested against)
 plain printable ASCII, every other
@@ -187,26 +190,32 @@ def encode_rows(
     table, added = apply_sets(table, sets or {}, target)
     n = table.num_rows
     fast = np.zeros(n, bool)
-    native = codec.native_encoder(target) if n else None
+    natives = codec.native_encoder(target) if n else None
+    active = [encode for encode, sources in natives or () if _any_row_of(table, sources, target)]
     parts: list[tuple[np.ndarray, pa.Array, pa.Array, pa.Table]] = []
-    if native is not None and _any_request_of(table, native[1]):
+    if active:
         if as_decoded:
             cleaned, edited, not_plain = table, ROW_LOSSES.empty_table(), np.zeros(0, np.int64)
         else:
             cleaned, edited, not_plain = _edited_losses(table)
-        records, losses, fast = _native(native[0], cleaned)
-        fast[not_plain] = False
-        rows = np.flatnonzero(fast)
-        if len(rows):
+        for encode in active:  # their source formats do not overlap: each row is one encoder's at most
+            records, losses, mine = _native(encode, cleaned)
+            mine &= ~fast
+            mine[not_plain] = False
+            rows = np.flatnonzero(mine)
+            if not len(rows):
+                continue
+            fast |= mine
             if len(rows) < n:
-                records = records.filter(pa.array(fast))
-                losses = losses.filter(pa.array(fast[losses.column("row").to_numpy()]))
-            if edited.num_rows:
-                # convert_table puts a row's edited losses before the encoder's: first here, stable sort
-                edited = edited.filter(pa.array(fast[edited.column("row").to_numpy()]))
-                losses = pa.concat_tables([edited, losses])
-                losses = losses.take(np.argsort(losses.column("row").to_numpy(), kind="stable"))
+                records = records.filter(pa.array(mine))
+                losses = losses.filter(pa.array(mine[losses.column("row").to_numpy()]))
             parts.append((rows, records, pa.nulls(len(rows), pa.string()), losses))
+        if parts and edited.num_rows:
+            # convert_table puts a row's edited losses before the encoder's: first here (the losses
+            # are sorted by row, stably, below)
+            edited = edited.filter(pa.array(fast[edited.column("row").to_numpy()]))
+            rows, records, errors, losses = parts[0]
+            parts[0] = (rows, records, errors, pa.concat_tables([edited, losses]))
     slow_rows = np.flatnonzero(~fast)
     if len(slow_rows):
         parts.append(_per_record(table, slow_rows, target))
@@ -246,12 +255,14 @@ def _with_sets(losses: pa.Table, added: pa.Table, errors: pa.Array) -> pa.Table:
     return pa.concat_tables([losses.filter(pa.array(~replaced.to_numpy())), added])
 
 
-def _any_request_of(table: pa.Table, sources: frozenset[str]) -> bool:
-    """Does the batch hold a request body of ``sources``, the rows the compiled encoder takes? (Else
-    it is not worth finding the edited items twice: ``convert_table`` does that for its rows.)"""
+def _any_row_of(table: pa.Table, sources: frozenset[str], target: str) -> bool:
+    """Does the batch hold a row a compiled encoder of ``sources`` takes: a request body of
+    ``sources``, or any row of the target's own format? (Else it is not worth finding the edited
+    items twice: ``convert_table`` does that for its rows.)"""
+    fmt = table.column("source_format")
     rows = pc.and_(
-        pc.is_in(table.column("source_format"), pa.array(sorted(sources))),
-        pc.equal(table.column("record_kind"), "request"),
+        pc.is_in(fmt, pa.array(sorted(sources))),
+        pc.or_(pc.equal(table.column("record_kind"), "request"), pc.equal(fmt, target)),
     )
     return bool(pc.any(rows).as_py())
 
@@ -259,7 +270,8 @@ def _any_request_of(table: pa.Table, sources: frozenset[str]) -> bool:
 def _native(
     encode: Callable[[pa.RecordBatch], Any], table: pa.Table
 ) -> tuple[pa.Array, pa.Table, np.ndarray]:
-    """A compiled encoder (``encode_chat``, ``encode_responses``, ``encode_anthropic``) over every row:
+    """A compiled encoder (``encode_chat``, ``encode_responses``, ``encode_anthropic``,
+    ``encode_same_*``) over every row:
     JSON texts (empty where not encoded), losses, and which rows it encoded (the others are the
     per-record encoders')."""
     [batch] = table.combine_chunks().to_batches()
@@ -277,31 +289,46 @@ def _native(
 
 
 def item_pointer() -> pl.Expr:
-    """An item's pointer in its Responses or Chat source record (``Ctx.item_ptr``), as an
+    """An item's pointer in its Responses, Chat or Anthropic source record (``Ctx.item_ptr``), as an
     expression over the row's ``source_format`` and ``items_form`` and the item's ``section``,
-    ``group`` and ``part`` (a Chat tool call's index in its message's ``tool_calls``). Null for other
-    sources (no compiled encoder takes their rows), when ``section`` is null, or when ``group`` is
-    null outside the string shorthand.
+    ``group`` and ``part`` (a Chat tool call's index in its message's ``tool_calls``, an Anthropic
+    item's first block in its message's ``content``). Null for other sources (no compiled encoder
+    takes their rows), when ``section`` is null, or when ``group`` is null where the pointer needs it.
 
-    ==========  =======  =====  ==========
-    items_form  section  group  pointer
-    ==========  =======  =====  ==========
-    string      input    0      /input
-    parts       input    3      /input/3
-    parts       output   1      /output/1
-    parts       messages 2      /messages/2 (+ /tool_calls/P for a Chat call)
-    ==========  =======  =====  ==========
+    =========  ==========  ========  =====  ====  ==============================
+    source     items_form  section   group  part  pointer
+    =========  ==========  ========  =====  ====  ==============================
+    responses  string      input     0            /input
+    responses  parts       input     3            /input/3
+    responses  parts       output    1            /output/1
+    chat       parts       messages  2      1     /messages/2/tool_calls/1
+    chat       parts       choices   0            /choices/0/message
+    anthropic  parts       messages  2      1     /messages/2/content/1
+    anthropic  parts       output    0      1     /content/1
+    anthropic  parts       output    0            /
+    =========  ==========  ========  =====  ====  ==============================
     """
-    items_form, section = pl.col("items_form"), pl.col("section")
-    group, part = pl.col("group"), pl.col("part")
-    # section names are fixed ("input", "output", "messages"): nothing for a JSON pointer to escape
-    base = pl.concat_str(pl.lit("/"), section, pl.lit("/"), group.cast(pl.String))
-    return pl.when(pl.col("source_format").is_in(["responses", "chat"])).then(
-        pl.when((items_form == "string") & (section == "input"))
-        .then(pl.lit("/input"))
-        .when(part.is_not_null())
-        .then(pl.concat_str(base, pl.lit("/tool_calls/"), part.cast(pl.String)))
-        .otherwise(base)
+    src, items_form, section = pl.col("source_format"), pl.col("items_form"), pl.col("section")
+    group, part = pl.col("group").cast(pl.String), pl.col("part").cast(pl.String)
+    # section names are fixed ("input", "output", "messages", ...): nothing for a JSON pointer to escape
+    base = pl.concat_str(pl.lit("/"), section, pl.lit("/"), group)
+    chat = pl.when(section == "choices").then(pl.concat_str(pl.lit("/choices/"), group, pl.lit("/message")))
+    chat = chat.otherwise(base)
+    messages = pl.when(section == "output").then(pl.lit(""))
+    messages = messages.otherwise(pl.concat_str(pl.lit("/messages/"), group))
+    return (
+        pl.when(src == "responses")
+        .then(pl.when((items_form == "string") & (section == "input")).then(pl.lit("/input")).otherwise(base))
+        .when(src == "chat")
+        .then(pl.when(part.is_null()).then(chat).otherwise(pl.concat_str(chat, pl.lit("/tool_calls/"), part)))
+        .when(src == "anthropic")
+        .then(
+            pl.when(part.is_not_null())
+            .then(pl.concat_str(messages, pl.lit("/content/"), part))
+            .when(section == "output")
+            .then(pl.lit("/"))
+            .otherwise(messages)
+        )
     )
 
 

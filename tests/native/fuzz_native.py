@@ -7,10 +7,12 @@ surrogate escapes, invalid UTF-8, NUL bytes, odd whitespace, truncation and byte
 goes through :func:`tests.native.differential.compare` (same table, Parquet and IPC bytes, same
 rejected lines, read == written + rejected), then the decoded table through
 :func:`tests.native.encode_diff.compare_encode` to every target with a compiled encoder (Chat,
-Responses and Anthropic: the compiled encoder vs the per-record one, same JSON bytes, losses,
-refusals). Decoding also runs the C item fingerprints (``fingerprint.c``, checked against DuckDB's
-by ``compare``), and each batch's bytes go through the C MD5 against hashlib. A failing batch is
-narrowed to the single line that fails alone, written to ``--failures`` and the run exits 1.
+Responses and Anthropic: the compiled encoders vs the per-record ones, same JSON bytes, losses,
+refusals); the target of the fuzzed format itself goes through its same-format writer
+(``encode_same.c``), the others through the cross-format encoders. Decoding also runs the C item
+fingerprints (``fingerprint.c``, checked against DuckDB's by ``compare``), and each batch's bytes go
+through the C MD5 against hashlib. A failing batch is narrowed to the single line that fails alone,
+written to ``--failures`` and the run exits 1.
 
 Run it against an AddressSanitizer + UBSan build (how tests/native/test_fuzz.py runs it)::
 

@@ -65,15 +65,16 @@ def test_hand_written_chat_cases() -> None:
 
 
 def test_every_format_mixed_in_one_batch() -> None:
-    """Anthropic and dataset rows go to the per-record encoder; the Responses and Chat rows among
-    them do not."""
+    """The Responses and Chat rows go to the compiled encoder, but for the cases listed above; so do
+    the Anthropic rows (written back as they came, ``encode_same_anthropic``)."""
     tables = [decode_records([rec for _, rec in CASES[fmt]], fmt).table for fmt in sorted(CASES)]
     table = pa.concat_tables([cast_to_canonical(t) for t in tables])
     res = compare_encode(table, "anthropic")
     formats = table.column("source_format").to_pylist()
     flags = res.native.to_pylist()
-    assert not any(f for f, fmt in zip(flags, formats, strict=True) if fmt not in ("responses", "chat"))
     native = len(RESPONSES) - len(PER_RECORD_CASES) + len(CASES["chat"]) - len(PER_RECORD_CHAT_CASES)
+    native += len(CASES["anthropic"])
+    assert all(f for f, fmt in zip(flags, formats, strict=True) if fmt == "anthropic")
     assert sum(flags) == native
 
 
@@ -308,8 +309,10 @@ def test_empty_and_all_per_record_batches() -> None:
     assert compare_encode(empty, "anthropic").records.to_pylist() == []
     no_items = decode_records([{"input": []}, {"input": [], "model": "m"}], "responses").table
     assert all(compare_encode(no_items, "anthropic").native.to_pylist())
-    same = decode_records([rec for _, rec in CASES["anthropic"]], "anthropic").table  # the exact codec
-    assert not any(compare_encode(same, "anthropic").native.to_pylist())
+    same = decode_records([rec for _, rec in CASES["anthropic"]], "anthropic").table  # encode_same.c
+    assert all(compare_encode(same, "anthropic").native.to_pylist())
+    objects = decode_records([rec for name, rec in RESPONSES if name == "response_object"], "responses").table
+    assert objects.num_rows and not any(compare_encode(objects, "anthropic").native.to_pylist())
 
 
 def test_sliced_table() -> None:

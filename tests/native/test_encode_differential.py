@@ -53,14 +53,15 @@ def test_hand_written_responses_cases() -> None:
 
 
 def test_every_format_mixed_in_one_batch() -> None:
-    """Chat and Anthropic rows go to the per-record encoder; the Responses rows among them do not."""
+    """Anthropic rows go to the per-record encoder; the Responses rows among them do not, nor do the Chat
+    rows (written back as they came, ``encode_same_chat``)."""
     tables = [decode_records([rec for _, rec in CASES[fmt]], fmt).table for fmt in sorted(CASES)]
     table = pa.concat_tables([cast_to_canonical(t) for t in tables])
     res = compare_encode(table)
     formats = table.column("source_format").to_pylist()
     flags = res.native.to_pylist()
-    assert not any(f for f, fmt in zip(flags, formats, strict=True) if fmt != "responses")
-    assert sum(flags) == len(RESPONSES) - len(PER_RECORD_CASES)
+    assert not any(f for f, fmt in zip(flags, formats, strict=True) if fmt not in ("responses", "chat"))
+    assert sum(flags) == len(RESPONSES) - len(PER_RECORD_CASES) + len(CASES["chat"])
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -231,8 +232,8 @@ def test_empty_and_all_per_record_batches() -> None:
     assert compare_encode(empty).records.to_pylist() == []
     no_items = decode_records([{"input": []}, {"input": [], "model": "m"}], "responses").table
     assert all(compare_encode(no_items).native.to_pylist())  # no item in the whole batch
-    chat = decode_records([rec for _, rec in CASES["chat"]], "chat").table
-    assert not any(compare_encode(chat).native.to_pylist())
+    objects = decode_records([rec for name, rec in RESPONSES if name == "response_object"], "responses").table
+    assert objects.num_rows and not any(compare_encode(objects).native.to_pylist())  # response_objects.py's
 
 
 def test_sliced_table() -> None:
