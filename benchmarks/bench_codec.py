@@ -1,10 +1,12 @@
-"""Codec benchmark: JSONL -> canonical Parquet ingest and canonical -> JSONL encode, side by side
-with the orjson loads+dumps floor and a per-record pydantic decode, in one run.
+"""Codec benchmark: JSONL -> canonical Parquet ingest and canonical Parquet -> Chat JSONL encode
+(issue 16's two targets), plus canonical -> Responses JSONL (the round trip back to the input
+format), side by side with the orjson loads+dumps floor and a per-record pydantic decode, in one run.
 
     python benchmarks/bench_codec.py --n 1000000
 
-Every contender runs in a fresh process on the same file; peak RSS is the whole process tree's.
-The script also checks that the encoded output equals the input (exact round trip) on a sample.
+Every contender runs in a fresh process on the same file; peak RSS is the whole process tree's,
+CPU seconds are the process's and its workers' (user + system). The script also checks that the
+Responses output equals the input (exact round trip) on a sample.
 """
 
 from __future__ import annotations
@@ -48,14 +50,18 @@ def check_exact(src: Path, out: Path, sample: int = 20_000) -> int:
 def row(m: Measured, floor: Measured) -> str:
     return (
         f"| {m.label} | {m.seconds:,.1f} | {m.per_second:,.0f} | {m.seconds / floor.seconds:.2f}x "
-        f"| {m.peak_rss_mb:,.0f} |"
+        f"| {m.cpu_seconds:,.1f} | {m.cpu_seconds / floor.cpu_seconds:.2f}x | {m.peak_rss_mb:,.0f} |"
     )
 
 
 def row_rate(m: Measured, floor: Measured) -> str:
     """A contender measured on a prefix: compare rates, not seconds."""
     ratio = floor.per_second / m.per_second
-    cells = f"{m.seconds:,.1f} | {m.per_second:,.0f} | {ratio:.2f}x (by rate) | {m.peak_rss_mb:,.0f}"
+    cpu_ratio = (m.cpu_seconds / m.records) / (floor.cpu_seconds / floor.records)
+    cells = (
+        f"{m.seconds:,.1f} | {m.per_second:,.0f} | {ratio:.2f}x (by rate) | {m.cpu_seconds:,.1f} "
+        f"| {cpu_ratio:.2f}x (per record) | {m.peak_rss_mb:,.0f}"
+    )
     return f"| {m.label} | {cells} |"
 
 
@@ -79,6 +85,7 @@ def main() -> None:
     n = args.n
     parquet = args.workdir / "bench.parquet"
     out = args.workdir / "bench-encoded.jsonl"
+    out_chat = args.workdir / "bench-encoded-chat.jsonl"
     chatlake = [PY, "-m", "pipeline", "convert", "--quiet", "--workers", str(args.workers)]
 
     print("running contenders (each in a fresh process)", file=sys.stderr)
@@ -88,13 +95,18 @@ def main() -> None:
         [*chatlake, str(src), "--from", "responses", "--to", "parquet", "-o", str(parquet)],
         n,
     )
+    encode_chat = measure(
+        f"chatlake encode Parquet -> Chat JSONL ({args.workers} workers)",
+        [*chatlake, str(parquet), "--from", "parquet", "--to", "chat", "-o", str(out_chat)],
+        n,
+    )
     encode = measure(
-        f"chatlake encode Parquet -> JSONL ({args.workers} workers)",
+        f"chatlake encode Parquet -> Responses JSONL, the input format ({args.workers} workers)",
         [*chatlake, str(parquet), "--from", "parquet", "--to", "responses", "-o", str(out)],
         n,
     )
     checked = check_exact(src, out)
-    rows = [row(floor, floor), row(ingest, floor), row(encode, floor)]
+    rows = [row(floor, floor), row(ingest, floor), row(encode_chat, floor), row(encode, floor)]
     pyd = None
     if not args.skip_pydantic:
         k = min(n, args.pydantic_sample)
@@ -110,11 +122,12 @@ def main() -> None:
         f"(`python benchmarks/bench_codec.py --n {n}`), Python {platform.python_version()}, "
         f"{platform.machine()}.",
         "",
-        "| contender | seconds | conversations/s | time vs orjson floor | peak RSS (MB) |",
-        "|---|---:|---:|---:|---:|",
+        "| contender | seconds | conversations/s | time vs orjson floor | CPU s | CPU vs floor "
+        "| peak RSS (MB) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
         *rows,
         "",
-        f"Exact round trip checked on the first {checked:,} records (encoded output == input).",
+        f"Exact round trip checked on the first {checked:,} records (Responses output == input).",
     ]
     if pyd is not None:
         lines.append(

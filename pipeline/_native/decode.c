@@ -274,16 +274,16 @@ static const char HEX[] = "0123456789abcdef";
 /* A JSON string as orjson writes it (the escaping rule: orjson_escape.h, shared with encode.c). */
 static void write_str(Status *st, Buf *b, const char *s, size_t n) {
     buf_byte(st, b, '"');
-    size_t start = 0;
-    for (size_t k = 0; k < n; k++) {
+    size_t k = 0;
+    while (k < n) { /* plain runs copied whole (orjson_plain_prefix), then the one byte to escape */
+        size_t run = orjson_plain_prefix(s + k, n - k);
+        buf_put(st, b, s + k, run);
+        k += run;
+        if (k == n) break;
         char esc[6];
-        size_t len = orjson_escape((uint8_t)s[k], esc);
-        if (!len) continue;
-        buf_put(st, b, s + start, k - start);
-        start = k + 1;
-        buf_put(st, b, esc, len);
+        buf_put(st, b, esc, orjson_escape((uint8_t)s[k], esc));
+        k++;
     }
-    buf_put(st, b, s + start, n - start);
     buf_byte(st, b, '"');
 }
 

@@ -166,16 +166,16 @@ static inline void put_i64(St *st, Buf *b, int64_t v) {
 /* A JSON string as orjson writes it: only '"', '\\' and control characters are escaped. */
 static inline void put_json_str(St *st, Buf *b, const char *s, size_t n) {
     put(st, b, "\"", 1);
-    size_t run = 0;
-    for (size_t k = 0; k < n; k++) {
+    size_t k = 0;
+    while (k < n) { /* plain runs copied whole (orjson_plain_prefix), then the one byte to escape */
+        size_t run = orjson_plain_prefix(s + k, n - k);
+        put(st, b, s + k, run);
+        k += run;
+        if (k == n) break;
         char esc[6];
-        size_t m = orjson_escape((unsigned char)s[k], esc);
-        if (!m) continue;
-        put(st, b, s + run, k - run);
-        run = k + 1;
-        put(st, b, esc, m);
+        put(st, b, esc, orjson_escape((unsigned char)s[k], esc));
+        k++;
     }
-    put(st, b, s + run, n - run);
     put(st, b, "\"", 1);
 }
 

@@ -200,6 +200,45 @@ def test_conversation_id_is_the_python_blake2b(source_file: str | None) -> None:
             assert native.conversation_id_hex(raw, encoded, line) == conversation_id(raw, source_file, line)
 
 
+def test_conversation_id_blake2b_on_random_lengths() -> None:
+    """Every message length from 0 to 10,000 bytes in steps that cross each block boundary (128),
+    plus random ones: the C BLAKE2b equals hashlib's, through the full conversation id."""
+    rnd = random.Random(16)
+    sizes = sorted({*range(0, 300), *range(0, 10_001, 127), *range(0, 10_001, 128),
+                    *(rnd.randrange(10_001) for _ in range(300)), 10_000})  # fmt: skip
+    for size in sizes:
+        raw = rnd.randbytes(size)
+        file = rnd.choice([None, "f.jsonl", "x" * rnd.randrange(300)])
+        line = rnd.randrange(10**9)
+        encoded = None if file is None else file.encode()
+        assert native.conversation_id_hex(raw, encoded, line) == conversation_id(raw, file, line), size
+
+
+# Bytes orjson escapes (quote, backslash, C0 controls) beside plain ASCII and multi-byte UTF-8.
+_ESCAPED = ['"', "\\", "\n", "\x00", "\x1f", "\t", "\x08", "\x7f", "\u2028", "é", "😀", " ", "a"]
+
+
+def _escape_probes(rnd: random.Random) -> list[str]:
+    """Strings with each escaped character at every offset 0..19 in texts of 0..40 characters:
+    JSON string writers test 8 bytes at a time, so each offset of a word and the tail are hit."""
+    probes = []
+    for ch in _ESCAPED:
+        for at in range(20):
+            for tail in (0, 1, 7, 8, 9, 20):
+                probes.append("p" * at + ch + "q" * tail)
+    for _ in range(200):
+        probes.append("".join(rnd.choice(_ESCAPED + ["x"] * 8) for _ in range(rnd.randrange(41))))
+    return probes
+
+
+def test_extra_json_strings_escaped_at_every_offset() -> None:
+    """An unknown key's string value is re-written as JSON text (extra_json) by the C decoder."""
+    probes = _escape_probes(random.Random(8))
+    lines = [orjson.dumps({"input": "hi", "x_extra": s, s: 1}) for s in probes]
+    res = compare(lines)
+    assert res.native_fallback == {}
+
+
 def test_chatlake_native_0_forces_the_python_codec() -> None:
     with python_codec():
         assert not codec.status().native

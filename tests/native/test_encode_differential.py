@@ -227,6 +227,21 @@ def test_tricky_records() -> None:
     assert [r for r, f in enumerate(res.native.to_pylist()) if not f] == [0, 1, 2]
 
 
+def test_strings_escaped_at_every_offset() -> None:
+    """Message text, call arguments and names with an escaped character (quote, backslash, C0
+    control) at every offset of the 8-byte words the JSON string writer tests at once."""
+    specials = ['"', "\\", "\n", "\x00", "\x1f", "\x7f", "\u2028", "é", "😀"]
+    texts = ["p" * at + ch + "q" * tail for ch in specials for at in range(17) for tail in (0, 1, 8, 9)]
+    records = [
+        {"input": [{"role": "user", "content": t},
+                   {"type": "function_call", "call_id": "c" + t, "name": "f" + t, "arguments": t},
+                   {"type": "function_call_output", "call_id": "c" + t, "output": t}]}
+        for t in texts
+    ]  # fmt: skip
+    table = decode_records(records, "responses").table
+    assert all(compare_encode(table).native.to_pylist())
+
+
 def test_empty_and_all_per_record_batches() -> None:
     empty = decode_records([], "responses").table
     assert compare_encode(empty).records.to_pylist() == []
