@@ -56,6 +56,7 @@ setup(
                 "pipeline/_native/fingerprint.c",
                 "pipeline/_native/md5.c",
                 "pipeline/_native/encode_anthropic.c",
+                "pipeline/_native/lines.c",
                 "pipeline/_native/vendor/yyjson/yyjson.c",
             ],
             include_dirs=["pipeline/_native"],
