@@ -92,23 +92,27 @@ def main() -> None:
     if not same:
         raise SystemExit("the compiled and the pure-Python codec wrote different bytes")
 
-    def row(label: str, n: int, seconds: float, peak: str) -> str:
-        return f"| {label} | {n:,} | {seconds:.1f} | {n / seconds:,.0f} | {peak} |"
+    def row(label: str, n: int, seconds: float, peak: str, cpu: str = "-") -> str:
+        return f"| {label} | {n:,} | {seconds:.1f} | {cpu} | {n / seconds:,.0f} | {peak} |"
+
+    def measured(m: Measured) -> str:
+        return row(f"(b) {m.label}", args.n, m.seconds, f"{m.peak_rss_mb:,.0f}", f"{m.cpu_seconds:.1f}")
 
     lines = [
         f"Responses -> Chat, synthetic conversations (`python benchmarks/bench_convert.py --n {args.n} "
         f"--memory-n {args.memory_n}`), Python {platform.python_version()}.",
         "",
-        "| contender | records | seconds | conversations/s | peak RSS (MB) |",
-        "|---|---:|---:|---:|---:|",
+        "| contender | records | seconds | CPU s | conversations/s | peak RSS (MB) |",
+        "|---|---:|---:|---:|---:|---:|",
         row("(a) openai-agents `items_to_messages`, records in memory", m, theirs_a, "-"),
         row("(a) chatlake `convert_table`, canonical table in memory", m, ours_a, "-"),
-        row(f"(b) {theirs_b.label}", args.n, theirs_b.seconds, f"{theirs_b.peak_rss_mb:,.0f}"),
-        row(f"(b) {ours_before.label}", args.n, ours_before.seconds, f"{ours_before.peak_rss_mb:,.0f}"),
-        row(f"(b) {ours_b.label}", args.n, ours_b.seconds, f"{ours_b.peak_rss_mb:,.0f}"),
+        measured(theirs_b),
+        measured(ours_before),
+        measured(ours_b),
         "",
         f"(a) chatlake / openai-agents speed: {theirs_a / ours_a:.2f}x; (b) end to end: "
-        f"{theirs_b.seconds / ours_b.seconds:.2f}x (per-record encoders: "
+        f"{theirs_b.seconds / ours_b.seconds:.2f}x wall, "
+        f"{theirs_b.cpu_seconds / max(ours_b.cpu_seconds, 1e-9):.2f}x CPU (per-record encoders: "
         f"{theirs_b.seconds / ours_before.seconds:.2f}x; chatlake convert, 2 workers / per-record loop, "
         f"1 core: {ours_before.seconds / ours_b.seconds:.2f}x, byte-identical output). "
         "openai-agents raises on records with custom tool "

@@ -1,4 +1,4 @@
-"""Run a command and report its wall time and the peak RSS of its whole process tree.
+"""Run a command and report its wall time, CPU time and the peak RSS of its whole process tree.
 
 Benchmarks run every contender in a fresh process through :func:`measure`, so peak memory is
 comparable and one contender's heap does not inflate the next.
@@ -22,7 +22,9 @@ class Measured:
     seconds: float
     peak_rss_mb: float
     records: int
-    cpu_seconds: float = 0.0  # user + system CPU of the process and the children it waited for
+    # user + system CPU of the command and the children it waited for (all threads): on a shared
+    # machine wall time is the load's, CPU time the work's
+    cpu_seconds: float = 0.0
 
     @property
     def per_second(self) -> float:
@@ -39,8 +41,8 @@ def _tree_rss(proc: psutil.Process) -> int:
 
 def measure(label: str, cmd: list[str], records: int, interval: float = 0.25) -> Measured:
     """Run ``cmd`` to completion, sampling the tree's RSS every ``interval`` seconds."""
-    start = time.perf_counter()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
     popen = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
     proc = psutil.Process(popen.pid)
     peak = 0
@@ -51,13 +53,14 @@ def measure(label: str, cmd: list[str], records: int, interval: float = 0.25) ->
             break
         time.sleep(interval)
     seconds = time.perf_counter() - start
+    popen.wait()  # reaped: its CPU time is in RUSAGE_CHILDREN now
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if popen.returncode != 0:
         raise SystemExit(f"{label}: {' '.join(cmd)} exited {popen.returncode}")
     m = Measured(label, seconds, peak / 2**20, records, cpu)
     print(
-        f"  {label}: {seconds:.1f} s ({cpu:.1f} CPU s), {m.per_second:,.0f} rec/s, "
+        f"  {label}: {seconds:.1f} s, {cpu:.1f} CPU s, {m.per_second:,.0f} rec/s, "
         f"peak {m.peak_rss_mb:,.0f} MB",
         file=sys.stderr,
     )

@@ -100,6 +100,15 @@ def native_encoder(target: str) -> tuple[tuple[Callable[[Any], Any], frozenset[s
     return found or None
 
 
+def native_lines() -> ModuleType | None:
+    """The compiled extension when it is active and writes JSON Lines out of Arrow columns
+    (``lines.c``: ``json_lines``, ``join_lines``), else None (Polars / Arrow write them: the reference)."""
+    if os.environ.get(ENV, "").strip() == "0":
+        return None
+    module = _extension()[0]
+    return module if module is not None and hasattr(module, "json_lines") else None
+
+
 def native_fingerprints() -> ModuleType | None:
     """The compiled extension when it is active and computes item fingerprints (``fingerprint.c``), else
     None (DuckDB computes them: :mod:`pipeline.fingerprint`, the reference)."""

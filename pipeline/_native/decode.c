@@ -2080,6 +2080,11 @@ PyObject *chatlake_fingerprints(PyObject *self, PyObject *args);
 extern const char chatlake_fingerprints_doc[];
 PyObject *chatlake_md5_hex(PyObject *self, PyObject *args);
 extern const char chatlake_md5_hex_doc[];
+/* JSON Lines out of Arrow columns (losses, output): lines.c. */
+PyObject *chatlake_json_lines(PyObject *self, PyObject *args);
+extern const char chatlake_json_lines_doc[];
+PyObject *chatlake_join_lines(PyObject *self, PyObject *args);
+extern const char chatlake_join_lines_doc[];
 
 static PyMethodDef METHODS[] = {
     {"encode_chat", chatlake_encode_chat, METH_VARARGS, chatlake_encode_chat_doc},
@@ -2090,6 +2095,8 @@ static PyMethodDef METHODS[] = {
     {"encode_same_anthropic", chatlake_encode_same_anthropic, METH_VARARGS, chatlake_encode_same_anthropic_doc},
     {"fingerprints", chatlake_fingerprints, METH_VARARGS, chatlake_fingerprints_doc},
     {"md5_hex", chatlake_md5_hex, METH_VARARGS, chatlake_md5_hex_doc},
+    {"json_lines", chatlake_json_lines, METH_VARARGS, chatlake_json_lines_doc},
+    {"join_lines", chatlake_join_lines, METH_VARARGS, chatlake_join_lines_doc},
     {"decode_lines", decode_lines, METH_VARARGS, decode_lines_doc},
     {"conversation_id_hex", conversation_id_hex, METH_VARARGS, blake2b_doc},
     {NULL, NULL, 0, NULL},

@@ -127,8 +127,21 @@ class EncodedRows:
         return Counter(dict(zip(counts["kind"].to_list(), counts["len"].to_list(), strict=True))), lf[
             "row"].n_unique()  # fmt: skip
 
-    def jsonl(self, keep: np.ndarray) -> bytes:
-        """The kept records as JSON Lines (each followed by a newline); empty when none is kept."""
+    def jsonl(self, keep: np.ndarray) -> bytes | pa.Buffer:
+        """The kept records as JSON Lines (each followed by a newline); empty when none is kept.
+
+        With the compiled codec: one copy in C (``join_lines``) into a buffer the caller writes;
+        else :func:`_lines` (Arrow's filter and join: the reference, the same bytes).
+        """
+        native = codec.native_lines()
+        if native is not None:
+            records = self.records
+            if isinstance(records, pa.ChunkedArray):
+                records = records.combine_chunks()
+            try:
+                return pa.foreign_buffer(*native.join_lines(records, pa.array(keep, pa.bool_())))
+            except ValueError:  # another string type than string / large_string: the reference
+                pass
         return _lines(pc.filter(self.records, pa.array(keep)))
 
     def loss_lines(self, keep: np.ndarray, lines: pa.Array) -> bytes:

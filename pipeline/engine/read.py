@@ -142,15 +142,20 @@ def _jsonl(shard: Shard, chunk_bytes: int) -> Iterator[Batch]:
                 raise OSError(f"{shard.url} ended before byte {shard.end}: did it change during the run?")
             remaining -= len(block)
             data = rest + block
-            cut = data.rfind(b"\n") if remaining > 0 else len(data) - 1
-            if cut < 0:
-                rest = data
-                continue
-            data, rest = data[: cut + 1], data[cut + 1 :]
-            lines = data.split(b"\n")
-            if lines[-1] == b"":
-                lines.pop()
-            yield from _decoded(shard, lines, line, len(data))
+            if remaining > 0:  # the text after the last newline waits for the next block
+                if data.rfind(b"\n") < 0:
+                    rest = data
+                    continue
+                # split the whole block (no copy of it without its tail): the last piece is the tail
+                lines = data.split(b"\n")
+                rest = lines.pop()
+                nbytes = len(data) - len(rest)
+            else:  # the end of the range: a last line without a newline is a line
+                lines = data.split(b"\n")
+                if lines[-1] == b"":
+                    lines.pop()
+                rest, nbytes = b"", len(data)
+            yield from _decoded(shard, lines, line, nbytes)
             line += len(lines)
 
 

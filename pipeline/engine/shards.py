@@ -79,8 +79,9 @@ def jsonl_ranges(url: str, records: int, scan_bytes: int = SCAN_BYTES) -> Iterat
             i = 0
             while True:
                 need = records - in_shard
-                if data.count(b"\n", i) < need:
-                    in_shard += data.count(b"\n", i)
+                seen = data.count(b"\n", i)  # once: counting holds the GIL the workers' threads want
+                if seen < need:
+                    in_shard += seen
                     break
                 j = i - 1
                 for _ in range(need):

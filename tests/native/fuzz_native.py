@@ -10,9 +10,10 @@ rejected lines, read == written + rejected), then the decoded table through
 Responses and Anthropic: the compiled encoders vs the per-record ones, same JSON bytes, losses,
 refusals); the target of the fuzzed format itself goes through its same-format writer
 (``encode_same.c``), the others through the cross-format encoders. Decoding also runs the C item
-fingerprints (``fingerprint.c``, checked against DuckDB's by ``compare``), and each batch's bytes go
-through the C MD5 against hashlib. A failing batch is narrowed to the single line that fails alone,
-written to ``--failures`` and the run exits 1.
+fingerprints (``fingerprint.c``, checked against DuckDB's by ``compare``), each batch's bytes go
+through the C MD5 against hashlib, and the decoded table's flat columns through the C JSON Lines
+writers (``lines.c``) against Polars and Arrow. A failing batch is narrowed to the single line that
+fails alone, written to ``--failures`` and the run exits 1.
 
 Run it against an AddressSanitizer + UBSan build (how tests/native/test_fuzz.py runs it)::
 
@@ -233,6 +234,9 @@ def _fails(lines: list[bytes], fmt: str) -> str | None:
 
     try:
         res = compare(lines, fmt, source_file="fuzz.jsonl")
+        lines_error = _lines_differ(res.table)
+        if lines_error is not None:
+            return lines_error
         for target in _targets() if res.table.num_rows else []:
             enc = compare_encode(res.table, target)
             counts = ENCODED.setdefault(target, Counter())
@@ -240,6 +244,33 @@ def _fails(lines: list[bytes], fmt: str) -> str | None:
             counts["rows"] += res.table.num_rows
     except AssertionError as e:
         return str(e) or "AssertionError"
+    return None
+
+
+def _lines_differ(table: Any) -> str | None:
+    """The C JSON Lines writers (``lines.c``) on the decoded table's flat string and int64 columns
+    against their references (Polars' write_ndjson, Arrow's filter and join); a difference, or None."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline import codec
+    from pipeline.encoders.encode_rows import _lines
+    from pipeline.engine.writers import jsonl_parts, ndjson_polars
+
+    native = codec.native_lines()
+    flat = table.select([f.name for f in table.schema if f.type in (pa.string(), pa.int64())])
+    if native is None or not flat.num_rows:
+        return None
+    if b"".join(bytes(p) for p in jsonl_parts(flat)) != ndjson_polars(flat):
+        return "json_lines differs from Polars' write_ndjson"
+    keep = pa.array(np.arange(flat.num_rows) % 3 != 1)
+    for col in flat.columns:
+        col = col.combine_chunks()
+        if col.type == pa.string():
+            got = pa.foreign_buffer(*native.join_lines(col, keep)).to_pybytes()
+            if got != _lines(pc.filter(col, keep)):
+                return "join_lines differs from Arrow's filter and join"
     return None
 
 
