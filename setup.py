@@ -63,6 +63,7 @@ setup(
                 "pipeline/_native/vendor/yyjson/yyjson.h",
                 "pipeline/_native/orjson_escape.h",
                 "pipeline/_native/encode_common.h",
+                "pipeline/_native/anthropic_turns.h",
                 "pipeline/_native/blake2b.h",
                 "pipeline/_native/md5.h",
             ],

@@ -20,6 +20,7 @@
 
 #include "vendor/yyjson/yyjson.h"
 #include "orjson_escape.h"
+#include "anthropic_turns.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Arrow C data interface (https://arrow.apache.org/docs/format/CDataInterface.html)           */
@@ -407,7 +408,7 @@ typedef struct {
     size_t off, len;
 } Range;
 
-typedef struct {
+typedef struct Enc {
     St st;
     /* columns */
     Col conversation_id, source_format, record_kind, model, instr_form, items_form, tools, tool_choice, extra, nulls,
@@ -437,6 +438,18 @@ typedef struct {
         Buf frag, texts, lens; /* the written fragment; its losses' path/kind/detail and lengths */
         int64_t nl;
     } tc;
+    /* the Anthropic turn rules' state (encode_anthropic.c, anthropic_turns.h), reused row after row */
+    int chat;      /* the row is a Chat request (calls nested in their assistant message), else Responses */
+    int64_t loss0; /* the row's first loss */
+    Blk *blk;
+    int64_t nblk, capblk;
+    Seg *seg;
+    int64_t nseg, capseg;
+    Turn *turn;
+    int64_t nturn, capturn;
+    int64_t *ix; /* scratch index lists (found calls, element lists) */
+    int64_t nix, capix;
+    Buf paths, p1, p2, p3, kb;
 } Enc;
 
 #define FALLBACK 1
@@ -753,6 +766,13 @@ static inline void enc_free(Enc *e) {
     free(e->tc.texts.p);
     free(e->tc.lens.p);
     for (int k = 0; k < 3; k++) free(e->aux[k].p);
+    Buf *abufs[] = {&e->paths, &e->p1, &e->p2, &e->p3, &e->kb};
+    for (size_t k = 0; k < sizeof abufs / sizeof abufs[0]; k++) free(abufs[k]->p);
+    for (int64_t k = 0; k < e->capturn; k++) free(e->turn[k].s);
+    free(e->turn);
+    free(e->blk);
+    free(e->seg);
+    free(e->ix);
 }
 
 /* The entry points' common body: bind the canonical RecordBatch `batch` (Arrow C data interface), run
