@@ -2,7 +2,8 @@
  * The shapes of to_anthropic's turn rules (encode_anthropic.c): content blocks being assembled,
  * segments (one source element's share of an Anthropic message) and turns (messages assembled from
  * segments). The row encoder's state (Enc, encode_common.h) holds arrays of them, so every compiled
- * encoder that runs these rules shares one state and one batch loop.
+ * encoder that runs these rules shares one state and one batch loop. Included by encode_common.h
+ * (after Buf, before Enc).
  */
 #ifndef CHATLAKE_ANTHROPIC_TURNS_H
 #define CHATLAKE_ANTHROPIC_TURNS_H
@@ -41,5 +42,32 @@ typedef struct Turn {
     int64_t *s;
     int64_t n, cap;
 } Turn;
+
+/* The turn rules as encode_anthropic.c implements them (to_anthropic.py), for the other encoders'
+ * Anthropic round-trip report (anthropic_round_trip.c). They work on the row state's blk / seg / turn
+ * arrays and return 0 or FALLBACK (1: the row is handed back to the per-record encoder). */
+struct Enc;
+
+/* Ctx.item_ptr / message_ptr / content_ptr(i, k) (k < 0: None) of the row's source into b. */
+int at_item_ptr(struct Enc *e, Buf *b, int64_t i);
+int at_message_ptr(struct Enc *e, Buf *b, int64_t i);
+int at_content_ptr(struct Enc *e, Buf *b, int64_t i, int64_t k);
+/* A loss at path b with a fixed detail; is there a loss at exactly p among the row's [from, nloss)? */
+void at_lose_p(struct Enc *e, const Buf *path, const char *kind, const char *detail);
+int at_has_loss_at(struct Enc *e, const char *p, size_t n, int64_t from);
+/* not s.strip() (Python's whitespace) */
+int at_blank(const char *s, size_t n);
+/* A new block / segment (its blocks start at the next new block); turns */
+Blk *at_new_blk(struct Enc *e);
+int64_t at_new_seg(struct Enc *e, int kind, int role, int64_t i);
+int at_turn_push(struct Enc *e, Turn *t, int64_t s);
+Turn *at_turn_insert(struct Enc *e, int64_t k, int role);
+/* to_anthropic.image_source: 1 a data URL of a media type Anthropic takes (*media_len: its length, at
+ * u + 5), 2 an http(s) URL, 0 neither; IMAGE_MEDIA membership */
+int at_image_source(const char *u, size_t n, size_t *media_len);
+int at_image_media(const char *s, size_t n);
+/* to_anthropic._pair (with _merge_adjacent) and _strip_final over e->turn */
+int at_pair(struct Enc *e);
+int at_strip_final(struct Enc *e);
 
 #endif

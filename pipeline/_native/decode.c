@@ -2068,6 +2068,9 @@ extern const char chatlake_encode_responses_doc[];
 /* ... the Anthropic encoder in encode_anthropic.c. */
 PyObject *chatlake_encode_anthropic(PyObject *self, PyObject *args);
 extern const char chatlake_encode_anthropic_doc[];
+/* ... the Anthropic round-trip report alone, in anthropic_round_trip.c (the differential test's). */
+PyObject *chatlake_anthropic_report(PyObject *self, PyObject *args);
+extern const char chatlake_anthropic_report_doc[];
 /* Item fingerprints and the MD5 they use: fingerprint.c, md5.c. */
 PyObject *chatlake_fingerprints(PyObject *self, PyObject *args);
 extern const char chatlake_fingerprints_doc[];
@@ -2078,6 +2081,7 @@ static PyMethodDef METHODS[] = {
     {"encode_chat", chatlake_encode_chat, METH_VARARGS, chatlake_encode_chat_doc},
     {"encode_responses", chatlake_encode_responses, METH_VARARGS, chatlake_encode_responses_doc},
     {"encode_anthropic", chatlake_encode_anthropic, METH_VARARGS, chatlake_encode_anthropic_doc},
+    {"anthropic_report", chatlake_anthropic_report, METH_VARARGS, chatlake_anthropic_report_doc},
     {"fingerprints", chatlake_fingerprints, METH_VARARGS, chatlake_fingerprints_doc},
     {"md5_hex", chatlake_md5_hex, METH_VARARGS, chatlake_md5_hex_doc},
     {"decode_lines", decode_lines, METH_VARARGS, decode_lines_doc},

@@ -21,13 +21,14 @@
  * the turn rules' shapes (segments, turns, blocks) are anthropic_turns.h's.
  */
 #include "encode_common.h"
+#include "anthropic_turns.h"
 
 static const char *const ROLE[] = {"user", "assistant", "system"};
 
 /* ------------------------------------------------------------------------------------------ */
 /* Losses                                                                                       */
 
-static void lose_p(Enc *e, const Buf *path, const char *kind, const char *detail) {
+void at_lose_p(Enc *e, const Buf *path, const char *kind, const char *detail) {
     lose(e, path->p, path->len, kind, detail, strlen(detail));
 }
 
@@ -48,7 +49,7 @@ static const char *loss_path(Enc *e, int64_t k, size_t *n) {
 }
 
 /* Has this row a loss at exactly path p (losses [from, nloss))? */
-static int has_loss_at(Enc *e, const char *p, size_t n, int64_t from) {
+int at_has_loss_at(Enc *e, const char *p, size_t n, int64_t from) {
     for (int64_t k = from; k < e->nloss; k++) {
         size_t m;
         const char *q = loss_path(e, k, &m);
@@ -89,22 +90,38 @@ static size_t rstrip_len(const char *s, size_t n) {
 }
 
 /* not s.strip(): empty or only whitespace */
-static int blank(const char *s, size_t n) { return rstrip_len(s, n) == 0; }
+int at_blank(const char *s, size_t n) { return rstrip_len(s, n) == 0; }
 
 static int same(const char *a, size_t an, const char *b, size_t bn) {
     return (a == NULL) == (b == NULL) && (!a || (an == bn && memcmp(a, b, an) == 0));
 }
 
-/* Ctx.message_ptr for Chat (/messages/G) into b; Responses: item_ptr. */
-static int message_ptr(Enc *e, Buf *b, int64_t i);
+/* An Anthropic request's /messages/G (anthropic_round_trip: its items all sit in messages). */
+static int anthropic_message_ptr(Enc *e, Buf *b, int64_t i) {
+    size_t n;
+    const char *sec = col_str(&e->section, i, &n);
+    if (!str_eq(sec, n, "messages") || !col_valid(&e->group, i)) return FALLBACK;
+    b->len = 0;
+    puts_(&e->st, b, "/messages/");
+    put_i64(&e->st, b, col_i32(&e->group, i));
+    return 0;
+}
 
 /* Ctx.item_ptr into b (reset first): Responses /input/G (or /input for the string shorthand), Chat
- * /messages/G, a call /messages/G/tool_calls/P. */
-static int item_ptr(Enc *e, Buf *b, int64_t i) {
+ * /messages/G, a call /messages/G/tool_calls/P; Anthropic /messages/G, a block /messages/G/content/P. */
+int at_item_ptr(Enc *e, Buf *b, int64_t i) {
     size_t n;
     const char *sec = col_str(&e->section, i, &n);
     if (!sec) return FALLBACK;
     b->len = 0;
+    if (e->anthropic) {
+        if (anthropic_message_ptr(e, b, i)) return FALLBACK;
+        if (col_valid(&e->part, i)) {
+            puts_(&e->st, b, "/content/");
+            put_i64(&e->st, b, col_i32(&e->part, i));
+        }
+        return 0;
+    }
     if (e->chat) {
         if (!str_eq(sec, n, "messages") || !col_valid(&e->group, i)) return FALLBACK;
         puts_(&e->st, b, "/messages/");
@@ -126,8 +143,9 @@ static int item_ptr(Enc *e, Buf *b, int64_t i) {
     return 0;
 }
 
-static int message_ptr(Enc *e, Buf *b, int64_t i) {
-    if (!e->chat) return item_ptr(e, b, i);
+int at_message_ptr(Enc *e, Buf *b, int64_t i) {
+    if (e->anthropic) return anthropic_message_ptr(e, b, i);
+    if (!e->chat) return at_item_ptr(e, b, i);
     size_t n;
     const char *sec = col_str(&e->section, i, &n);
     if (!str_eq(sec, n, "messages") || !col_valid(&e->group, i)) return FALLBACK;
@@ -138,8 +156,29 @@ static int message_ptr(Enc *e, Buf *b, int64_t i) {
 }
 
 /* Ctx.content_ptr(i, k) (k < 0: the content itself). */
-static int content_ptr(Enc *e, Buf *b, int64_t i, int64_t k) {
-    if (item_ptr(e, b, i)) return FALLBACK;
+int at_content_ptr(Enc *e, Buf *b, int64_t i, int64_t k) {
+    if (e->anthropic) {
+        size_t tl, fl;
+        const char *t = col_str(&e->type, i, &tl);
+        const char *form = col_str(&e->content_form, i, &fl);
+        if (str_eq(t, tl, "message")) { /* its blocks sit in the message's content from `part` on */
+            if (anthropic_message_ptr(e, b, i)) return FALLBACK;
+            puts_(&e->st, b, "/content");
+            if (str_eq(form, fl, "parts") && col_valid(&e->part, i)) {
+                put(&e->st, b, "/", 1);
+                put_i64(&e->st, b, col_i32(&e->part, i) + (k < 0 ? 0 : k));
+            }
+            return 0;
+        }
+        if (at_item_ptr(e, b, i)) return FALLBACK; /* a tool_result's own content list */
+        puts_(&e->st, b, "/content");
+        if (k >= 0) {
+            put(&e->st, b, "/", 1);
+            put_i64(&e->st, b, k);
+        }
+        return 0;
+    }
+    if (at_item_ptr(e, b, i)) return FALLBACK;
     size_t tl, fl;
     const char *t = col_str(&e->type, i, &tl);
     puts_(&e->st, b, !e->chat && ends_with(t, tl, "_output") ? "/output" : "/content");
@@ -176,14 +215,14 @@ static int grow(Enc *e, void **p, int64_t *cap, int64_t need, size_t size) {
     return 0;
 }
 
-static Blk *new_blk(Enc *e) {
+Blk *at_new_blk(Enc *e) {
     if (grow(e, (void **)&e->blk, &e->capblk, e->nblk + 1, sizeof(Blk))) return NULL;
     Blk *b = &e->blk[e->nblk++];
     memset(b, 0, sizeof *b);
     return b;
 }
 
-static int64_t new_seg(Enc *e, int kind, int role, int64_t i) {
+int64_t at_new_seg(Enc *e, int kind, int role, int64_t i) {
     if (grow(e, (void **)&e->seg, &e->capseg, e->nseg + 1, sizeof(Seg))) return -1;
     Seg *s = &e->seg[e->nseg];
     memset(s, 0, sizeof *s);
@@ -194,7 +233,7 @@ static int64_t new_seg(Enc *e, int kind, int role, int64_t i) {
     return e->nseg++;
 }
 
-static int turn_push(Enc *e, Turn *t, int64_t s) {
+int at_turn_push(Enc *e, Turn *t, int64_t s) {
     if (t->n + 1 > t->cap) {
         int64_t c = t->cap ? t->cap * 2 : 8;
         int64_t *q = (int64_t *)realloc(t->s, (size_t)c * sizeof(int64_t));
@@ -219,7 +258,7 @@ static void turn_remove(Turn *t, int64_t s) {
 }
 
 /* A new empty turn at index k (the turn structs keep their arrays from row to row). */
-static Turn *turn_insert(Enc *e, int64_t k, int role) {
+Turn *at_turn_insert(Enc *e, int64_t k, int role) {
     if (grow(e, (void **)&e->turn, &e->capturn, e->nturn + 1, sizeof(Turn))) return NULL;
     Turn spare = e->turn[e->nturn];
     memmove(e->turn + k + 1, e->turn + k, (size_t)(e->nturn - k) * sizeof(Turn));
@@ -286,7 +325,7 @@ static int text_block(Enc *e, int64_t j, const Buf *path, const char *where, int
     const char *back = e->chat ? "text" : assistant ? "output_text" : "input_text"; /* _text_type_back */
     Buf *p = &e->p3;
     if (str_eq(t, tl, "refusal")) {
-        lose_p(e, path, "refusal", "a refusal became plain text (Anthropic has no refusal part)");
+        at_lose_p(e, path, "refusal", "a refusal became plain text (Anthropic has no refusal part)");
     } else if (!str_eq(t, tl, back)) {
         p->len = 0;
         put(st, p, path->p, path->len);
@@ -309,13 +348,13 @@ static int text_block(Enc *e, int64_t j, const Buf *path, const char *where, int
         p->len = 0;
         put(st, p, path->p, path->len);
         puts_(st, p, "/annotations");
-        lose_p(e, p, "annotations", "Anthropic text blocks have no annotations");
+        at_lose_p(e, p, "annotations", "Anthropic text blocks have no annotations");
     }
     if (col_valid(&e->blogp, j) || has_null(&e->bnulls, &e->bnull_names, j, "logprobs")) {
         p->len = 0;
         put(st, p, path->p, path->len);
         puts_(st, p, "/logprobs");
-        lose_p(e, p, "logprobs", "Anthropic requests have no logprobs");
+        at_lose_p(e, p, "logprobs", "Anthropic requests have no logprobs");
     }
     if (col_valid(&e->bnulls, j)) {
         int64_t a, z;
@@ -357,11 +396,11 @@ static int text_block(Enc *e, int64_t j, const Buf *path, const char *where, int
     }
     size_t xl;
     const char *text = col_str(&e->btext, j, &xl);
-    if (!text || blank(text, xl)) {
-        lose_p(e, path, "empty_text", "Anthropic rejects empty or whitespace-only text blocks");
+    if (!text || at_blank(text, xl)) {
+        at_lose_p(e, path, "empty_text", "Anthropic rejects empty or whitespace-only text blocks");
         return 0;
     }
-    Blk *b = new_blk(e);
+    Blk *b = at_new_blk(e);
     if (!b) return FALLBACK;
     b->type = B_TEXT;
     b->text = text;
@@ -371,6 +410,28 @@ static int text_block(Enc *e, int64_t j, const Buf *path, const char *where, int
 }
 
 static const char *const IMAGE_MEDIA[] = {"image/jpeg", "image/png", "image/gif", "image/webp", NULL};
+
+int at_image_media(const char *s, size_t n) {
+    for (const char *const *m = IMAGE_MEDIA; *m; m++)
+        if (str_eq(s, n, *m)) return 1;
+    return 0;
+}
+
+/* to_anthropic.image_source's decision: 1 for a data URL "data:<media>;base64,<data>" of a media type
+ * Anthropic takes (*media_len: the media type's length, at u + 5), 2 for an http(s) URL, else 0. */
+int at_image_source(const char *u, size_t n, size_t *media_len) {
+    if (n >= 5 && memcmp(u, "data:", 5) == 0) {
+        const char *comma = memchr(u, ',', n);
+        if (!comma) return 0;
+        const char *head = u + 5;
+        size_t hn = (size_t)(comma - head);
+        const char *semi = memchr(head, ';', hn);
+        if (!semi || !str_eq(semi + 1, (size_t)(comma - semi - 1), "base64")) return 0;
+        *media_len = (size_t)(semi - head);
+        return at_image_media(head, *media_len);
+    }
+    return ((n >= 8 && memcmp(u, "https://", 8) == 0) || (n >= 7 && memcmp(u, "http://", 7) == 0)) ? 2 : 0;
+}
 
 /* An image key with no slot in Anthropic: key (prefix + name) split at "/" into pointer tokens. */
 static void image_key_lost(Enc *e, const Buf *path, const char *prefix, const char *name, size_t nl) {
@@ -412,25 +473,17 @@ static int image_block(Enc *e, int64_t j, const Buf *path, int *made) {
     if (url && yyjson_is_str(url)) {
         const char *u = yyjson_get_str(url);
         size_t n = yyjson_get_len(url);
-        if (n >= 5 && memcmp(u, "data:", 5) == 0) {
+        size_t ml = 0;
+        int kind = at_image_source(u, n, &ml);
+        if (kind == 1) {
+            ok = 1;
             const char *comma = memchr(u, ',', n);
-            if (comma) {
-                const char *head = u + 5;
-                size_t hn = (size_t)(comma - head);
-                const char *semi = memchr(head, ';', hn);
-                if (semi && str_eq(semi + 1, (size_t)(comma - semi - 1), "base64")) {
-                    for (const char *const *m = IMAGE_MEDIA; *m; m++)
-                        if (str_eq(head, (size_t)(semi - head), *m)) ok = 1;
-                    if (ok) {
-                        puts_(st, &e->scratch, "{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":");
-                        put_json_str(st, &e->scratch, head, (size_t)(semi - head));
-                        puts_(st, &e->scratch, ",\"data\":");
-                        put_json_str(st, &e->scratch, comma + 1, n - (size_t)(comma + 1 - u));
-                        puts_(st, &e->scratch, "}}");
-                    }
-                }
-            }
-        } else if ((n >= 8 && memcmp(u, "https://", 8) == 0) || (n >= 7 && memcmp(u, "http://", 7) == 0)) {
+            puts_(st, &e->scratch, "{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":");
+            put_json_str(st, &e->scratch, u + 5, ml);
+            puts_(st, &e->scratch, ",\"data\":");
+            put_json_str(st, &e->scratch, comma + 1, n - (size_t)(comma + 1 - u));
+            puts_(st, &e->scratch, "}}");
+        } else if (kind == 2) {
             ok = 1;
             puts_(st, &e->scratch, "{\"type\":\"image\",\"source\":{\"type\":\"url\",\"url\":");
             put_json_str(st, &e->scratch, u, n);
@@ -438,7 +491,7 @@ static int image_block(Enc *e, int64_t j, const Buf *path, int *made) {
         }
     }
     if (!ok) {
-        lose_p(e, path, "image", "no data URL (jpeg/png/gif/webp) or http(s) URL Anthropic can take");
+        at_lose_p(e, path, "image", "no data URL (jpeg/png/gif/webp) or http(s) URL Anthropic can take");
         if (doc) yyjson_doc_free(doc);
         return 0;
     }
@@ -474,10 +527,10 @@ static int image_block(Enc *e, int64_t j, const Buf *path, int *made) {
         p->len = 0;
         put(st, p, path->p, path->len);
         puts_(st, p, "/detail");
-        lose_p(e, p, "image", "image 'detail' has no slot in Anthropic");
+        at_lose_p(e, p, "image", "image 'detail' has no slot in Anthropic");
     }
     if (doc) yyjson_doc_free(doc);
-    Blk *b = new_blk(e);
+    Blk *b = at_new_blk(e);
     if (!b) return FALLBACK;
     b->type = B_FRAG;
     b->off = off;
@@ -499,9 +552,9 @@ static int content_blocks(Enc *e, int64_t i, const char *where, int64_t s) {
         size_t n;
         const char *text = col_str(&e->btext, j, &n);
         if (!text) return FALLBACK;
-        if (content_ptr(e, path, i, -1)) return FALLBACK;
-        if (!blank(text, n)) {
-            Blk *b = new_blk(e);
+        if (at_content_ptr(e, path, i, -1)) return FALLBACK;
+        if (!at_blank(text, n)) {
+            Blk *b = at_new_blk(e);
             if (!b) return FALLBACK;
             b->type = B_TEXT;
             b->text = text;
@@ -512,7 +565,7 @@ static int content_blocks(Enc *e, int64_t i, const char *where, int64_t s) {
             e->seg[s].nb++;
             e->seg[s].string = 1;
         } else {
-            lose_p(e, path, "empty_text", "Anthropic rejects empty or whitespace-only text");
+            at_lose_p(e, path, "empty_text", "Anthropic rejects empty or whitespace-only text");
         }
         return 0;
     }
@@ -522,7 +575,7 @@ static int content_blocks(Enc *e, int64_t i, const char *where, int64_t s) {
     int media_ok = str_eq(where, strlen(where), "user") || str_eq(where, strlen(where), "tool");
     for (int64_t j = a; j < z; j++) {
         if (!col_valid(&e->blk_valid, j)) return FALLBACK;
-        if (content_ptr(e, path, i, j - a)) return FALLBACK;
+        if (at_content_ptr(e, path, i, j - a)) return FALLBACK;
         size_t tl;
         const char *t = col_str(&e->btype, j, &tl);
         int made = 0, text = 0;
@@ -556,7 +609,7 @@ static int content_blocks(Enc *e, int64_t i, const char *where, int64_t s) {
 static int item_keys_lost(Enc *e, int64_t i, const char *skip) {
     St *st = &e->st;
     Buf *base = &e->p1, *p = &e->p3;
-    if (item_ptr(e, base, i)) return FALLBACK;
+    if (at_item_ptr(e, base, i)) return FALLBACK;
     static const char *const fields[][2] = {
         {"id", "item_id"}, {"status", "status"}, {"phase", "phase"}, {"namespace", "namespace"}, {"name", "name"},
     };
@@ -580,7 +633,7 @@ static int item_keys_lost(Enc *e, int64_t i, const char *skip) {
         lose_b(e, p, fields[q][1], &e->tmp);
     }
     if (has_null(&e->inulls, &e->inull_names, i, "native_type"))
-        lose_p(e, base, "content_form", "an explicit null type tag is not kept");
+        at_lose_p(e, base, "content_form", "an explicit null type tag is not kept");
     size_t n;
     const char *x = col_str(&e->iextra, i, &n);
     if (!x) return 0;
@@ -618,12 +671,12 @@ static int message_seg(Enc *e, int64_t i, int64_t *out) {
     size_t rl;
     const char *role = col_str(&e->role, i, &rl);
     Buf *base = &e->p1;
-    if (item_ptr(e, base, i)) return FALLBACK;
+    if (at_item_ptr(e, base, i)) return FALLBACK;
     int ar = R_USER;
     if (!role || rl == 0) {
         ar = R_USER;
     } else if (str_eq(role, rl, "developer")) {
-        lose_p(e, base, "developer_role", "Anthropic has no developer role; it became system");
+        at_lose_p(e, base, "developer_role", "Anthropic has no developer role; it became system");
         ar = R_SYSTEM;
     } else if (str_eq(role, rl, "assistant")) {
         ar = R_ASSISTANT;
@@ -640,11 +693,11 @@ static int message_seg(Enc *e, int64_t i, int64_t *out) {
         puts_(st, &e->tmp, "' has no equivalent; sent as user");
         lose_b(e, p, "unknown_field", &e->tmp);
     }
-    int64_t s = new_seg(e, S_TEXT, ar, i);
+    int64_t s = at_new_seg(e, S_TEXT, ar, i);
     if (s < 0) return FALLBACK;
     if (content_blocks(e, i, ROLE[ar], s)) return FALLBACK;
     if (item_keys_lost(e, i, e->chat ? "refusal" : NULL)) return FALLBACK;
-    if (item_ptr(e, base, i)) return FALLBACK;
+    if (at_item_ptr(e, base, i)) return FALLBACK;
     if (e->chat) { /* a Chat message's refusal field */
         size_t n;
         const char *x = col_str(&e->iextra, i, &n);
@@ -656,12 +709,12 @@ static int message_seg(Enc *e, int64_t i, int64_t *out) {
             p->len = 0;
             put(st, p, base->p, base->len);
             puts_(st, p, "/refusal");
-            lose_p(e, p, "refusal", "the refusal field became plain text (or was empty)");
+            at_lose_p(e, p, "refusal", "the refusal field became plain text (or was empty)");
             const char *rt = yyjson_is_str(refusal) ? yyjson_get_str(refusal) : NULL;
             size_t rn = rt ? yyjson_get_len(refusal) : 0;
-            if (rt && !blank(rt, rn)) { /* a refusal message becomes a text message */
-                lose_p(e, base, "refusal", "the refusal text was added to the message content");
-                Blk *b = new_blk(e);
+            if (rt && !at_blank(rt, rn)) { /* a refusal message becomes a text message */
+                at_lose_p(e, base, "refusal", "the refusal text was added to the message content");
+                Blk *b = at_new_blk(e);
                 if (!b) {
                     yyjson_doc_free(doc);
                     return FALLBACK;
@@ -691,13 +744,13 @@ static int message_seg(Enc *e, int64_t i, int64_t *out) {
         if (is_call(t, tl)) { /* a call-only message comes back with null content */
             const char *form = col_str(&e->content_form, i, &fl);
             if (!str_eq(form, fl, "null") && !str_eq(form, fl, "string")) {
-                if (content_ptr(e, base, i, -1)) return FALLBACK;
-                lose_p(e, base, "content_form", "content without text comes back as null");
+                if (at_content_ptr(e, base, i, -1)) return FALLBACK;
+                at_lose_p(e, base, "content_form", "content without text comes back as null");
             }
             return 0;
         }
     }
-    lose_p(e, base, "content_form", "a message with no text Anthropic can hold is dropped");
+    at_lose_p(e, base, "content_form", "a message with no text Anthropic can hold is dropped");
     return 0;
 }
 
@@ -705,12 +758,12 @@ static int message_seg(Enc *e, int64_t i, int64_t *out) {
 static int tool_input(Enc *e, int64_t i) {
     St *st = &e->st;
     Buf *path = &e->p3;
-    if (item_ptr(e, path, i)) return FALLBACK;
+    if (at_item_ptr(e, path, i)) return FALLBACK;
     puts_(st, path, e->chat ? "/function/arguments" : "/arguments");
     size_t n;
     const char *raw = col_str(&e->arguments, i, &n);
     if (!raw) {
-        lose_p(e, path, "argument_string", "missing arguments sent as {}");
+        at_lose_p(e, path, "argument_string", "missing arguments sent as {}");
         puts_(st, &e->scratch, "{}");
         return 0;
     }
@@ -719,7 +772,7 @@ static int tool_input(Enc *e, int64_t i) {
     if (!root || !yyjson_is_obj(root)) {
         /* not JSON (yyjson and orjson both read strict RFC 8259) or not an object: kept as text */
         if (doc) yyjson_doc_free(doc);
-        lose_p(e, path, "argument_string", "arguments are not a JSON object; wrapped as {'_raw': text}");
+        at_lose_p(e, path, "argument_string", "arguments are not a JSON object; wrapped as {'_raw': text}");
         puts_(st, &e->scratch, "{\"_raw\":");
         put_json_str(st, &e->scratch, raw, n);
         put(st, &e->scratch, "}", 1);
@@ -733,7 +786,7 @@ static int tool_input(Enc *e, int64_t i) {
     put_value(st, &e->scratch, root);
     yyjson_doc_free(doc);
     if (e->scratch.len - off != n || memcmp(e->scratch.p + off, raw, n) != 0)
-        lose_p(e, path, "argument_string", "arguments re-serialised: formatting is not kept");
+        at_lose_p(e, path, "argument_string", "arguments re-serialised: formatting is not kept");
     return 0;
 }
 
@@ -742,7 +795,7 @@ static int tool_input(Enc *e, int64_t i) {
 static int chat_call_keys_lost(Enc *e, int64_t i) {
     St *st = &e->st;
     Buf *base = &e->p1, *p = &e->p3;
-    if (item_ptr(e, base, i)) return FALLBACK;
+    if (at_item_ptr(e, base, i)) return FALLBACK;
     size_t n, tl;
     const char *t = col_str(&e->type, i, &tl);
     const char *sub_key = str_eq(t, tl, "custom_tool_call") ? "custom" : "function";
@@ -778,7 +831,7 @@ static int chat_call_keys_lost(Enc *e, int64_t i) {
     }
     if (!col_valid(&e->native_type, i)) {
         puts_(st, base, "/type");
-        lose_p(e, base, "content_form", "a tool call without type comes back with one");
+        at_lose_p(e, base, "content_form", "a tool call without type comes back with one");
     }
     return 0;
 }
@@ -791,7 +844,7 @@ static int call_seg(Enc *e, int64_t i, int64_t *out) {
     const char *cid = col_str(&e->call_id, i, &cl);
     if (!cid) return FALLBACK;
     Buf *base = &e->p1;
-    if (item_ptr(e, base, i)) return FALLBACK;
+    if (at_item_ptr(e, base, i)) return FALLBACK;
     const char *name = col_str(&e->name, i, &nl);
     size_t off = e->scratch.len;
     puts_(st, &e->scratch, "{\"type\":\"tool_use\",\"id\":");
@@ -802,9 +855,9 @@ static int call_seg(Enc *e, int64_t i, int64_t *out) {
     if (str_eq(t, tl, "custom_tool_call")) {
         /* in Chat the call changes kind inside tool_calls, where calls have no key to align on */
         Buf *where = &e->p2;
-        if (message_ptr(e, where, i)) return FALLBACK;
+        if (at_message_ptr(e, where, i)) return FALLBACK;
         if (e->chat) puts_(st, where, "/tool_calls");
-        lose_p(e, where, "custom_tool", "a free-form call was wrapped as tool_use input {'input': text}");
+        at_lose_p(e, where, "custom_tool", "a free-form call was wrapped as tool_use input {'input': text}");
         size_t il;
         const char *in = col_str(&e->input, i, &il);
         puts_(st, &e->scratch, "{\"input\":");
@@ -815,18 +868,18 @@ static int call_seg(Enc *e, int64_t i, int64_t *out) {
     }
     put(st, &e->scratch, "}", 1);
     if (!name) {
-        if (item_ptr(e, base, i)) return FALLBACK;
-        lose_p(e, base, "name", "a call without a tool name was sent with name ''");
+        if (at_item_ptr(e, base, i)) return FALLBACK;
+        at_lose_p(e, base, "name", "a call without a tool name was sent with name ''");
     }
     if (e->chat ? chat_call_keys_lost(e, i) : item_keys_lost(e, i, "name")) return FALLBACK;
-    int64_t s = new_seg(e, S_CALL, R_ASSISTANT, i);
+    int64_t s = at_new_seg(e, S_CALL, R_ASSISTANT, i);
     if (s < 0) return FALLBACK;
-    Blk *b = new_blk(e);
+    Blk *b = at_new_blk(e);
     if (!b) return FALLBACK;
     b->type = B_FRAG;
     b->off = off;
     b->flen = e->scratch.len - off;
-    if (item_ptr(e, base, i)) return FALLBACK;
+    if (at_item_ptr(e, base, i)) return FALLBACK;
     b->path_off = e->paths.len;
     put(st, &e->paths, base->p, base->len);
     b->path_len = base->len;
@@ -885,9 +938,9 @@ static int result_seg(Enc *e, int64_t i, int64_t *out) {
     const char *t = col_str(&e->type, i, &tl);
     const char *cid = col_str(&e->call_id, i, &cl);
     Buf *base = &e->p1;
-    if (item_ptr(e, base, i)) return FALLBACK;
+    if (at_item_ptr(e, base, i)) return FALLBACK;
     if (str_eq(t, tl, "custom_tool_call_output"))
-        lose_p(e, base, "custom_tool", "a custom tool output comes back as a function output");
+        at_lose_p(e, base, "custom_tool", "a custom tool output comes back as a function output");
     Buf *frag = &e->tmp2; /* the block, copied to scratch at the end (content blocks write to scratch) */
     frag->len = 0;
     puts_(st, frag, "{\"type\":\"tool_result\",\"tool_use_id\":");
@@ -900,15 +953,15 @@ static int result_seg(Enc *e, int64_t i, int64_t *out) {
         size_t n;
         const char *text = col_str(&e->btext, j, &n);
         if (!text) return FALLBACK;
-        if (!blank(text, n)) {
+        if (!at_blank(text, n)) {
             puts_(st, frag, ",\"content\":");
             put_json_str(st, frag, text, n);
         } else if (n) {
-            if (content_ptr(e, cp, i, -1)) return FALLBACK;
-            lose_p(e, cp, "empty_text", "a whitespace-only output was sent without content");
+            if (at_content_ptr(e, cp, i, -1)) return FALLBACK;
+            at_lose_p(e, cp, "empty_text", "a whitespace-only output was sent without content");
         }
     } else if (str_eq(form, fl, "parts")) {
-        int64_t s = new_seg(e, S_TEXT, R_USER, i); /* a throwaway segment for the blocks */
+        int64_t s = at_new_seg(e, S_TEXT, R_USER, i); /* a throwaway segment for the blocks */
         if (s < 0) return FALLBACK;
         int64_t b0 = e->nblk;
         if (content_blocks(e, i, "tool", s)) return FALLBACK;
@@ -919,8 +972,8 @@ static int result_seg(Enc *e, int64_t i, int64_t *out) {
             put_blocks(e, frag, b0, nb, 1);
             put(st, frag, "]", 1);
         } else {
-            if (content_ptr(e, cp, i, -1)) return FALLBACK;
-            lose_p(e, cp, "content_form", "an output with no content Anthropic can hold");
+            if (at_content_ptr(e, cp, i, -1)) return FALLBACK;
+            at_lose_p(e, cp, "content_form", "an output with no content Anthropic can hold");
         }
         e->nblk = b0;
     } else {
@@ -930,7 +983,7 @@ static int result_seg(Enc *e, int64_t i, int64_t *out) {
         yyjson_doc *doc = x ? parse(x, n) : NULL;
         if (x && !doc) return FALLBACK;
         yyjson_val *v = doc ? yyjson_obj_get(yyjson_doc_get_root(doc), "output") : NULL;
-        if (content_ptr(e, cp, i, -1)) {
+        if (at_content_ptr(e, cp, i, -1)) {
             if (doc) yyjson_doc_free(doc);
             return FALLBACK;
         }
@@ -939,19 +992,19 @@ static int result_seg(Enc *e, int64_t i, int64_t *out) {
             put_value(st, &e->tmp, v);
             puts_(st, frag, ",\"content\":");
             put_json_str(st, frag, e->tmp.p, e->tmp.len);
-            lose_p(e, cp, "content_form", "a JSON value output was sent as its JSON text");
+            at_lose_p(e, cp, "content_form", "a JSON value output was sent as its JSON text");
         } else {
-            lose_p(e, cp, "content_form", "a null or absent output was sent without content");
+            at_lose_p(e, cp, "content_form", "a null or absent output was sent without content");
         }
         if (doc) yyjson_doc_free(doc);
     }
     put(st, frag, "}", 1);
     if (item_keys_lost(e, i, "output")) return FALLBACK;
-    if (item_ptr(e, base, i)) return FALLBACK;
+    if (at_item_ptr(e, base, i)) return FALLBACK;
     output_fields_lost(e, i, base);
-    int64_t s = new_seg(e, S_RESULT, R_USER, i);
+    int64_t s = at_new_seg(e, S_RESULT, R_USER, i);
     if (s < 0) return FALLBACK;
-    Blk *b = new_blk(e);
+    Blk *b = at_new_blk(e);
     if (!b) return FALLBACK;
     b->type = B_FRAG;
     b->off = e->scratch.len;
@@ -978,17 +1031,17 @@ static int dropped(Enc *e, int64_t i) {
     size_t tl;
     const char *t = col_str(&e->type, i, &tl);
     Buf *base = &e->p1;
-    if (item_ptr(e, base, i)) return FALLBACK;
+    if (at_item_ptr(e, base, i)) return FALLBACK;
     if (str_eq(t, tl, "reasoning")) {
-        lose_p(e, base, "reasoning", "OpenAI reasoning has no valid Anthropic thinking signature");
+        at_lose_p(e, base, "reasoning", "OpenAI reasoning has no valid Anthropic thinking signature");
         if (col_valid(&e->encrypted_content, i)) {
             puts_(st, base, "/encrypted_content");
-            lose_p(e, base, "encrypted_reasoning", "opaque reasoning state dropped");
+            at_lose_p(e, base, "encrypted_reasoning", "opaque reasoning state dropped");
         }
     } else if (str_eq(t, tl, "compaction") || str_eq(t, tl, "compaction_trigger")) {
-        lose_p(e, base, "compaction", "Anthropic has no equivalent of an OpenAI compaction item");
+        at_lose_p(e, base, "compaction", "Anthropic has no equivalent of an OpenAI compaction item");
     } else if (str_eq(t, tl, "item_reference")) {
-        lose_p(e, base, "unknown_item", "an item reference cannot be resolved here");
+        at_lose_p(e, base, "unknown_item", "an item reference cannot be resolved here");
     } else if (is_hosted(t, tl)) {
         e->tmp.len = 0;
         put(st, &e->tmp, "'", 1);
@@ -1037,8 +1090,8 @@ static int answer(Enc *e, int64_t k) {
         }
         if (hit < 0) {
             turn_remove(&e->turn[k], e->ix[c]);
-            if (item_ptr(e, p, call->i)) return FALLBACK;
-            lose_p(e, p, "unanswered_call", "a call without output is dropped");
+            if (at_item_ptr(e, p, call->i)) return FALLBACK;
+            at_lose_p(e, p, "unanswered_call", "a call without output is dropped");
         } else if (ix_push(e, hit)) {
             return FALLBACK;
         }
@@ -1047,7 +1100,7 @@ static int answer(Enc *e, int64_t k) {
     int64_t nfound = e->nix - ncalls;
     if (!nfound) return 0;
     if (k + 1 == e->nturn || e->turn[k + 1].role != R_USER) {
-        if (!turn_insert(e, k + 1, R_USER)) return FALLBACK;
+        if (!at_turn_insert(e, k + 1, R_USER)) return FALLBACK;
     }
     found = e->ix + ncalls; /* (ix did not move: no push since) */
     /* the results the head already starts with */
@@ -1067,11 +1120,11 @@ static int answer(Enc *e, int64_t k) {
     for (int64_t f = 0; f < nfound && !rc; f++) {
         int64_t s = found[f];
         if (!in_list(in_place, nin, s)) {
-            if (item_ptr(e, p, e->seg[s].i)) {
+            if (at_item_ptr(e, p, e->seg[s].i)) {
                 rc = FALLBACK;
                 break;
             }
-            lose_p(e, p, "tool_output_order", "moved right after the message with its call");
+            at_lose_p(e, p, "tool_output_order", "moved right after the message with its call");
             /* _jumped: the segments it now precedes although it came after them */
             int done = 0;
             for (int64_t u = k + 1; u < e->nturn && !done; u++) {
@@ -1082,12 +1135,12 @@ static int answer(Enc *e, int64_t k) {
                         break;
                     }
                     if (in_list(found, nfound, o)) continue;
-                    if (item_ptr(e, p, e->seg[o].i)) {
+                    if (at_message_ptr(e, p, e->seg[o].i)) { /* _answer names the message it jumped */
                         rc = FALLBACK;
                         done = 1;
                         break;
                     }
-                    lose_p(e, p, "tool_output_order", "a later tool output moved before this");
+                    at_lose_p(e, p, "tool_output_order", "a later tool output moved before this");
                 }
             }
         }
@@ -1112,14 +1165,14 @@ static int answer(Enc *e, int64_t k) {
     }
     head = &e->turn[k + 1];
     for (int64_t f = 0; f < nfound; f++)
-        if (turn_push(e, head, 0)) return FALLBACK;
+        if (at_turn_push(e, head, 0)) return FALLBACK;
     memmove(head->s + nfound, head->s, (size_t)(head->n - nfound) * sizeof(int64_t));
     memcpy(head->s, found, (size_t)nfound * sizeof(int64_t));
     return 0;
 }
 
 /* to_anthropic._pair then _merge_adjacent. */
-static int pair(Enc *e) {
+int at_pair(Enc *e) {
     Buf *p = &e->p1;
     for (int64_t k = 0; k < e->nturn; k++) {
         if (e->turn[k].role == R_ASSISTANT && answer(e, k)) return FALLBACK;
@@ -1128,8 +1181,8 @@ static int pair(Enc *e) {
         for (int64_t q = 0; q < t->n; q++) {
             Seg *s = &e->seg[t->s[q]];
             if (s->kind == S_RESULT && !s->placed) {
-                if (item_ptr(e, p, s->i)) return FALLBACK;
-                lose_p(e, p, "orphan_output", "an output with no call right before it");
+                if (at_item_ptr(e, p, s->i)) return FALLBACK;
+                at_lose_p(e, p, "orphan_output", "an output with no call right before it");
                 continue;
             }
             t->s[w++] = t->s[q];
@@ -1144,7 +1197,7 @@ static int pair(Enc *e) {
         if (!t->n) continue;
         if (w && e->turn[w - 1].role == t->role) {
             for (int64_t q = 0; q < t->n; q++)
-                if (turn_push(e, &e->turn[w - 1], t->s[q])) return FALLBACK;
+                if (at_turn_push(e, &e->turn[w - 1], t->s[q])) return FALLBACK;
             continue;
         }
         if (w != k) {
@@ -1159,7 +1212,7 @@ static int pair(Enc *e) {
 }
 
 /* to_anthropic._strip_final: a final assistant message is a prefill (no trailing whitespace). */
-static int strip_final(Enc *e) {
+int at_strip_final(Enc *e) {
     Buf *p = &e->p1;
     while (e->nturn && e->turn[e->nturn - 1].role == R_ASSISTANT) {
         Turn *t = &e->turn[e->nturn - 1];
@@ -1173,17 +1226,17 @@ static int strip_final(Enc *e) {
         put(&e->st, p, e->paths.p + b->path_off, b->path_len);
         if (n) {
             b->len = n;
-            lose_p(e, p, "whitespace", "trailing whitespace of the final assistant text removed");
+            at_lose_p(e, p, "whitespace", "trailing whitespace of the final assistant text removed");
             return 0;
         }
-        lose_p(e, p, "empty_text", "whitespace-only final assistant text dropped");
+        at_lose_p(e, p, "empty_text", "whitespace-only final assistant text dropped");
         s->nb--;
         s->string = 0;
         if (!s->nb) {
             t->n--;
             if (s->kind == S_TEXT) {
-                if (item_ptr(e, p, s->i)) return FALLBACK;
-                lose_p(e, p, "content_form", "the message had only whitespace");
+                if (at_item_ptr(e, p, s->i)) return FALLBACK;
+                at_lose_p(e, p, "content_form", "the message had only whitespace");
             }
         }
         if (!t->n) e->nturn--;
@@ -1197,7 +1250,7 @@ static int ptr_kept(Enc *e, const Buf *p, int calls_only) {
     Buf *p2 = &e->p2;
     for (int64_t o = 0; o < e->nseg; o++) {
         if (!e->seg[o].alive || (calls_only && e->seg[o].kind != S_CALL)) continue;
-        if (message_ptr(e, p2, e->seg[o].i)) return -1;
+        if (at_message_ptr(e, p2, e->seg[o].i)) return -1;
         if (p2->len == p->len && memcmp(p2->p, p->p, p->len) == 0) return 1;
     }
     return 0;
@@ -1210,11 +1263,11 @@ static int vanished(Enc *e) {
     if (e->chat) { /* a kept message whose every call was dropped has lost its tool_calls key */
         for (int64_t s = 0; s < e->nseg; s++) {
             if (e->seg[s].kind != S_CALL) continue;
-            if (message_ptr(e, p, e->seg[s].i)) return FALLBACK;
+            if (at_message_ptr(e, p, e->seg[s].i)) return FALLBACK;
             int first = 1; /* each message once, in source order */
             for (int64_t o = 0; o < s && first; o++) {
                 if (e->seg[o].kind != S_CALL) continue;
-                if (message_ptr(e, p3, e->seg[o].i)) return FALLBACK;
+                if (at_message_ptr(e, p3, e->seg[o].i)) return FALLBACK;
                 first = !(p3->len == p->len && memcmp(p3->p, p->p, p->len) == 0);
             }
             if (!first) continue;
@@ -1222,17 +1275,17 @@ static int vanished(Enc *e) {
             if (with_calls < 0 || kept < 0) return FALLBACK;
             if (with_calls || !kept) continue;
             puts_(&e->st, p, "/tool_calls");
-            lose_p(e, p, "unanswered_call", "none of its calls is left");
+            at_lose_p(e, p, "unanswered_call", "none of its calls is left");
         }
     }
     static const char *const kinds[] = {"content_form", "unanswered_call", "orphan_output"};
     for (int64_t s = 0; s < e->nseg; s++) {
         if (e->seg[s].alive) continue;
-        if (message_ptr(e, p, e->seg[s].i)) return FALLBACK;
+        if (at_message_ptr(e, p, e->seg[s].i)) return FALLBACK;
         int kept = ptr_kept(e, p, 0); /* another segment of the same source message is left */
         if (kept < 0) return FALLBACK;
-        if (kept || has_loss_at(e, p->p, p->len, e->loss0)) continue;
-        lose_p(e, p, kinds[e->seg[s].kind], "nothing of this message is left");
+        if (kept || at_has_loss_at(e, p->p, p->len, e->loss0)) continue;
+        at_lose_p(e, p, kinds[e->seg[s].kind], "nothing of this message is left");
     }
     return 0;
 }
@@ -1242,23 +1295,23 @@ static int shape_losses(Enc *e, Seg *s, int as_string) {
     Buf *p = &e->p1;
     int64_t i = s->i;
     if (s->string && !as_string) {
-        if (content_ptr(e, p, i, -1)) return FALLBACK;
-        lose_p(e, p, "content_form", "string content became a block in a list");
+        if (at_content_ptr(e, p, i, -1)) return FALLBACK;
+        at_lose_p(e, p, "content_form", "string content became a block in a list");
     }
     if (e->chat) return 0;
-    if (item_ptr(e, p, i)) return FALLBACK;
+    if (at_item_ptr(e, p, i)) return FALLBACK;
     size_t nl;
     const char *nt = col_str(&e->native_type, i, &nl);
     if (s->role == R_ASSISTANT && !as_string) {
-        if (!str_eq(nt, nl, "message")) lose_p(e, p, "content_form", "comes back as an output message (type 'message')");
+        if (!str_eq(nt, nl, "message")) at_lose_p(e, p, "content_form", "comes back as an output message (type 'message')");
         if (!col_valid(&e->id, i) && !has_null(&e->inulls, &e->inull_names, i, "id"))
-            lose_p(e, p, "item_id", "Anthropic has no message id; it comes back with a generated one");
+            at_lose_p(e, p, "item_id", "Anthropic has no message id; it comes back with a generated one");
         if (!col_valid(&e->status, i) && !has_null(&e->inulls, &e->inull_names, i, "status")) {
             puts_(&e->st, p, "/status");
-            lose_p(e, p, "status", "Anthropic has no status; it comes back 'completed'");
+            at_lose_p(e, p, "status", "Anthropic has no status; it comes back 'completed'");
         }
     } else if (nt && !e->string_input) {
-        lose_p(e, p, "content_form", "the message type tag is not kept (it comes back without one)");
+        at_lose_p(e, p, "content_form", "the message type tag is not kept (it comes back without one)");
     }
     return 0;
 }
@@ -1269,17 +1322,17 @@ static int render(Enc *e, Turn *t, Buf *out) {
     Buf *pa = &e->p2, *pb = &e->p3;
     for (int64_t q = 0; q + 1 < t->n; q++) {
         Seg *a = &e->seg[t->s[q]], *b = &e->seg[t->s[q + 1]];
-        if (message_ptr(e, pa, a->i) || message_ptr(e, pb, b->i)) return FALLBACK;
+        if (at_message_ptr(e, pa, a->i) || at_message_ptr(e, pb, b->i)) return FALLBACK;
         if (pa->len == pb->len && memcmp(pa->p, pb->p, pa->len) == 0) continue;
         if (a->kind == S_TEXT && b->kind == S_TEXT) {
-            lose_p(e, pb, "message_merge", "joined the previous message of the same role");
-            lose_p(e, pa, "message_merge", "the next message's text joined this one");
+            at_lose_p(e, pb, "message_merge", "joined the previous message of the same role");
+            at_lose_p(e, pa, "message_merge", "the next message's text joined this one");
         } else if (e->chat && b->kind == S_CALL && (a->kind == S_TEXT || a->kind == S_CALL)) {
-            lose_p(e, pb, "message_merge", "its calls joined the previous assistant message");
-            lose_p(e, pa, "message_merge", "the next message's calls joined this one");
+            at_lose_p(e, pb, "message_merge", "its calls joined the previous assistant message");
+            at_lose_p(e, pa, "message_merge", "the next message's calls joined this one");
         } else if (e->chat && a->kind == S_CALL && b->kind == S_TEXT) { /* one message: text + calls */
-            lose_p(e, pb, "message_merge", "its text joined the previous message's calls");
-            lose_p(e, pa, "message_merge", "the next message's text joined this one");
+            at_lose_p(e, pb, "message_merge", "its text joined the previous message's calls");
+            at_lose_p(e, pa, "message_merge", "the next message's text joined this one");
         }
     }
     Seg *s0 = &e->seg[t->s[0]];
@@ -1329,9 +1382,9 @@ static int above(Enc *e, const char *p, size_t n, int64_t above_end) {
 
 /* to_anthropic's touched(p): a loss at, under or above p. */
 static int touched(Enc *e, const char *p, size_t n, int64_t above_end) {
-    if (has_loss_at(e, p, n, e->loss0) || above(e, p, n, above_end)) return 1;
+    if (at_has_loss_at(e, p, n, e->loss0) || above(e, p, n, above_end)) return 1;
     for (size_t m = 1; m < n; m++)
-        if (p[m] == '/' && has_loss_at(e, p, m, e->loss0)) return 1;
+        if (p[m] == '/' && at_has_loss_at(e, p, m, e->loss0)) return 1;
     return 0;
 }
 
@@ -1345,17 +1398,17 @@ static int ambiguous_list(Enc *e, Elem *el, int64_t n, const Buf *buf, int64_t a
     Buf *p = &e->p1;
     e->nix = 0;
     for (int64_t q = 0; q < n; q++)
-        if (has_loss_at(e, buf->p + el[q].off, el[q].len, e->loss0) && ix_push(e, q)) return FALLBACK;
+        if (at_has_loss_at(e, buf->p + el[q].off, el[q].len, e->loss0) && ix_push(e, q)) return FALLBACK;
     while (e->nix) {
         int64_t m0 = e->ix[--e->nix];
         for (int step = -1; step <= 1; step += 2) {
             for (int64_t m = m0 + step; m >= 0 && m < n; m += step) {
                 const char *ptr = buf->p + el[m].off;
                 if (!touched(e, ptr, el[m].len, above_end)) break;
-                if (elem_same(&el[m], &el[m0]) && !has_loss_at(e, ptr, el[m].len, e->loss0)) {
+                if (elem_same(&el[m], &el[m0]) && !at_has_loss_at(e, ptr, el[m].len, e->loss0)) {
                     p->len = 0;
                     put(&e->st, p, ptr, el[m].len);
-                    lose_p(e, p, "message_merge",
+                    at_lose_p(e, p, "message_merge",
                            "a dropped or reshaped neighbour of the same kind makes this element's boundary ambiguous");
                     if (ix_push(e, m)) return FALLBACK;
                 }
@@ -1383,7 +1436,7 @@ static int ambiguous(Enc *e) {
         size_t ctl;
         const char *ct = col_str(&e->type, i, &ctl);
         if (e->chat && is_call(ct, ctl)) continue; /* Chat calls: their tool_calls list, below */
-        if (message_ptr(e, p, i)) {
+        if (at_message_ptr(e, p, i)) {
             rc = FALLBACK;
             goto out;
         }
@@ -1423,7 +1476,7 @@ static int ambiguous(Enc *e) {
         }
         buf->len = 0;
         for (int64_t j = a; j < z; j++) {
-            if (content_ptr(e, p, i, j - a)) {
+            if (at_content_ptr(e, p, i, j - a)) {
                 rc = FALLBACK;
                 goto out;
             }
@@ -1475,7 +1528,7 @@ static int ambiguous(Enc *e) {
         }
         buf->len = 0;
         for (int64_t q = i; q < z; q++) {
-            if (item_ptr(e, p, q)) {
+            if (at_item_ptr(e, p, q)) {
                 rc = FALLBACK;
                 goto out;
             }
@@ -1533,7 +1586,7 @@ static int function_tool(Enc *e, yyjson_val *tool, const Buf *tpath, Buf *b) {
         p->len = 0;
         put(st, p, path->p, path->len);
         puts_(st, p, "/description");
-        lose_p(e, p, "tools", "a non-string description has no slot in Anthropic");
+        at_lose_p(e, p, "tools", "a non-string description has no slot in Anthropic");
     }
     puts_(st, b, ",\"input_schema\":");
     yyjson_val *params = fn ? yyjson_obj_get(fn, "parameters") : NULL;
@@ -1544,7 +1597,7 @@ static int function_tool(Enc *e, yyjson_val *tool, const Buf *tpath, Buf *b) {
         p->len = 0;
         put(st, p, path->p, path->len);
         puts_(st, p, "/parameters");
-        lose_p(e, p, "tools", "missing parameters became an empty object schema");
+        at_lose_p(e, p, "tools", "missing parameters became an empty object schema");
     }
     yyjson_val *strict = fn ? yyjson_obj_get(fn, "strict") : NULL;
     if (strict && yyjson_is_bool(strict)) puts_(st, b, yyjson_get_bool(strict) ? ",\"strict\":true" : ",\"strict\":false");
@@ -1553,7 +1606,7 @@ static int function_tool(Enc *e, yyjson_val *tool, const Buf *tpath, Buf *b) {
         p->len = 0;
         put(st, p, path->p, path->len);
         puts_(st, p, "/strict");
-        lose_p(e, p, "tools", "strict is not restored from Anthropic tools");
+        at_lose_p(e, p, "tools", "strict is not restored from Anthropic tools");
     }
     static const char *const known[] = {"name", "description", "parameters", "strict", "type", NULL};
     static const char *const chat_known[] = {"type", "function", NULL};
@@ -1740,7 +1793,7 @@ static int system_json(Enc *e, int64_t lead_end, Buf *sys) {
     key->len = 0;
     puts_(st, key, "/instructions");
     int64_t b0 = e->nblk, strings = 0;
-    if (str_eq(form, fl, "null")) lose_p(e, key, "content_form", "explicit null instructions dropped");
+    if (str_eq(form, fl, "null")) at_lose_p(e, key, "content_form", "explicit null instructions dropped");
     if (str_eq(form, fl, "string")) {
         int64_t a, z;
         col_list(&e->instr_content, e->r, &a, &z);
@@ -1748,10 +1801,10 @@ static int system_json(Enc *e, int64_t lead_end, Buf *sys) {
         size_t n;
         const char *text = col_str(&e->instr_text, a, &n);
         if (!text) return FALLBACK;
-        if (blank(text, n)) {
-            lose_p(e, key, "empty_text", "empty instructions produce no system prompt");
+        if (at_blank(text, n)) {
+            at_lose_p(e, key, "empty_text", "empty instructions produce no system prompt");
         } else {
-            Blk *b = new_blk(e);
+            Blk *b = at_new_blk(e);
             if (!b) return FALLBACK;
             b->type = B_TEXT;
             b->text = text;
@@ -1767,26 +1820,26 @@ static int system_json(Enc *e, int64_t lead_end, Buf *sys) {
         size_t rl;
         const char *role = col_str(&e->role, i, &rl);
         if (str_eq(role, rl, "developer")) {
-            if (item_ptr(e, base, i)) return FALLBACK;
-            lose_p(e, base, "developer_role", "developer became the system prompt");
+            if (at_item_ptr(e, base, i)) return FALLBACK;
+            at_lose_p(e, base, "developer_role", "developer became the system prompt");
         }
-        int64_t s = new_seg(e, S_TEXT, R_SYSTEM, i);
+        int64_t s = at_new_seg(e, S_TEXT, R_SYSTEM, i);
         if (s < 0) return FALLBACK;
         if (content_blocks(e, i, "system", s)) return FALLBACK;
         if (item_keys_lost(e, i, NULL)) return FALLBACK;
-        if (item_ptr(e, base, i)) return FALLBACK;
+        if (at_item_ptr(e, base, i)) return FALLBACK;
         if (!e->chat) /* the way back makes it the instructions */
-            lose_p(e, base, "instruction_position", "a leading message became top-level system");
+            at_lose_p(e, base, "instruction_position", "a leading message became top-level system");
         else if (any > 1)
-            lose_p(e, base, "message_merge", "leading system messages became one system prompt");
-        if (!e->seg[s].nb) lose_p(e, base, "empty_text", "a system message with no text is dropped");
+            at_lose_p(e, base, "message_merge", "leading system messages became one system prompt");
+        if (!e->seg[s].nb) at_lose_p(e, base, "empty_text", "a system message with no text is dropped");
         if (e->seg[s].string) strings += e->seg[s].nb;
         e->nseg--; /* its blocks stay as pieces */
     }
     if (any && !e->chat) {
         key->len = 0;
         puts_(st, key, "/instructions");
-        lose_p(e, key, "instruction_position", "leading messages joined the instructions");
+        at_lose_p(e, key, "instruction_position", "leading messages joined the instructions");
     }
     int64_t n = e->nblk - b0;
     sys->len = 0;
@@ -1867,7 +1920,7 @@ static int top_fields(Enc *e, int64_t *max_tokens, yyjson_doc **doc) {
     if (!found) {
         p->len = 0;
         put_ptr(st, p, keys[0], strlen(keys[0]));
-        lose_p(e, p, "filled_default", "no token limit; max_tokens 4096 was set");
+        at_lose_p(e, p, "filled_default", "no token limit; max_tokens 4096 was set");
     }
     return 0;
 }
@@ -1965,8 +2018,8 @@ static int encode_row(Enc *e) {
             size_t rl;
             const char *role = col_str(&e->role, i, &rl);
             if (str_eq(role, rl, "function")) { /* a legacy Chat function result */
-                if (item_ptr(e, &e->p1, i)) goto done;
-                lose_p(e, &e->p1, "orphan_output", "a legacy function result has no call id to pair");
+                if (at_item_ptr(e, &e->p1, i)) goto done;
+                at_lose_p(e, &e->p1, "orphan_output", "a legacy function result has no call id to pair");
             } else if (result_seg(e, i, &s)) {
                 goto done;
             }
@@ -1977,13 +2030,13 @@ static int encode_row(Enc *e) {
         /* _group */
         int role = e->seg[s].role;
         if (e->nturn && e->turn[e->nturn - 1].role == role) {
-            if (turn_push(e, &e->turn[e->nturn - 1], s)) goto done;
+            if (at_turn_push(e, &e->turn[e->nturn - 1], s)) goto done;
         } else {
-            Turn *t2 = turn_insert(e, e->nturn, role);
-            if (!t2 || turn_push(e, t2, s)) goto done;
+            Turn *t2 = at_turn_insert(e, e->nturn, role);
+            if (!t2 || at_turn_push(e, t2, s)) goto done;
         }
     }
-    if (pair(e) || strip_final(e) || vanished(e)) goto done;
+    if (at_pair(e) || at_strip_final(e) || vanished(e)) goto done;
     Buf *out = &e->out;
     puts_(st, out, "{");
     /* model and max_tokens come first (_top builds its dict before the body), losses after the body */

@@ -20,7 +20,6 @@
 
 #include "vendor/yyjson/yyjson.h"
 #include "orjson_escape.h"
-#include "anthropic_turns.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Arrow C data interface (https://arrow.apache.org/docs/format/CDataInterface.html)           */
@@ -408,6 +407,8 @@ typedef struct {
     size_t off, len;
 } Range;
 
+#include "anthropic_turns.h" /* the Anthropic turn rules' shapes: Enc holds them */
+
 typedef struct Enc {
     St st;
     /* columns */
@@ -440,6 +441,7 @@ typedef struct Enc {
     } tc;
     /* the Anthropic turn rules' state (encode_anthropic.c, anthropic_turns.h), reused row after row */
     int chat;      /* the row is a Chat request (calls nested in their assistant message), else Responses */
+    int anthropic; /* the row is an Anthropic request body (anthropic_round_trip.c): pointers into /messages */
     int64_t loss0; /* the row's first loss */
     Blk *blk;
     int64_t nblk, capblk;

@@ -8,7 +8,8 @@ goes through :func:`tests.native.differential.compare` (same table, Parquet and 
 rejected lines, read == written + rejected), then the decoded table through
 :func:`tests.native.encode_diff.compare_encode` to every target with a compiled encoder (Chat,
 Responses and Anthropic: the compiled encoder vs the per-record one, same JSON bytes, losses,
-refusals). Decoding also runs the C item fingerprints (``fingerprint.c``, checked against DuckDB's
+refusals); Anthropic batches also through :func:`tests.native.encode_diff.compare_report` (the
+compiled round-trip report vs ``anthropic_round_trip.report``). Decoding also runs the C item fingerprints (``fingerprint.c``, checked against DuckDB's
 by ``compare``), and each batch's bytes go through the C MD5 against hashlib. A failing batch is
 narrowed to the single line that fails alone, written to ``--failures`` and the run exits 1.
 
@@ -227,10 +228,14 @@ def _fails(lines: list[bytes], fmt: str) -> str | None:
     encoder vs per-record, :func:`tests.native.encode_diff.compare_encode`); the first difference,
     or None."""
     from tests.native.differential import compare
-    from tests.native.encode_diff import compare_encode
+    from tests.native.encode_diff import compare_encode, compare_report
 
     try:
         res = compare(lines, fmt, source_file="fuzz.jsonl")
+        if fmt == "anthropic" and res.table.num_rows:  # the compiled round-trip report alone
+            counts = ENCODED.setdefault("anthropic_report", Counter())
+            counts["native"] += int(compare_report(res.table).sum())
+            counts["rows"] += res.table.num_rows
         for target in _targets() if res.table.num_rows else []:
             enc = compare_encode(res.table, target)
             counts = ENCODED.setdefault(target, Counter())
