@@ -27,7 +27,7 @@ ENV = "CHATLAKE_NATIVE"
 # bodies it encodes; it hands every other row back to the per-record encoders).
 NATIVE_ENCODERS = {
     "chat": ("encode_chat", frozenset({"responses"})),
-    "responses": ("encode_responses", frozenset({"chat"})),
+    "responses": ("encode_responses", frozenset({"chat", "anthropic"})),
     "anthropic": ("encode_anthropic", frozenset({"responses", "chat"})),
 }
 

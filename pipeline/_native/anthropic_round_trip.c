@@ -379,11 +379,11 @@ static int report(Enc *e, int media_in_results, const uint8_t *emitted) {
 }
 
 int anthropic_report(Enc *e, int media_in_results, const uint8_t *emitted) {
-    int chat = e->chat;
+    int chat = e->chat, anthropic = e->anthropic;
     e->anthropic = 1; /* the pointers are the Anthropic source's while the turn rules run */
     e->chat = 0;
     int rc = report(e, media_in_results, emitted);
-    e->anthropic = 0;
+    e->anthropic = anthropic;
     e->chat = chat;
     return rc;
 }

@@ -66,6 +66,8 @@ Turn *at_turn_insert(struct Enc *e, int64_t k, int role);
  * u + 5), 2 an http(s) URL, 0 neither; IMAGE_MEDIA membership */
 int at_image_source(const char *u, size_t n, size_t *media_len);
 int at_image_media(const char *s, size_t n);
+/* _context.is_hosted: a provider-run tool item */
+int at_is_hosted(const char *t, size_t n);
 /* to_anthropic._pair (with _merge_adjacent) and _strip_final over e->turn */
 int at_pair(struct Enc *e);
 int at_strip_final(struct Enc *e);

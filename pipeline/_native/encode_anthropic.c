@@ -1020,7 +1020,7 @@ static int result_seg(Enc *e, int64_t i, int64_t *out) {
     return 0;
 }
 
-static int is_hosted(const char *t, size_t n) {
+int at_is_hosted(const char *t, size_t n) {
     return ends_with(t, n, "_call") || ends_with(t, n, "_call_output") || ends_with(t, n, "_tool_result") ||
            ends_with(t, n, "_tool_use") || (n >= 4 && memcmp(t, "mcp_", 4) == 0);
 }
@@ -1042,7 +1042,7 @@ static int dropped(Enc *e, int64_t i) {
         at_lose_p(e, base, "compaction", "Anthropic has no equivalent of an OpenAI compaction item");
     } else if (str_eq(t, tl, "item_reference")) {
         at_lose_p(e, base, "unknown_item", "an item reference cannot be resolved here");
-    } else if (is_hosted(t, tl)) {
+    } else if (at_is_hosted(t, tl)) {
         e->tmp.len = 0;
         put(st, &e->tmp, "'", 1);
         put(st, &e->tmp, t, tl);

@@ -415,8 +415,10 @@ typedef struct Enc {
     Col conversation_id, source_format, record_kind, model, instr_form, items_form, tools, tool_choice, extra, nulls,
         null_names;
     Col instr_valid, instr_content, instr_blk_valid, instr_text;
+    Col instr_cache, instr_cit, instr_extra; /* system blocks' keys (an Anthropic source's) */
     Col items, item_valid, section, group, part, type, native_type, role, id, call_id, name, namespace_, arguments,
         input, status, phase, content_form, content, encrypted_content, signature, iextra, inulls, inull_names;
+    Col wrapper; /* an Anthropic message's opened keys (wrapper_json) */
     Col blk_valid, btype, btext, bann, blogp, bcache, bcit, bextra, bnulls, bnull_names;
     /* row state */
     int64_t r, start, end;
@@ -524,7 +526,8 @@ static inline void lose_fields(Enc *e, int64_t i, const Buf *base, const Field *
     }
 }
 
-/* Ctx.lose_extra: every unmodelled key of item i. */
+/* Ctx.lose_extra: every unmodelled key of item i (an Anthropic source's is_error and cache_control
+ * have kinds of their own: Ctx.ANTHROPIC_KEY_KINDS). */
 static inline int lose_extra(Enc *e, int64_t i, const Buf *base) {
     size_t n;
     const char *x = col_str(&e->iextra, i, &n);
@@ -546,7 +549,10 @@ static inline int lose_extra(Enc *e, int64_t i, const Buf *base) {
         put(&e->st, &e->tmp, "'", 1);
         put(&e->st, &e->tmp, yyjson_get_str(k), yyjson_get_len(k));
         puts_(&e->st, &e->tmp, "' has no slot in the target");
-        lose(e, e->tmp2.p, e->tmp2.len, "unknown_field", e->tmp.p, e->tmp.len);
+        const char *kind = !e->anthropic ? "unknown_field"
+                           : key_is(k, "is_error") ? "tool_error"
+                           : key_is(k, "cache_control") ? "cache_control" : "unknown_field";
+        lose(e, e->tmp2.p, e->tmp2.len, kind, e->tmp.p, e->tmp.len);
     }
     yyjson_doc_free(doc);
     return 0;
@@ -733,7 +739,10 @@ static inline int bind_all(Enc *e, struct ArrowArray *a, struct ArrowSchema *s) 
     struct ArrowSchema *lcs;
     if (bind(c, cs, "content", "+l", ib, &e->instr_content, &lc, &lcs)) return -1;
     if (list_struct(lc, lcs, &e->instr_blk_valid, &sa, &ss)) return -1;
-    if (bind_blocks(sa, ss, e->instr_blk_valid.base, &e->instr_text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL))
+    if (bind_blocks(sa, ss, e->instr_blk_valid.base, &e->instr_text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL) ||
+        bind(sa, ss, "cache_control", "u", e->instr_blk_valid.base, &e->instr_cache, NULL, NULL) ||
+        bind(sa, ss, "citations", "u", e->instr_blk_valid.base, &e->instr_cit, NULL, NULL) ||
+        bind(sa, ss, "extra_json", "u", e->instr_blk_valid.base, &e->instr_extra, NULL, NULL))
         return -1;
     /* items: list<item> */
     if (bind(a, s, "items", "+l", base, &e->items, &c, &cs)) return -1;
@@ -743,10 +752,10 @@ static inline int bind_all(Enc *e, struct ArrowArray *a, struct ArrowSchema *s) 
     int64_t b2 = e->item_valid.base;
     static const char *const names[] = {"section", "type", "native_type", "role", "id", "call_id", "name",
                                         "namespace", "arguments", "input", "status", "phase", "content_form",
-                                        "encrypted_content", "signature", "extra_json"};
+                                        "encrypted_content", "signature", "extra_json", "wrapper_json"};
     Col *cols[] = {&e->section, &e->type, &e->native_type, &e->role, &e->id, &e->call_id, &e->name,
                    &e->namespace_, &e->arguments, &e->input, &e->status, &e->phase, &e->content_form,
-                   &e->encrypted_content, &e->signature, &e->iextra};
+                   &e->encrypted_content, &e->signature, &e->iextra, &e->wrapper};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (bind(ia, is, names[k], "u", b2, cols[k], NULL, NULL)) return -1;
     if (bind(ia, is, "group", "i", b2, &e->group, NULL, NULL) || bind(ia, is, "part", "i", b2, &e->part, NULL, NULL) ||

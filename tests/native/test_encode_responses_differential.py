@@ -1,7 +1,8 @@
-"""The compiled Chat -> Responses encoder (``pipeline._native.encode_responses``, encode_responses.c)
-against the per-record encoder it must equal byte for byte (``to_responses.py``): same JSON text,
-errors, losses in order, refusals under each loss policy (:func:`tests.native.encode_diff.compare_encode`),
-on every source of Chat records.
+"""The compiled Chat / Anthropic -> Responses encoder (``pipeline._native.encode_responses``,
+encode_responses.c, with anthropic_round_trip.c's report for Anthropic rows) against the per-record
+encoder it must equal byte for byte (``to_responses.py``): same JSON text, errors, losses in order,
+refusals under each loss policy (:func:`tests.native.encode_diff.compare_encode`), on every source of
+Chat and Anthropic records.
 
 Each test also bounds how many rows went to the per-record encoder, so a native encoder that quietly
 handed everything back would fail here rather than pass by comparing Python with itself.
@@ -22,7 +23,7 @@ from pipeline import codec, synth
 from pipeline.formats import decode_lines, decode_records
 from pipeline.schema import cast_to_canonical
 from pipeline.transforms import apply_steps, make_step
-from tests.cases import CASES
+from tests.cases import ANTHROPIC, CASES
 from tests.corpus import corpus_available, corpus_records
 from tests.native.encode_diff import compare_encode
 from tests.strategies import draw_edits, wire_record
@@ -36,6 +37,12 @@ pytestmark = pytest.mark.skipif(
 # The hand-written Chat cases the compiled encoder leaves to the per-record one, and why.
 PER_RECORD_CASES = {
     "completion_object",  # response objects are response_objects.py's
+}
+# ... and the Anthropic ones
+PER_RECORD_ANTHROPIC_CASES = {
+    "message_object",  # response objects are response_objects.py's
+    "refusal_empty_content",  # (a response object)
+    "tool_use_without_ids",  # ids generated and paired by position (call_ids.py)
 }
 
 
@@ -55,14 +62,16 @@ def test_hand_written_chat_cases() -> None:
 
 
 def test_every_format_mixed_in_one_batch() -> None:
-    """Responses and Anthropic rows go to the per-record encoder; the Chat rows among them do not."""
+    """Responses and dataset rows go to the per-record encoder; the Chat and Anthropic rows among
+    them do not."""
     tables = [decode_records([rec for _, rec in CASES[fmt]], fmt).table for fmt in sorted(CASES)]
     table = pa.concat_tables([cast_to_canonical(t) for t in tables])
     res = compare_encode(table, "responses")
     formats = table.column("source_format").to_pylist()
     flags = res.native.to_pylist()
-    assert not any(f for f, fmt in zip(flags, formats, strict=True) if fmt != "chat")
-    assert sum(flags) == len(CASES["chat"]) - len(PER_RECORD_CASES)
+    assert not any(f for f, fmt in zip(flags, formats, strict=True) if fmt not in ("chat", "anthropic"))
+    native = len(CASES["chat"]) - len(PER_RECORD_CASES) + len(ANTHROPIC) - len(PER_RECORD_ANTHROPIC_CASES)
+    assert sum(flags) == native
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -287,3 +296,121 @@ def test_calls_and_outputs_without_ids() -> None:
     # the second record: c1 is answered by its own id ("own"), so the id-less outputs take the
     # id-less call and the custom call, and the third is an orphan (issue 15's pairing rule)
     assert kinds.count("generated_id") == 9 and kinds.count("orphan_output") == 4
+
+
+# ------------------------------------------------------------------------------------------------
+# Anthropic request bodies -> Responses
+
+
+def _anthropic(records: list[dict[str, Any]]) -> pa.Table:
+    return decode_records(records, "anthropic").table
+
+
+def test_hand_written_anthropic_cases() -> None:
+    flags = compare_encode(_anthropic([rec for _, rec in ANTHROPIC]), "responses").native.to_pylist()
+    handed_back = {name for (name, _), f in zip(ANTHROPIC, flags, strict=True) if not f}
+    assert handed_back == PER_RECORD_ANTHROPIC_CASES
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_synthetic_anthropic_records(seed: int) -> None:
+    assert _share(_anthropic(list(synth.generate("anthropic", 600, seed=seed)))) == 1.0
+
+
+def test_synthetic_anthropic_records_after_role_swap() -> None:
+    """Rows with an edited item go per record (an Anthropic item has no pointer in encode_rows'
+    edited-loss columns); the others stay native."""
+    table = _role_swap_turns(_anthropic(list(synth.generate("anthropic", 300, seed=11))))
+    res = compare_encode(table, "responses")
+    assert sum(res.native.to_pylist()) > 0
+
+
+def test_role_swap_of_the_anthropic_cases() -> None:
+    compare_encode(_role_swap_turns(_anthropic([rec for _, rec in ANTHROPIC])), "responses")
+
+
+@pytest.mark.skipif(not corpus_available(), reason="../shared/corpus is not there")
+def test_corpus_anthropic_records() -> None:
+    table = _anthropic([c.record for c in corpus_records() if c.format == "anthropic"])
+    res = compare_encode(table, "responses")
+    requests = [k == "request" for k in table.column("record_kind").to_pylist()]
+    assert sum(requests) > 0
+    # 20 of the 21 request bodies (the other has tool_use / tool_result blocks without ids)
+    assert sum(res.native.to_pylist()) >= 0.9 * sum(requests)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(wire_record("anthropic", "request"), min_size=1, max_size=8))
+def test_hypothesis_anthropic_records(records: list[dict[str, Any]]) -> None:
+    table = _anthropic(records)
+    if table.num_rows:
+        compare_encode(table, "responses")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(wire_record("anthropic", "request"), min_size=1, max_size=6), st.data())
+def test_hypothesis_anthropic_records_with_edits(records: list[dict[str, Any]], data: st.DataObject) -> None:
+    table = _anthropic(records)
+    if table.num_rows:
+        compare_encode(draw_edits(table, data), "responses")
+
+
+A_TOOL = {"name": "f", "description": "d", "input_schema": {"type": "object"}}
+
+
+def test_tricky_anthropic_records() -> None:
+    """The Anthropic branches one by one: system blocks, images of every source shape, tool
+    references, thinking (redacted too), wrapper keys, tools and tool_choice shapes, metadata, nulls,
+    empty and blank texts (the round-trip report)."""
+    user = {"role": "user", "content": "hi"}
+    use = {"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "r"}
+    records = [
+        {"system": [{"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}},
+                    {"type": "text", "text": "b", "citations": None, "x": 1}], "messages": [user]},
+        {"system": [{"type": "text", "text": "only"}], "messages": [user], "max_tokens": 0},
+        {"system": "  ", "messages": [user], "max_tokens": 1.5},
+        {"system": None, "messages": [user], "metadata": {"user_id": "u"}, "temperature": None},
+        {"messages": [{"role": "user", "content": [
+            {"type": "image", "source": {"type": "url", "url": "https://x/y.png"}},
+            {"type": "image", "source": {"type": "url", "url": "data:image/png;base64,AA==", "z": 1}},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/bmp", "data": "AA=="}},
+            {"type": "image", "source": {"type": "file", "file_id": "f"}},
+            {"type": "image"},
+            {"type": "document", "source": {"type": "text", "data": "d"}},
+            {"type": "text", "text": " "}]}], "max_tokens": 5},
+        {"messages": [user, {"role": "assistant", "content": [use]}, {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "is_error": True, "cache_control": {},
+             "content": [{"type": "tool_reference", "tool_name": "g", "extra": 1},
+                         {"type": "tool_reference"}, {"type": "text", "text": ""}]}]}]},
+        {"messages": [user, {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "t", "signature": "s"},
+            {"type": "redacted_thinking", "data": "d"}, {"type": "text", "text": "a  "}]}]},
+        {"messages": [{"role": "user", "content": [result, {"type": "text", "text": "after"}]},
+                      {"role": "assistant", "content": [use, {"type": "text", "text": "x"}]},
+                      {"role": "assistant", "content": ""}, {"role": "system", "content": "s"}]},
+        {"messages": [user], "tools": [A_TOOL, {**A_TOOL, "type": "custom", "cache_control": {}},
+                                       {"type": "web_search_20250305", "name": "web_search"}, 3],
+         "tool_choice": {"type": "tool", "name": "f", "disable_parallel_tool_use": True}},
+        {"messages": [user], "tools": [], "tool_choice": {"type": "any"}},
+        {"messages": [user], "tools": [{"type": "bash_20250124", "name": "bash"}],
+         "tool_choice": {"type": "none"}},
+        {"messages": [user], "tool_choice": {"type": "auto", "x": 1}, "stop_sequences": ["a"], "top_k": 3},
+        {"messages": [{"role": "developer", "content": "d"}, {"role": "user", "content": []}]},
+        {"messages": []},
+    ]  # fmt: skip
+    res = compare_encode(_anthropic(records), "responses")
+    assert all(res.native.to_pylist())
+
+
+def test_anthropic_rows_left_to_the_per_record_encoder() -> None:
+    """Id-less tool_use / tool_result blocks (call_ids.py) and numbers outside the canonical subset
+    are handed back; the rows beside them stay native."""
+    hi = {"role": "user", "content": "hi"}
+    records = [
+        {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "name": "f", "input": {}}]}]},
+        {"messages": [hi], "temperature": 1e300},
+        {"messages": [hi]},
+    ]
+    res = compare_encode(_anthropic(records), "responses")
+    assert res.native.to_pylist() == [False, False, True]
