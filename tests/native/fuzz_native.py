@@ -9,9 +9,10 @@ rejected lines, read == written + rejected), then the decoded table through
 :func:`tests.native.encode_diff.compare_encode` to every target with a compiled encoder (Chat,
 Responses and Anthropic: the compiled encoder vs the per-record one, same JSON bytes, losses,
 refusals); Anthropic batches also through :func:`tests.native.encode_diff.compare_report` (the
-compiled round-trip report vs ``anthropic_round_trip.report``). Decoding also runs the C item fingerprints (``fingerprint.c``, checked against DuckDB's
-by ``compare``), and each batch's bytes go through the C MD5 against hashlib. A failing batch is
-narrowed to the single line that fails alone, written to ``--failures`` and the run exits 1.
+compiled round-trip report vs ``anthropic_round_trip.report``). Decoding also runs the C item
+fingerprints (``fingerprint.c``, checked against DuckDB's by ``compare``), and each batch's bytes
+go through the C MD5 against hashlib. A failing batch is narrowed to the single line that fails
+alone, written to ``--failures`` and the run exits 1.
 
 Run it against an AddressSanitizer + UBSan build (how tests/native/test_fuzz.py runs it)::
 
