@@ -10,7 +10,8 @@ rows                                   converted by
 Responses request bodies -> ``chat``   ``pipeline._native.encode_chat`` (C, ``encode.c``), when
 (edited items included)                the compiled codec is active (:mod:`pipeline.codec`)
 Chat request bodies -> ``responses``   ``pipeline._native.encode_responses`` (C,
-(edited items included)                ``encode_responses.c``), likewise
+(edited items included); Anthropic     ``encode_responses.c``, with ``anthropic_round_trip.c``
+request bodies (not edited ones)       for Anthropic rows), likewise
 Responses and Chat request bodies ->   ``pipeline._native.encode_anthropic`` (C,
 ``anthropic`` (edited items included)  ``encode_anthropic.c``), likewise
 rows they hand back (see the C files), ``convert_table`` (the per-record encoders: the
