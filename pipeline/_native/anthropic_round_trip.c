@@ -389,6 +389,111 @@ int anthropic_report(Enc *e, int media_in_results, const uint8_t *emitted) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Ctx helpers of an Anthropic source, for the encoders of its rows                              */
+
+int at_lose_wrapper(Enc *e, int64_t i) {
+    size_t n;
+    const char *x = col_str(&e->wrapper, i, &n);
+    if (!x) return 0;
+    yyjson_doc *doc = parse(x, n);
+    if (!doc) return FALLBACK;
+    yyjson_val *root = yyjson_doc_get_root(doc);
+    Buf *base = &e->p2, *d = &e->p3;
+    if (!yyjson_is_obj(root) || at_message_ptr(e, base, i)) {
+        yyjson_doc_free(doc);
+        return FALLBACK;
+    }
+    size_t bl = base->len, idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(root, idx, max, k, v) {
+        base->len = bl;
+        put_ptr(&e->st, base, yyjson_get_str(k), yyjson_get_len(k));
+        d->len = 0;
+        puts_(&e->st, d, "message key '");
+        put(&e->st, d, yyjson_get_str(k), yyjson_get_len(k));
+        puts_(&e->st, d, "' has no slot");
+        lose(e, base->p, base->len, key_is(k, "id") ? "item_id" : "unknown_field", d->p, d->len);
+    }
+    yyjson_doc_free(doc);
+    return 0;
+}
+
+int at_tool_reference(Enc *e, int64_t j, Buf *path, Buf *text) {
+    yyjson_doc *doc;
+    if (extra_obj(e, &e->bextra, j, &doc)) return -1;
+    yyjson_val *name = doc ? yyjson_obj_get(yyjson_doc_get_root(doc), "tool_name") : NULL;
+    int got = 0;
+    if (name && yyjson_is_str(name)) {
+        Buf *d = &e->p3;
+        d->len = 0;
+        puts_(&e->st, d, "written as the text '[tool_reference: ");
+        put(&e->st, d, yyjson_get_str(name), yyjson_get_len(name));
+        puts_(&e->st, d, "]'");
+        lose(e, path->p, path->len, "tool_reference", d->p, d->len);
+        static const char *const carried[] = {"type", "tool_name", NULL};
+        text->len = 0;
+        puts_(&e->st, text, "[tool_reference: ");
+        put(&e->st, text, yyjson_get_str(name), yyjson_get_len(name));
+        put(&e->st, text, "]", 1);
+        got = lose_block_keys(e, j, path, carried) ? -1 : 1;
+    }
+    if (doc) yyjson_doc_free(doc);
+    return got;
+}
+
+int at_image_url(Enc *e, int64_t j, Buf *path, Buf *url) {
+    St *st = &e->st;
+    yyjson_doc *doc;
+    if (extra_obj(e, &e->bextra, j, &doc)) return -1;
+    yyjson_val *src = doc ? yyjson_obj_get(yyjson_doc_get_root(doc), "source") : NULL;
+    int got = 0;
+    if (src && yyjson_is_obj(src)) {
+        yyjson_val *t = yyjson_obj_get(src, "type");
+        yyjson_val *u = yyjson_obj_get(src, "url");
+        yyjson_val *media = yyjson_obj_get(src, "media_type");
+        yyjson_val *data = yyjson_obj_get(src, "data");
+        int is_url = is_str(t, "url") && u && yyjson_is_str(u);
+        int is_b64 = !is_url && is_str(t, "base64") && media && yyjson_is_str(media) && data && yyjson_is_str(data);
+        if (is_url || is_b64) {
+            static const char *const url_keys[] = {"type", "url", NULL};
+            static const char *const b64_keys[] = {"type", "media_type", "data", NULL};
+            size_t pl = path->len, idx, max;
+            yyjson_val *k, *v;
+            Buf *d = &e->p3;
+            yyjson_obj_foreach(src, idx, max, k, v) {
+                if (key_in(k, is_url ? url_keys : b64_keys)) continue;
+                path->len = pl;
+                puts_(st, path, "/source");
+                put_ptr(st, path, yyjson_get_str(k), yyjson_get_len(k));
+                d->len = 0;
+                puts_(st, d, "image source '");
+                put(st, d, yyjson_get_str(k), yyjson_get_len(k));
+                puts_(st, d, "' has no slot in a URL");
+                lose(e, path->p, path->len, "image", d->p, d->len);
+            }
+            path->len = pl;
+            if (is_url && yyjson_get_len(u) >= 5 && memcmp(yyjson_get_str(u), "data:", 5) == 0) {
+                puts_(st, path, "/source");
+                lose_s(e, path->p, path->len, "image", "a 'url' source holding a data: URL comes back as base64");
+                path->len = pl;
+            }
+            url->len = 0;
+            if (is_url) {
+                put(st, url, yyjson_get_str(u), yyjson_get_len(u));
+            } else {
+                puts_(st, url, "data:");
+                put(st, url, yyjson_get_str(media), yyjson_get_len(media));
+                puts_(st, url, ";base64,");
+                put(st, url, yyjson_get_str(data), yyjson_get_len(data));
+            }
+            got = 1;
+        }
+    }
+    if (doc) yyjson_doc_free(doc);
+    return got;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* The report alone over a batch (the differential test's entry point)                          */
 
 static int report_row(Enc *e, int media) {

@@ -91,82 +91,20 @@ static void lose_key(Enc *e, const Buf *path, const char *pre, yyjson_val *k, co
  * blocks: written (*wrote 1), or not (*wrote 0: the caller reports the part as dropped). */
 static int anthropic_part(Enc *e, int64_t j, const char *t, size_t tl, Buf *path, Buf *out, int first, int *wrote) {
     St *st = &e->st;
-    *wrote = 0;
-    size_t bl;
-    const char *bx = col_str(&e->bextra, j, &bl);
-    yyjson_doc *doc = bx ? parse(bx, bl) : NULL;
-    if (bx && !doc) return FALLBACK;
-    yyjson_val *root = doc ? yyjson_doc_get_root(doc) : NULL;
-    if (root && !yyjson_is_obj(root)) { /* block_extra(j).get raises */
-        yyjson_doc_free(doc);
-        return FALLBACK;
-    }
-    int rc = 0;
+    Buf *v = &e->kb; /* (lose_block_keys uses tmp and tmp2; the report's kb is free until the end) */
+    int got = str_eq(t, tl, "tool_reference") ? at_tool_reference(e, j, path, v) : at_image_url(e, j, path, v);
+    *wrote = got == 1;
+    if (got != 1) return got < 0 ? FALLBACK : 0;
+    if (!first) put(st, out, ",", 1);
     if (str_eq(t, tl, "tool_reference")) {
-        yyjson_val *name = root ? yyjson_obj_get(root, "tool_name") : NULL;
-        if (name && yyjson_is_str(name)) {
-            e->tmp.len = 0;
-            puts_(st, &e->tmp, "written as the text '[tool_reference: ");
-            put(st, &e->tmp, yyjson_get_str(name), yyjson_get_len(name));
-            puts_(st, &e->tmp, "]'");
-            lose(e, path->p, path->len, "tool_reference", e->tmp.p, e->tmp.len);
-            static const char *const carried[] = {"type", "tool_name", NULL};
-            if (lose_block_keys(e, j, path, carried)) rc = FALLBACK;
-            if (!first) put(st, out, ",", 1);
-            puts_(st, out, "{\"type\":\"input_text\",\"text\":");
-            e->tmp.len = 0;
-            puts_(st, &e->tmp, "[tool_reference: ");
-            put(st, &e->tmp, yyjson_get_str(name), yyjson_get_len(name));
-            put(st, &e->tmp, "]", 1);
-            put_json_str(st, out, e->tmp.p, e->tmp.len);
-            put(st, out, "}", 1);
-            *wrote = 1;
-        }
-        yyjson_doc_free(doc);
-        return rc;
+        puts_(st, out, "{\"type\":\"input_text\",\"text\":");
+    } else {
+        lose_s(e, path->p, path->len, "image", "Responses images have a required detail; filled 'auto'");
+        puts_(st, out, "{\"type\":\"input_image\",\"detail\":\"auto\",\"image_url\":");
     }
-    yyjson_val *src = root ? yyjson_obj_get(root, "source") : NULL;
-    if (src && yyjson_is_obj(src)) {
-        yyjson_val *st_ = yyjson_obj_get(src, "type");
-        yyjson_val *url = yyjson_obj_get(src, "url");
-        yyjson_val *media = yyjson_obj_get(src, "media_type");
-        yyjson_val *data = yyjson_obj_get(src, "data");
-        int is_url = is_str(st_, "url") && url && yyjson_is_str(url);
-        int is_b64 = !is_url && is_str(st_, "base64") && media && yyjson_is_str(media) && data && yyjson_is_str(data);
-        if (is_url || is_b64) {
-            static const char *const url_keys[] = {"type", "url", NULL};
-            static const char *const b64_keys[] = {"type", "media_type", "data", NULL};
-            size_t idx, max;
-            yyjson_val *k, *v;
-            yyjson_obj_foreach(src, idx, max, k, v) {
-                if (!key_in(k, is_url ? url_keys : b64_keys))
-                    lose_key(e, path, "/source", k, "image", "image source ", "' has no slot in a URL");
-            }
-            if (is_url && yyjson_get_len(url) >= 5 && memcmp(yyjson_get_str(url), "data:", 5) == 0) {
-                size_t pl = path->len;
-                puts_(st, path, "/source");
-                lose_s(e, path->p, path->len, "image", "a 'url' source holding a data: URL comes back as base64");
-                path->len = pl;
-            }
-            lose_s(e, path->p, path->len, "image", "Responses images have a required detail; filled 'auto'");
-            if (!first) put(st, out, ",", 1);
-            puts_(st, out, "{\"type\":\"input_image\",\"detail\":\"auto\",\"image_url\":");
-            if (is_url) {
-                put_value(st, out, url);
-            } else {
-                e->tmp.len = 0;
-                puts_(st, &e->tmp, "data:");
-                put(st, &e->tmp, yyjson_get_str(media), yyjson_get_len(media));
-                puts_(st, &e->tmp, ";base64,");
-                put(st, &e->tmp, yyjson_get_str(data), yyjson_get_len(data));
-                put_json_str(st, out, e->tmp.p, e->tmp.len);
-            }
-            put(st, out, "}", 1);
-            *wrote = 1;
-        }
-    }
-    if (doc) yyjson_doc_free(doc);
-    return rc;
+    put_json_str(st, out, v->p, v->len);
+    put(st, out, "}", 1);
+    return 0;
 }
 
 /* to_responses._part: block j (the k-th of item i) as a Responses part appended to `out` (with a
@@ -988,28 +926,6 @@ static int call(Enc *e, int64_t i, const Buf *base, Buf *out, const Cid *cids) {
 /* ------------------------------------------------------------------------------------------ */
 /* Anthropic request bodies (to_responses.py's Anthropic branches, then anthropic_round_trip.report) */
 
-/* Ctx.lose_wrapper: the keys of item i's opened native message (id, model, usage...). */
-static int lose_wrapper(Enc *e, int64_t i) {
-    size_t n;
-    const char *x = col_str(&e->wrapper, i, &n);
-    if (!x) return 0;
-    yyjson_doc *doc = parse(x, n);
-    if (!doc) return FALLBACK;
-    yyjson_val *root = yyjson_doc_get_root(doc);
-    Buf *base = &e->ptr2;
-    if (!yyjson_is_obj(root) || at_message_ptr(e, base, i)) {
-        yyjson_doc_free(doc);
-        return FALLBACK;
-    }
-    size_t idx, max;
-    yyjson_val *k, *v;
-    yyjson_obj_foreach(root, idx, max, k, v) {
-        lose_key(e, base, NULL, k, key_is(k, "id") ? "item_id" : "unknown_field", "message key ", "' has no slot");
-    }
-    yyjson_doc_free(doc);
-    return 0;
-}
-
 /* to_responses._reasoning: a thinking block as a reasoning item (a redacted one is dropped). */
 static int reasoning(Enc *e, int64_t i, const Buf *base, Buf *out, int *kept) {
     St *st = &e->st;
@@ -1103,7 +1019,7 @@ static int anthropic_body(Enc *e, uint8_t *emitted) {
     for (int64_t i = e->start; i < e->end; i++) {
         size_t tl;
         const char *t = col_str(&e->type, i, &tl);
-        if (lose_wrapper(e, i)) goto done;
+        if (at_lose_wrapper(e, i)) goto done;
         if (at_item_ptr(e, &base, i)) goto done;
         item->len = 0;
         int kept = 0, assistant_text;
