@@ -26,7 +26,7 @@ ENV = "CHATLAKE_NATIVE"
 # The compiled encoders: target -> (the extension's function, the source formats of the request
 # bodies it encodes; it hands every other row back to the per-record encoders).
 NATIVE_ENCODERS = {
-    "chat": ("encode_chat", frozenset({"responses"})),
+    "chat": ("encode_chat", frozenset({"responses", "anthropic"})),
     "responses": ("encode_responses", frozenset({"chat", "anthropic"})),
     "anthropic": ("encode_anthropic", frozenset({"responses", "chat"})),
 }

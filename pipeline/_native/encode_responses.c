@@ -1081,7 +1081,9 @@ static int anthropic_row(Enc *e) {
         /* an id-less call or result: call_ids.py generates and pairs by position */
         if ((str_eq(t, n, "function_call") || str_eq(t, n, "function_call_output")) && !col_valid(&e->call_id, i))
             return FALLBACK;
-        if (str_eq(t, n, "message") && str_eq(col_str(&e->native_type, i, &n), n, "redacted_thinking"))
+        size_t nl;
+        const char *nt = col_str(&e->native_type, i, &nl);
+        if (str_eq(t, n, "message") && str_eq(nt, nl, "redacted_thinking"))
             return FALLBACK; /* (wire_key: its encrypted_content is "data") */
     }
     Buf *mask = &e->scratch; /* (a Chat row's attach buffer; the report does not use it) */
