@@ -1,10 +1,11 @@
 """Which exact codec decodes wire formats: the compiled one (``pipeline._native``) or pure Python.
 
 Both give byte-identical tables (tests/native/test_differential.py); the compiled one is faster.
-The same switch governs the compiled encoders, Responses -> Chat, Chat / Anthropic -> Responses and
-Responses / Chat -> Anthropic (:func:`native_encoder`, used by ``pipeline.encoders.encode_rows``;
-tests/native/test_encode_differential.py, test_encode_responses_differential.py,
-test_encode_anthropic_differential.py).
+The same switch governs the compiled encoders, Responses / Anthropic -> Chat, Chat / Anthropic ->
+Responses and Responses / Chat -> Anthropic (:func:`native_encoder`, used by
+``pipeline.encoders.encode_rows``; tests/native/test_encode_differential.py,
+test_encode_responses_differential.py, test_encode_anthropic_differential.py,
+test_encode_anthropic_source_differential.py).
 It is used when the extension was built (``pip install`` compiles it when a C compiler is there;
 wheels ship it) and ``CHATLAKE_NATIVE`` is not ``0``. ``chatlake doctor`` prints :func:`status`.
 

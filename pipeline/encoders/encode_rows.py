@@ -7,8 +7,9 @@ faster where a compiled encoder exists:
 =====================================  ======================================================
 rows                                   converted by
 =====================================  ======================================================
-Responses request bodies -> ``chat``   ``pipeline._native.encode_chat`` (C, ``encode.c``), when
-(edited items included)                the compiled codec is active (:mod:`pipeline.codec`)
+Responses request bodies -> ``chat``   ``pipeline._native.encode_chat`` (C, ``encode.c``, with
+(edited items included); Anthropic     ``anthropic_round_trip.c`` for Anthropic rows), when
+request bodies (not edited ones)       the compiled codec is active (:mod:`pipeline.codec`)
 Chat request bodies -> ``responses``   ``pipeline._native.encode_responses`` (C,
 (edited items included); Anthropic     ``encode_responses.c``, with ``anthropic_round_trip.c``
 request bodies (not edited ones)       for Anthropic rows), likewise
