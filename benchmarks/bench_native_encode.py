@@ -5,6 +5,8 @@ per-record encoders, in one run.
     python benchmarks/bench_native_encode.py --n 20000 --source chat --target responses
     python benchmarks/bench_native_encode.py --n 20000 --target anthropic      # responses -> anthropic
     python benchmarks/bench_native_encode.py --n 20000 --source chat --target chat  # same format
+    python benchmarks/bench_native_encode.py --n 20000 --source anthropic --target responses
+    python benchmarks/bench_native_encode.py --n 20000 --source anthropic --target chat
 
 Each contender runs in a fresh process. The records are decoded to the canonical table first (not
 timed); the time is the CPU seconds of the ``encode_rows`` call alone (one core: no encoder uses

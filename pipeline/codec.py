@@ -1,11 +1,11 @@
 """Which exact codec decodes wire formats: the compiled one (``pipeline._native``) or pure Python.
 
 Both give byte-identical tables (tests/native/test_differential.py); the compiled one is faster.
-The same switch governs the compiled encoders, Responses -> Chat, Chat -> Responses, Responses /
-Chat -> Anthropic and each format back to itself (:func:`native_encoder`, used by
-``pipeline.encoders.encode_rows``; tests/native/test_encode_differential.py,
+The same switch governs the compiled encoders, Responses / Anthropic -> Chat, Chat / Anthropic ->
+Responses, Responses / Chat -> Anthropic and each format back to itself (:func:`native_encoder`, used
+by ``pipeline.encoders.encode_rows``; tests/native/test_encode_differential.py,
 test_encode_responses_differential.py, test_encode_anthropic_differential.py,
-test_encode_same_differential.py).
+test_encode_anthropic_source_differential.py, test_encode_same_differential.py).
 It is used when the extension was built (``pip install`` compiles it when a C compiler is there;
 wheels ship it) and ``CHATLAKE_NATIVE`` is not ``0``. ``chatlake doctor`` prints :func:`status`.
 
@@ -29,9 +29,12 @@ ENV = "CHATLAKE_NATIVE"
 # cross-format ones take request bodies; the same-format ones (encode_same.c) request bodies and
 # response objects of the target's own format.
 NATIVE_ENCODERS: dict[str, tuple[tuple[str, frozenset[str]], ...]] = {
-    "chat": (("encode_chat", frozenset({"responses"})), ("encode_same_chat", frozenset({"chat"}))),
+    "chat": (
+        ("encode_chat", frozenset({"responses", "anthropic"})),
+        ("encode_same_chat", frozenset({"chat"})),
+    ),
     "responses": (
-        ("encode_responses", frozenset({"chat"})),
+        ("encode_responses", frozenset({"chat", "anthropic"})),
         ("encode_same_responses", frozenset({"responses"})),
     ),
     "anthropic": (

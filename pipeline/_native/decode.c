@@ -2075,6 +2075,9 @@ PyObject *chatlake_encode_same_chat(PyObject *self, PyObject *args);
 PyObject *chatlake_encode_same_anthropic(PyObject *self, PyObject *args);
 extern const char chatlake_encode_same_responses_doc[], chatlake_encode_same_chat_doc[],
     chatlake_encode_same_anthropic_doc[];
+/* ... the Anthropic round-trip report alone, in anthropic_round_trip.c (the differential test's). */
+PyObject *chatlake_anthropic_report(PyObject *self, PyObject *args);
+extern const char chatlake_anthropic_report_doc[];
 /* Item fingerprints and the MD5 they use: fingerprint.c, md5.c. */
 PyObject *chatlake_fingerprints(PyObject *self, PyObject *args);
 extern const char chatlake_fingerprints_doc[];
@@ -2093,6 +2096,7 @@ static PyMethodDef METHODS[] = {
     {"encode_same_responses", chatlake_encode_same_responses, METH_VARARGS, chatlake_encode_same_responses_doc},
     {"encode_same_chat", chatlake_encode_same_chat, METH_VARARGS, chatlake_encode_same_chat_doc},
     {"encode_same_anthropic", chatlake_encode_same_anthropic, METH_VARARGS, chatlake_encode_same_anthropic_doc},
+    {"anthropic_report", chatlake_anthropic_report, METH_VARARGS, chatlake_anthropic_report_doc},
     {"fingerprints", chatlake_fingerprints, METH_VARARGS, chatlake_fingerprints_doc},
     {"md5_hex", chatlake_md5_hex, METH_VARARGS, chatlake_md5_hex_doc},
     {"json_lines", chatlake_json_lines, METH_VARARGS, chatlake_json_lines_doc},

@@ -18,6 +18,7 @@
  * Python wraps with pa.LargeStringArray.from_buffers, no per-row Python.
  */
 #include "encode_common.h" /* Python.h, yyjson, the Arrow C data interface, buffers, JSON writing */
+#include "anthropic_round_trip.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* The encoder                                                                                  */
@@ -25,8 +26,9 @@
 enum { C_ABSENT, C_NULL, C_VALUE };
 
 
-/* Item i's pointer in its source record (Ctx.item_ptr for Responses) into b. */
+/* Item i's pointer in its source record (Ctx.item_ptr for Responses; an Anthropic row's) into b. */
 static int item_ptr(Enc *e, Buf *b, int64_t i) {
+    if (e->anthropic) return at_item_ptr(e, b, i);
     size_t n;
     const char *sec = col_str(&e->section, i, &n);
     if (!sec) return FALLBACK;
@@ -54,6 +56,13 @@ static const Field CALL_UNUSED[] = {
     FIELD("phase", "phase", phase), FIELD("encrypted_content", "encrypted_reasoning", encrypted_content),
     {NULL, NULL, 0, NULL},
 };
+/* ... of an Anthropic source's message (to_chat._message_losses; Ctx.wire_key: tool_use_id) */
+static const Field A_MSG_UNUSED[] = {
+    FIELD("id", "item_id", id), FIELD("status", "status", status), FIELD("phase", "phase", phase),
+    {"call_id", "unknown_field", offsetof(Enc, call_id), "tool_use_id"}, FIELD("namespace", "namespace", namespace_),
+    FIELD("encrypted_content", "encrypted_reasoning", encrypted_content),
+    FIELD("signature", "thinking_signature", signature), {NULL, NULL, 0, NULL},
+};
 /* to_chat._OUTPUT_LOST: an output item's keys a tool message has no slot for (a call's keys too) */
 static const Field OUT_UNUSED[] = {
     FIELD("name", "name", name), FIELD("id", "item_id", id), FIELD("status", "status", status),
@@ -61,10 +70,18 @@ static const Field OUT_UNUSED[] = {
     FIELD("arguments", "argument_string", arguments), FIELD("input", "custom_tool", input),
     FIELD("encrypted_content", "encrypted_reasoning", encrypted_content), {NULL, NULL, 0, NULL},
 };
+/* ... an Anthropic source's (Ctx.wire_key: arguments is input) */
+static const Field A_OUT_UNUSED[] = {
+    FIELD("name", "name", name), FIELD("id", "item_id", id), FIELD("status", "status", status),
+    FIELD("namespace", "namespace", namespace_), FIELD("phase", "phase", phase),
+    {"arguments", "argument_string", offsetof(Enc, arguments), "input"}, FIELD("input", "custom_tool", input),
+    FIELD("encrypted_content", "encrypted_reasoning", encrypted_content), {NULL, NULL, 0, NULL},
+};
 
 
 /* Ctx.content_ptr(i, k) into b: the item's pointer + /content (/output for outputs) [+ /k]. */
 static int content_ptr(Enc *e, Buf *b, int64_t i, int64_t k, int output) {
+    if (e->anthropic) return at_content_ptr(e, b, i, k);
     if (item_ptr(e, b, i)) return FALLBACK;
     puts_(&e->st, b, output ? "/output" : "/content");
     if (k >= 0) {
@@ -94,7 +111,7 @@ static int text_part(Enc *e, int64_t i, int64_t j, int64_t k, int allow_media, i
     int text_type = !t || str_eq(t, tl, "input_text") || str_eq(t, tl, "output_text") || str_eq(t, tl, "text");
     if (text_type) {
         const char *expected = assistant ? "output_text" : "input_text";
-        if (!str_eq(t, tl, expected)) {
+        if (!e->anthropic && !str_eq(t, tl, expected)) { /* (a Responses source's part type) */
             e->tmp.len = 0;
             puts_(st, &e->tmp, article_quoted(t, tl));
             if (t) put(st, &e->tmp, t, tl);
@@ -146,8 +163,24 @@ static int text_part(Enc *e, int64_t i, int64_t j, int64_t k, int allow_media, i
         goto done;
     }
     if (allow_media && str_eq(t, tl, "image")) {
-        rc = FALLBACK; /* an Anthropic source: data URLs and their losses are left to to_chat */
-        goto done;
+        if (!e->anthropic) { /* another source's Anthropic-style block: left to to_chat */
+            rc = FALLBACK;
+            goto done;
+        }
+        int got = at_image_url(e, j, &path, &e->kb); /* kb: lose_block_keys uses tmp and tmp2 */
+        static const char *const carried[] = {"type", "source", NULL};
+        if (got < 0 || (got && lose_block_keys(e, j, &path, carried))) {
+            rc = FALLBACK;
+            goto done;
+        }
+        if (got) {
+            if (!first) put(st, out, ",", 1);
+            puts_(st, out, "{\"type\":\"image_url\",\"image_url\":{\"url\":");
+            put_json_str(st, out, e->kb.p, e->kb.len);
+            puts_(st, out, "}}");
+            *wrote = 1;
+            goto done;
+        }
     }
     if (allow_media && str_eq(t, tl, "input_image")) {
         size_t xn;
@@ -206,6 +239,21 @@ static int text_part(Enc *e, int64_t i, int64_t j, int64_t k, int allow_media, i
             goto done;
         }
         if (doc) yyjson_doc_free(doc);
+    }
+    if (str_eq(t, tl, "tool_reference")) { /* Ctx.tool_reference_text: a text placeholder */
+        int got = at_tool_reference(e, j, &path, &e->kb);
+        if (got < 0) {
+            rc = FALLBACK;
+            goto done;
+        }
+        if (got) {
+            if (!first) put(st, out, ",", 1);
+            puts_(st, out, "{\"type\":\"text\",\"text\":");
+            put_json_str(st, out, e->kb.p, e->kb.len);
+            put(st, out, "}", 1);
+            *wrote = 1;
+            goto done;
+        }
     }
     /* ctx.lose_part(path, t, "Chat here") */
     e->tmp.len = 0;
@@ -330,6 +378,40 @@ static int tools_json_once(Enc *e, Buf *b) {
             }
             yyjson_val *t = yyjson_obj_get(tool, "type");
             int function = is_str(t, "function"), custom = is_str(t, "custom");
+            yyjson_val *schema = e->anthropic ? yyjson_obj_get(tool, "input_schema") : NULL;
+            if (schema && (!t || yyjson_is_null(t) || custom)) { /* an Anthropic tool */
+                static const char *const a_known[] = {"name", "description", "input_schema", "type", NULL};
+                size_t k2, m2;
+                yyjson_val *key, *val;
+                yyjson_obj_foreach(tool, k2, m2, key, val) {
+                    if (key_in(key, a_known)) continue;
+                    e->tmp2.len = 0;
+                    put(st, &e->tmp2, path.p, path.len);
+                    put_ptr(st, &e->tmp2, yyjson_get_str(key), yyjson_get_len(key));
+                    e->tmp.len = 0;
+                    puts_(st, &e->tmp, "tool '");
+                    put(st, &e->tmp, yyjson_get_str(key), yyjson_get_len(key));
+                    puts_(st, &e->tmp, "' has no slot in Chat");
+                    lose(e, e->tmp2.p, e->tmp2.len, "tools", e->tmp.p, e->tmp.len);
+                }
+                if (t) lose_s(e, path.p, path.len, "tools", "the tool's 'type' tag is not kept");
+                put(st, &out, kept ? "," : "", kept ? 1 : 0);
+                kept++;
+                puts_(st, &out, "{\"type\":\"function\",\"function\":{\"name\":");
+                yyjson_val *name = yyjson_obj_get(tool, "name");
+                if (name) put_value(st, &out, name);
+                else puts_(st, &out, "\"\"");
+                yyjson_val *desc = yyjson_obj_get(tool, "description");
+                if (desc) {
+                    puts_(st, &out, ",\"description\":");
+                    put_value(st, &out, desc);
+                }
+                puts_(st, &out, ",\"parameters\":");
+                put_value(st, &out, schema);
+                puts_(st, &out, "}}");
+                continue;
+            }
+            if (e->anthropic) function = custom = 0; /* (to_chat._tools' Responses branches) */
             if (!function && !custom) {
                 e->tmp.len = 0;
                 if (!t || yyjson_is_null(t)) puts_(st, &e->tmp, "a 'None");
@@ -440,6 +522,10 @@ static int tools_json(Enc *e, Buf *b) {
     size_t n;
     const char *text = col_str(&e->tools, e->r, &n);
     if (!text) return 0;
+    if (e->anthropic) { /* another source's rules: not cached (nor is the cache kept) */
+        e->tc.valid = 0;
+        return tools_json_once(e, b);
+    }
     if (e->tc.valid && e->tc.len == n && memcmp(e->tc.text, text, n) == 0) {
         if (e->tc.rc) return FALLBACK;
         put(st, b, e->tc.frag.p, e->tc.frag.len);
@@ -477,6 +563,51 @@ static int tools_json(Enc *e, Buf *b) {
     return rc;
 }
 
+/* to_chat._tool_choice for an Anthropic source (_choice_keys: type, disable_parallel_tool_use and a
+ * tool choice's name). */
+static int anthropic_tool_choice(Enc *e, yyjson_val *raw, Buf *b) {
+    St *st = &e->st;
+    if (yyjson_is_obj(raw)) {
+        yyjson_val *t = yyjson_obj_get(raw, "type");
+        if (t && (yyjson_is_arr(t) || yyjson_is_obj(t))) return FALLBACK; /* {...}.get(t): TypeError */
+        int tool = is_str(t, "tool");
+        size_t idx, max;
+        yyjson_val *key, *val;
+        int other = 0; /* keys_except(raw, {"type", "name"}) */
+        yyjson_obj_foreach(raw, idx, max, key, val) {
+            if (!key_is(key, "type") && !key_is(key, "name")) other = 1;
+            if (key_is(key, "type") || key_is(key, "disable_parallel_tool_use") || (tool && key_is(key, "name")))
+                continue;
+            e->tmp2.len = 0;
+            puts_(st, &e->tmp2, "/tool_choice");
+            put_ptr(st, &e->tmp2, yyjson_get_str(key), yyjson_get_len(key));
+            e->tmp.len = 0;
+            puts_(st, &e->tmp, "tool_choice '");
+            put(st, &e->tmp, yyjson_get_str(key), yyjson_get_len(key));
+            puts_(st, &e->tmp, "' has no slot in Chat");
+            lose(e, e->tmp2.p, e->tmp2.len, "tools", e->tmp.p, e->tmp.len);
+        }
+        if (other) lose_s(e, "/tool_choice", 12, "tools", "disable_parallel_tool_use has no slot in Chat tool_choice");
+        const char *mapped = is_str(t, "auto") ? "auto" : is_str(t, "any") ? "required" : is_str(t, "none") ? "none" : NULL;
+        if (mapped) {
+            puts_(st, b, ",\"tool_choice\":\"");
+            puts_(st, b, mapped);
+            put(st, b, "\"", 1);
+            return 0;
+        }
+        if (tool) {
+            puts_(st, b, ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":");
+            yyjson_val *name = yyjson_obj_get(raw, "name");
+            if (name) put_value(st, b, name);
+            else puts_(st, b, "null");
+            puts_(st, b, "}}");
+            return 0;
+        }
+    }
+    lose_s(e, "/tool_choice", 12, "tools", "tool_choice has no equivalent in Chat");
+    return 0;
+}
+
 /* to_chat._tool_choice for a Responses source, written as `,"tool_choice":...` into b or dropped. */
 static int tool_choice_json(Enc *e, Buf *b) {
     St *st = &e->st;
@@ -486,6 +617,11 @@ static int tool_choice_json(Enc *e, Buf *b) {
     yyjson_doc *doc = parse(text, n);
     if (!doc) return FALLBACK;
     yyjson_val *raw = yyjson_doc_get_root(doc);
+    if (e->anthropic) {
+        int rc = anthropic_tool_choice(e, raw, b);
+        yyjson_doc_free(doc);
+        return rc;
+    }
     if (yyjson_is_obj(raw)) {
         /* a Responses choice's keys (Anthropic's disable_parallel_tool_use is no key here) */
         static const char *const known[] = {"type", "name", NULL};
@@ -566,7 +702,9 @@ static int top_extra_json(Enc *e, Buf *b) {
         return FALLBACK;
     }
     yyjson_obj_foreach(root, idx, max, key, val) {
-        if (key_in(key, same)) {
+        if (e->anthropic && key_is(key, "metadata")) { /* openai_top_extra: {user_id}, not a free map */
+            lose_s(e, "/metadata", 9, "request_field", "Anthropic metadata is not OpenAI metadata");
+        } else if (key_in(key, same)) {
             put(st, b, ",", 1);
             put_value(st, b, key);
             put(st, b, ":", 1);
@@ -623,11 +761,14 @@ static int encode_row(Enc *e) {
     size_t n, n2;
     const char *s = col_str(&e->source_format, r, &n);
     const char *k = col_str(&e->record_kind, r, &n2);
-    if (!str_eq(s, n, "responses") || !str_eq(k, n2, "request")) return FALLBACK;
+    /* Anthropic request bodies: to_chat.py's Anthropic branches (e->anthropic), then the report */
+    int anthropic = str_eq(s, n, "anthropic");
+    if ((!anthropic && !str_eq(s, n, "responses")) || !str_eq(k, n2, "request")) return FALLBACK;
     if (!col_valid(&e->items, r) || !col_valid(&e->instr_valid, r)) return FALLBACK;
     const char *form = col_str(&e->items_form, r, &n);
     if (!str_eq(form, n, "string") && !str_eq(form, n, "parts")) return FALLBACK;
     e->string_input = str_eq(form, n, "string");
+    if (anthropic && e->string_input) return FALLBACK;
     col_list(&e->items, r, &e->start, &e->end);
     e->nmsgs = e->ncalls = 0;
     e->scratch.len = 0;
@@ -641,12 +782,22 @@ static int encode_row(Enc *e) {
         const char *t = col_str(&e->type, i, &n);
         if (!t) goto done;
         if ((is_call(t, n) || is_output(t, n)) && !col_valid(&e->call_id, i)) goto done;
+        if (anthropic && (str_eq(t, n, "custom_tool_call") || str_eq(t, n, "custom_tool_call_output")))
+            goto done; /* (none comes from the Anthropic decoder) */
+        size_t nl;
+        const char *nt = col_str(&e->native_type, i, &nl);
+        if (anthropic && str_eq(t, n, "message") && str_eq(nt, nl, "redacted_thinking"))
+            goto done; /* (wire_key: its encrypted_content is "data") */
     }
+    e->anthropic = anthropic;
+    e->loss0 = e->nloss;
     if (e->string_input) lose_s(e, "/input", 6, "content_form", "the string input shorthand becomes a user message");
 
     const char *instr = col_str(&e->instr_form, r, &n);
+    const char *ikey = anthropic ? "/system" : "/instructions"; /* to_chat._instructions' key */
+    size_t ikl = strlen(ikey);
     if (str_eq(instr, n, "null")) {
-        lose_s(e, "/instructions", 13, "instruction_position", "explicit null instructions dropped");
+        lose_s(e, ikey, ikl, "instruction_position", "explicit null instructions dropped");
     } else if (str_eq(instr, n, "string")) {
         int64_t a, z;
         if (!col_valid(&e->instr_content, r)) goto done;
@@ -656,15 +807,55 @@ static int encode_row(Enc *e) {
         const char *text = col_str(&e->instr_text, a, &tl);
         if (!text) goto done;
         if (!tl) {
-            lose_s(e, "/instructions", 13, "empty_text", "empty instructions produce no system message");
+            lose_s(e, ikey, ikl, "empty_text", "empty instructions produce no system message");
         } else {
-            lose_s(e, "/instructions", 13, "instruction_position", "instructions became a leading system message");
+            lose_s(e, ikey, ikl, "instruction_position", "instructions became a leading system message");
             Msg *m = new_msg(e, -1, "system", 6);
             if (!m) goto done;
             m->content = C_VALUE;
             m->c_off = e->scratch.len;
             put_json_str(st, &e->scratch, text, tl);
             m->c_len = e->scratch.len - m->c_off;
+        }
+    } else if (anthropic && str_eq(instr, n, "parts")) { /* system blocks: a leading system message */
+        int64_t a, z;
+        col_list(&e->instr_content, r, &a, &z);
+        size_t off = e->scratch.len;
+        put(st, &e->scratch, "[", 1);
+        Buf *p = &e->ptr2;
+        for (int64_t j = a; j < z; j++) {
+            if (!col_valid(&e->instr_blk_valid, j)) goto done;
+            p->len = 0;
+            puts_(st, p, "/system/");
+            put_i64(st, p, j - a);
+            size_t pl = p->len;
+            if (col_valid(&e->instr_cache, j)) {
+                puts_(st, p, "/cache_control");
+                lose_s(e, p->p, p->len, "cache_control", "Chat has no cache_control");
+                p->len = pl;
+            }
+            if (col_valid(&e->instr_cit, j)) {
+                puts_(st, p, "/citations");
+                lose_s(e, p->p, p->len, "citations", "Chat has no citations");
+                p->len = pl;
+            }
+            if (col_valid(&e->instr_extra, j))
+                lose_s(e, p->p, p->len, "unknown_field", "system block keys have no slot in Chat");
+            size_t tl;
+            const char *text = col_str(&e->instr_text, j, &tl);
+            if (j > a) put(st, &e->scratch, ",", 1);
+            puts_(st, &e->scratch, "{\"type\":\"text\",\"text\":");
+            put_json_str(st, &e->scratch, text ? text : "", text ? tl : 0);
+            put(st, &e->scratch, "}", 1);
+        }
+        put(st, &e->scratch, "]", 1);
+        lose_s(e, "/system", 7, "instruction_position", "system blocks became a leading system message");
+        if (z > a) {
+            Msg *m = new_msg(e, -1, "system", 6);
+            if (!m) goto done;
+            m->content = C_VALUE;
+            m->c_off = off;
+            m->c_len = e->scratch.len - off;
         }
     } else if (instr && !str_eq(instr, n, "absent")) {
         goto done; /* parts (system blocks) and items (an error in to_chat) */
@@ -675,6 +866,7 @@ static int encode_row(Enc *e) {
         size_t tl;
         const char *t = col_str(&e->type, i, &tl);
         if (item_ptr(e, &base, i)) goto done;
+        if (anthropic && at_lose_wrapper(e, i)) goto done;
         if (str_eq(t, tl, "message")) {
             size_t rl;
             const char *role_raw = col_str(&e->role, i, &rl);
@@ -685,12 +877,12 @@ static int encode_row(Enc *e) {
             if (item_content(e, i, str_eq(role, role_len, "user"), 0, &state, &off, &len, &truthy, &nonempty))
                 goto done;
             /* _message_losses */
-            lose_fields(e, i, &base, MSG_UNUSED);
+            lose_fields(e, i, &base, anthropic ? A_MSG_UNUSED : MSG_UNUSED);
             size_t cfl;
             const char *cform = col_str(&e->content_form, i, &cfl);
-            int assistant = str_eq(role_raw, rl, "assistant");
+            int assistant = !anthropic && str_eq(role_raw, rl, "assistant"); /* (a Responses source's rules) */
             int parts = str_eq(cform, cfl, "parts");
-            if ((col_valid(&e->native_type, i) || has_null(&e->inulls, &e->inull_names, i, "native_type")) &&
+            if (!anthropic && (col_valid(&e->native_type, i) || has_null(&e->inulls, &e->inull_names, i, "native_type")) &&
                 (!assistant || !parts)) {
                 size_t bl = base.len;
                 puts_(st, &base, "/type");
@@ -782,7 +974,7 @@ static int encode_row(Enc *e) {
             }
             if (!value) {
                 size_t bl = base.len;
-                puts_(st, &base, custom ? "/input" : "/arguments");
+                puts_(st, &base, custom || anthropic ? "/input" : "/arguments"); /* Ctx.wire_key */
                 lose_s(e, base.p, base.len, "content_form",
                        custom ? "a missing or null 'input' becomes ''" : "a missing or null 'arguments' becomes ''");
                 base.len = bl;
@@ -823,7 +1015,7 @@ static int encode_row(Enc *e) {
             m->content = C_VALUE;
             m->c_off = off;
             m->c_len = len;
-            lose_fields(e, i, &base, OUT_UNUSED);
+            lose_fields(e, i, &base, anthropic ? A_OUT_UNUSED : OUT_UNUSED);
             if (lose_extra(e, i, &base)) goto done;
             cur = -1;
             /* the kind Chat infers: custom when any custom call of the row has this id */
@@ -835,13 +1027,16 @@ static int encode_row(Enc *e) {
                 const char *qid = col_str(&e->call_id, q, &il);
                 custom = il == cl && memcmp(qid, cid, cl) == 0;
             }
-            if (custom != str_eq(t, tl, "custom_tool_call_output"))
+            if (!anthropic && custom != str_eq(t, tl, "custom_tool_call_output"))
                 lose_s(e, base.p, base.len, "content_form", "Chat tool messages have no kind; it is inferred from the call");
         } else if (str_eq(t, tl, "reasoning")) {
             lose_s(e, base.p, base.len, "reasoning", "Chat has no reasoning");
             size_t bl = base.len;
             if (col_valid(&e->encrypted_content, i)) {
-                puts_(st, &base, "/encrypted_content");
+                size_t nl; /* Ctx.wire_key: a redacted thinking block's data */
+                const char *nt = col_str(&e->native_type, i, &nl);
+                int data = anthropic && str_eq(nt, nl, "redacted_thinking");
+                puts_(st, &base, data ? "/data" : "/encrypted_content");
                 lose_s(e, base.p, base.len, "encrypted_reasoning", "dropped");
                 base.len = bl;
             }
@@ -868,7 +1063,7 @@ static int encode_row(Enc *e) {
         }
     }
     /* _leading_system_will_become_instructions (no instructions message reaches here first) */
-    if (e->nmsgs && e->msgs[0].item >= 0 && str_eq(e->msgs[0].role, e->msgs[0].role_len, "system") &&
+    if (!anthropic && e->nmsgs && e->msgs[0].item >= 0 && str_eq(e->msgs[0].role, e->msgs[0].role_len, "system") &&
         e->msgs[0].content == C_VALUE && e->msgs[0].content_str) {
         static const char d[] = "a leading system message and top-level instructions look the same in Chat";
         if (item_ptr(e, &base, e->msgs[0].item)) goto done;
@@ -889,9 +1084,10 @@ static int encode_row(Enc *e) {
     }
     if (tools_json(e, &e->out) || tool_choice_json(e, &e->out) || top_extra_json(e, &e->out)) goto done;
     put(st, &e->out, "}", 1);
-    rc = 0;
+    rc = anthropic ? anthropic_report(e, 0, NULL) : 0; /* Chat keeps no media in tool results */
 done:
     e->base = base;
+    e->anthropic = 0;
     return rc;
 }
 

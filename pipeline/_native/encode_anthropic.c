@@ -17,109 +17,39 @@
  *
  * Input and output as encode.c (the Arrow C data interface in; text + int64 offsets, one byte per
  * row, and the loss columns out, handed to Python without a copy); the GIL is released for the walk.
+ * The row state, column binding and batch loop are encode_common.h's (Enc, bind_all, run_encoder);
+ * the turn rules' shapes (segments, turns, blocks) are anthropic_turns.h's.
  */
 #include "encode_common.h"
+#include "anthropic_turns.h"
 
-#define FALLBACK 1
-
-enum { S_TEXT, S_CALL, S_RESULT };    /* Seg.kind */
-enum { B_TEXT, B_FRAG };              /* Blk.type: a text block (text kept raw: the prefill trim), or JSON */
-enum { R_USER, R_ASSISTANT, R_SYSTEM }; /* Anthropic roles */
 static const char *const ROLE[] = {"user", "assistant", "system"};
-
-/* One Anthropic content block being assembled. */
-typedef struct {
-    int type;
-    const char *text; /* B_TEXT: the text (in the table), len may shrink (trailing whitespace) */
-    size_t len;
-    int in_scratch;   /* B_TEXT: the text is at scratch + off instead (a Chat message's refusal field) */
-    size_t off, flen;       /* B_FRAG: its JSON in scratch */
-    size_t path_off, path_len; /* source pointer of the block's text, in paths */
-} Blk;
-
-/* to_anthropic.Seg: one source element's share of an Anthropic message. */
-typedef struct {
-    int kind, role;
-    int64_t i;          /* the item */
-    int64_t b0, nb;     /* its blocks: blk[b0 .. b0 + nb) */
-    int string;         /* the source content was a plain string */
-    const char *cid;    /* call id (calls and results) */
-    size_t cid_len;
-    int placed, alive;
-} Seg;
-
-/* to_anthropic.Turn: a message being assembled from segments (indices into seg). */
-typedef struct {
-    int role;
-    int64_t *s;
-    int64_t n, cap;
-} Turn;
-
-typedef struct {
-    St st;
-    Col source_format, record_kind, model, instr_form, items_form, tools, tool_choice, extra, nulls, null_names;
-    Col instr_valid, instr_content, instr_blk_valid, instr_text;
-    Col items, item_valid, section, group, type, native_type, role, id, call_id, name, namespace_, arguments,
-        input, status, phase, content_form, content, encrypted_content, signature, iextra, inulls, inull_names, part;
-    Col blk_valid, btype, btext, bann, blogp, bcache, bcit, bextra, bnulls, bnull_names;
-    /* row state */
-    int64_t r, start, end, loss0;
-    int string_input;
-    int chat; /* the row is a Chat request (calls nested in their assistant message), else Responses */
-    Blk *blk;
-    int64_t nblk, capblk;
-    Seg *seg;
-    int64_t nseg, capseg;
-    Turn *turn;
-    int64_t nturn, capturn;
-    int64_t *ix; /* scratch index lists (found calls, element lists) */
-    int64_t nix, capix;
-    Buf scratch, paths, tmp, tmp2, p1, p2, p3, kb;
-    /* output */
-    Buf out, out_off, native, loss_row, path, path_off, kind, kind_off, detail, detail_off;
-    int64_t nloss;
-} A;
 
 /* ------------------------------------------------------------------------------------------ */
 /* Losses                                                                                       */
 
-static void a_lose(A *e, const char *path, size_t path_len, const char *kind, const char *detail, size_t detail_len) {
-    St *st = &e->st;
-    put(st, &e->loss_row, &e->r, 8);
-    put(st, &e->path, path, path_len);
-    int64_t o = (int64_t)e->path.len;
-    put(st, &e->path_off, &o, 8);
-    puts_(st, &e->kind, kind);
-    o = (int64_t)e->kind.len;
-    put(st, &e->kind_off, &o, 8);
-    put(st, &e->detail, detail, detail_len);
-    o = (int64_t)e->detail.len;
-    put(st, &e->detail_off, &o, 8);
-    e->nloss++;
-}
-
-static void a_lose_s(A *e, const Buf *path, const char *kind, const char *detail) {
-    a_lose(e, path->p, path->len, kind, detail, strlen(detail));
+void at_lose_p(Enc *e, const Buf *path, const char *kind, const char *detail) {
+    lose(e, path->p, path->len, kind, detail, strlen(detail));
 }
 
 /* A loss at a fixed path with a fixed detail. */
-static void lose_c(A *e, const char *path, const char *kind, const char *detail) {
-    a_lose(e, path, strlen(path), kind, detail, strlen(detail));
+static void lose_c(Enc *e, const char *path, const char *kind, const char *detail) {
+    lose(e, path, strlen(path), kind, detail, strlen(detail));
 }
 
-static void lose_b(A *e, const Buf *path, const char *kind, const Buf *detail) {
-    a_lose(e, path->p, path->len, kind, detail->p, detail->len);
+static void lose_b(Enc *e, const Buf *path, const char *kind, const Buf *detail) {
+    lose(e, path->p, path->len, kind, detail->p, detail->len);
 }
 
 /* Path of loss k (of the whole batch). */
-static const char *loss_path(A *e, int64_t k, size_t *n) {
+static const char *loss_path(Enc *e, int64_t k, size_t *n) {
     const int64_t *off = (const int64_t *)e->path_off.p;
     *n = (size_t)(off[k + 1] - off[k]);
     return e->path.p + off[k];
 }
 
 /* Has this row a loss at exactly path p (losses [from, nloss))? */
-static int has_loss_at(A *e, const char *p, size_t n, int64_t from) {
+int at_has_loss_at(Enc *e, const char *p, size_t n, int64_t from) {
     for (int64_t k = from; k < e->nloss; k++) {
         size_t m;
         const char *q = loss_path(e, k, &m);
@@ -160,22 +90,38 @@ static size_t rstrip_len(const char *s, size_t n) {
 }
 
 /* not s.strip(): empty or only whitespace */
-static int blank(const char *s, size_t n) { return rstrip_len(s, n) == 0; }
+int at_blank(const char *s, size_t n) { return rstrip_len(s, n) == 0; }
 
 static int same(const char *a, size_t an, const char *b, size_t bn) {
     return (a == NULL) == (b == NULL) && (!a || (an == bn && memcmp(a, b, an) == 0));
 }
 
-/* Ctx.message_ptr for Chat (/messages/G) into b; Responses: item_ptr. */
-static int message_ptr(A *e, Buf *b, int64_t i);
+/* An Anthropic request's /messages/G (anthropic_round_trip: its items all sit in messages). */
+static int anthropic_message_ptr(Enc *e, Buf *b, int64_t i) {
+    size_t n;
+    const char *sec = col_str(&e->section, i, &n);
+    if (!str_eq(sec, n, "messages") || !col_valid(&e->group, i)) return FALLBACK;
+    b->len = 0;
+    puts_(&e->st, b, "/messages/");
+    put_i64(&e->st, b, col_i32(&e->group, i));
+    return 0;
+}
 
 /* Ctx.item_ptr into b (reset first): Responses /input/G (or /input for the string shorthand), Chat
- * /messages/G, a call /messages/G/tool_calls/P. */
-static int item_ptr(A *e, Buf *b, int64_t i) {
+ * /messages/G, a call /messages/G/tool_calls/P; Anthropic /messages/G, a block /messages/G/content/P. */
+int at_item_ptr(Enc *e, Buf *b, int64_t i) {
     size_t n;
     const char *sec = col_str(&e->section, i, &n);
     if (!sec) return FALLBACK;
     b->len = 0;
+    if (e->anthropic) {
+        if (anthropic_message_ptr(e, b, i)) return FALLBACK;
+        if (col_valid(&e->part, i)) {
+            puts_(&e->st, b, "/content/");
+            put_i64(&e->st, b, col_i32(&e->part, i));
+        }
+        return 0;
+    }
     if (e->chat) {
         if (!str_eq(sec, n, "messages") || !col_valid(&e->group, i)) return FALLBACK;
         puts_(&e->st, b, "/messages/");
@@ -197,8 +143,9 @@ static int item_ptr(A *e, Buf *b, int64_t i) {
     return 0;
 }
 
-static int message_ptr(A *e, Buf *b, int64_t i) {
-    if (!e->chat) return item_ptr(e, b, i);
+int at_message_ptr(Enc *e, Buf *b, int64_t i) {
+    if (e->anthropic) return anthropic_message_ptr(e, b, i);
+    if (!e->chat) return at_item_ptr(e, b, i);
     size_t n;
     const char *sec = col_str(&e->section, i, &n);
     if (!str_eq(sec, n, "messages") || !col_valid(&e->group, i)) return FALLBACK;
@@ -209,8 +156,29 @@ static int message_ptr(A *e, Buf *b, int64_t i) {
 }
 
 /* Ctx.content_ptr(i, k) (k < 0: the content itself). */
-static int content_ptr(A *e, Buf *b, int64_t i, int64_t k) {
-    if (item_ptr(e, b, i)) return FALLBACK;
+int at_content_ptr(Enc *e, Buf *b, int64_t i, int64_t k) {
+    if (e->anthropic) {
+        size_t tl, fl;
+        const char *t = col_str(&e->type, i, &tl);
+        const char *form = col_str(&e->content_form, i, &fl);
+        if (str_eq(t, tl, "message")) { /* its blocks sit in the message's content from `part` on */
+            if (anthropic_message_ptr(e, b, i)) return FALLBACK;
+            puts_(&e->st, b, "/content");
+            if (str_eq(form, fl, "parts") && col_valid(&e->part, i)) {
+                put(&e->st, b, "/", 1);
+                put_i64(&e->st, b, col_i32(&e->part, i) + (k < 0 ? 0 : k));
+            }
+            return 0;
+        }
+        if (at_item_ptr(e, b, i)) return FALLBACK; /* a tool_result's own content list */
+        puts_(&e->st, b, "/content");
+        if (k >= 0) {
+            put(&e->st, b, "/", 1);
+            put_i64(&e->st, b, k);
+        }
+        return 0;
+    }
+    if (at_item_ptr(e, b, i)) return FALLBACK;
     size_t tl, fl;
     const char *t = col_str(&e->type, i, &tl);
     puts_(&e->st, b, !e->chat && ends_with(t, tl, "_output") ? "/output" : "/content");
@@ -223,7 +191,7 @@ static int content_ptr(A *e, Buf *b, int64_t i, int64_t k) {
 }
 
 /* Item i's first content block (its text when the content is a string). */
-static int64_t first_block(A *e, int64_t i) {
+static int64_t first_block(Enc *e, int64_t i) {
     int64_t a, z;
     col_list(&e->content, i, &a, &z);
     return a < z ? a : -1;
@@ -232,7 +200,7 @@ static int64_t first_block(A *e, int64_t i) {
 /* ------------------------------------------------------------------------------------------ */
 /* Growing arrays                                                                               */
 
-static int grow(A *e, void **p, int64_t *cap, int64_t need, size_t size) {
+static int grow(Enc *e, void **p, int64_t *cap, int64_t need, size_t size) {
     if (need <= *cap) return 0;
     int64_t c = *cap ? *cap : 16;
     while (c < need) c *= 2;
@@ -247,14 +215,14 @@ static int grow(A *e, void **p, int64_t *cap, int64_t need, size_t size) {
     return 0;
 }
 
-static Blk *new_blk(A *e) {
+Blk *at_new_blk(Enc *e) {
     if (grow(e, (void **)&e->blk, &e->capblk, e->nblk + 1, sizeof(Blk))) return NULL;
     Blk *b = &e->blk[e->nblk++];
     memset(b, 0, sizeof *b);
     return b;
 }
 
-static int64_t new_seg(A *e, int kind, int role, int64_t i) {
+int64_t at_new_seg(Enc *e, int kind, int role, int64_t i) {
     if (grow(e, (void **)&e->seg, &e->capseg, e->nseg + 1, sizeof(Seg))) return -1;
     Seg *s = &e->seg[e->nseg];
     memset(s, 0, sizeof *s);
@@ -265,7 +233,7 @@ static int64_t new_seg(A *e, int kind, int role, int64_t i) {
     return e->nseg++;
 }
 
-static int turn_push(A *e, Turn *t, int64_t s) {
+int at_turn_push(Enc *e, Turn *t, int64_t s) {
     if (t->n + 1 > t->cap) {
         int64_t c = t->cap ? t->cap * 2 : 8;
         int64_t *q = (int64_t *)realloc(t->s, (size_t)c * sizeof(int64_t));
@@ -290,7 +258,7 @@ static void turn_remove(Turn *t, int64_t s) {
 }
 
 /* A new empty turn at index k (the turn structs keep their arrays from row to row). */
-static Turn *turn_insert(A *e, int64_t k, int role) {
+Turn *at_turn_insert(Enc *e, int64_t k, int role) {
     if (grow(e, (void **)&e->turn, &e->capturn, e->nturn + 1, sizeof(Turn))) return NULL;
     Turn spare = e->turn[e->nturn];
     memmove(e->turn + k + 1, e->turn + k, (size_t)(e->nturn - k) * sizeof(Turn));
@@ -301,7 +269,7 @@ static Turn *turn_insert(A *e, int64_t k, int role) {
     return &e->turn[k];
 }
 
-static int ix_push(A *e, int64_t v) {
+static int ix_push(Enc *e, int64_t v) {
     if (grow(e, (void **)&e->ix, &e->capix, e->nix + 1, sizeof(int64_t))) return FALLBACK;
     e->ix[e->nix++] = v;
     return 0;
@@ -311,7 +279,7 @@ static int ix_push(A *e, int64_t v) {
 /* Content blocks                                                                               */
 
 /* Ctx.lose_part: a part the target cannot hold. */
-static void lose_part(A *e, const Buf *path, const char *t, size_t tl, const char *where) {
+static void lose_part(Enc *e, const Buf *path, const char *t, size_t tl, const char *where) {
     static const char *const map[][2] = {
         {"input_image", "image"}, {"image", "image"}, {"image_url", "image"}, {"input_file", "file"},
         {"document", "file"}, {"file", "file"}, {"input_audio", "audio"}, {"refusal", "refusal"},
@@ -332,7 +300,7 @@ static void lose_part(A *e, const Buf *path, const char *t, size_t tl, const cha
 
 /* The block's extra_json as a parsed object (*doc NULL when it has none); FALLBACK when it is not
  * canonical. */
-static int block_extra(A *e, int64_t j, yyjson_doc **doc) {
+static int block_extra(Enc *e, int64_t j, yyjson_doc **doc) {
     size_t n;
     const char *x = col_str(&e->bextra, j, &n);
     *doc = NULL;
@@ -348,7 +316,7 @@ static int block_extra(A *e, int64_t j, yyjson_doc **doc) {
 }
 
 /* to_anthropic._text_block: block j (text or refusal) as a text Blk (with its path), or dropped. */
-static int text_block(A *e, int64_t j, const Buf *path, const char *where, int *made) {
+static int text_block(Enc *e, int64_t j, const Buf *path, const char *where, int *made) {
     St *st = &e->st;
     *made = 0;
     size_t tl;
@@ -357,7 +325,7 @@ static int text_block(A *e, int64_t j, const Buf *path, const char *where, int *
     const char *back = e->chat ? "text" : assistant ? "output_text" : "input_text"; /* _text_type_back */
     Buf *p = &e->p3;
     if (str_eq(t, tl, "refusal")) {
-        a_lose_s(e, path, "refusal", "a refusal became plain text (Anthropic has no refusal part)");
+        at_lose_p(e, path, "refusal", "a refusal became plain text (Anthropic has no refusal part)");
     } else if (!str_eq(t, tl, back)) {
         p->len = 0;
         put(st, p, path->p, path->len);
@@ -380,13 +348,13 @@ static int text_block(A *e, int64_t j, const Buf *path, const char *where, int *
         p->len = 0;
         put(st, p, path->p, path->len);
         puts_(st, p, "/annotations");
-        a_lose_s(e, p, "annotations", "Anthropic text blocks have no annotations");
+        at_lose_p(e, p, "annotations", "Anthropic text blocks have no annotations");
     }
     if (col_valid(&e->blogp, j) || has_null(&e->bnulls, &e->bnull_names, j, "logprobs")) {
         p->len = 0;
         put(st, p, path->p, path->len);
         puts_(st, p, "/logprobs");
-        a_lose_s(e, p, "logprobs", "Anthropic requests have no logprobs");
+        at_lose_p(e, p, "logprobs", "Anthropic requests have no logprobs");
     }
     if (col_valid(&e->bnulls, j)) {
         int64_t a, z;
@@ -428,11 +396,11 @@ static int text_block(A *e, int64_t j, const Buf *path, const char *where, int *
     }
     size_t xl;
     const char *text = col_str(&e->btext, j, &xl);
-    if (!text || blank(text, xl)) {
-        a_lose_s(e, path, "empty_text", "Anthropic rejects empty or whitespace-only text blocks");
+    if (!text || at_blank(text, xl)) {
+        at_lose_p(e, path, "empty_text", "Anthropic rejects empty or whitespace-only text blocks");
         return 0;
     }
-    Blk *b = new_blk(e);
+    Blk *b = at_new_blk(e);
     if (!b) return FALLBACK;
     b->type = B_TEXT;
     b->text = text;
@@ -443,8 +411,30 @@ static int text_block(A *e, int64_t j, const Buf *path, const char *where, int *
 
 static const char *const IMAGE_MEDIA[] = {"image/jpeg", "image/png", "image/gif", "image/webp", NULL};
 
+int at_image_media(const char *s, size_t n) {
+    for (const char *const *m = IMAGE_MEDIA; *m; m++)
+        if (str_eq(s, n, *m)) return 1;
+    return 0;
+}
+
+/* to_anthropic.image_source's decision: 1 for a data URL "data:<media>;base64,<data>" of a media type
+ * Anthropic takes (*media_len: the media type's length, at u + 5), 2 for an http(s) URL, else 0. */
+int at_image_source(const char *u, size_t n, size_t *media_len) {
+    if (n >= 5 && memcmp(u, "data:", 5) == 0) {
+        const char *comma = memchr(u, ',', n);
+        if (!comma) return 0;
+        const char *head = u + 5;
+        size_t hn = (size_t)(comma - head);
+        const char *semi = memchr(head, ';', hn);
+        if (!semi || !str_eq(semi + 1, (size_t)(comma - semi - 1), "base64")) return 0;
+        *media_len = (size_t)(semi - head);
+        return at_image_media(head, *media_len);
+    }
+    return ((n >= 8 && memcmp(u, "https://", 8) == 0) || (n >= 7 && memcmp(u, "http://", 7) == 0)) ? 2 : 0;
+}
+
 /* An image key with no slot in Anthropic: key (prefix + name) split at "/" into pointer tokens. */
-static void image_key_lost(A *e, const Buf *path, const char *prefix, const char *name, size_t nl) {
+static void image_key_lost(Enc *e, const Buf *path, const char *prefix, const char *name, size_t nl) {
     St *st = &e->st;
     Buf *key = &e->kb, *p = &e->p3;
     key->len = 0;
@@ -466,7 +456,7 @@ static void image_key_lost(A *e, const Buf *path, const char *prefix, const char
 }
 
 /* to_anthropic._image_block: an input_image / image_url part as an image block (detail lost). */
-static int image_block(A *e, int64_t j, const Buf *path, int *made) {
+static int image_block(Enc *e, int64_t j, const Buf *path, int *made) {
     St *st = &e->st;
     *made = 0;
     yyjson_doc *doc;
@@ -483,25 +473,17 @@ static int image_block(A *e, int64_t j, const Buf *path, int *made) {
     if (url && yyjson_is_str(url)) {
         const char *u = yyjson_get_str(url);
         size_t n = yyjson_get_len(url);
-        if (n >= 5 && memcmp(u, "data:", 5) == 0) {
+        size_t ml = 0;
+        int kind = at_image_source(u, n, &ml);
+        if (kind == 1) {
+            ok = 1;
             const char *comma = memchr(u, ',', n);
-            if (comma) {
-                const char *head = u + 5;
-                size_t hn = (size_t)(comma - head);
-                const char *semi = memchr(head, ';', hn);
-                if (semi && str_eq(semi + 1, (size_t)(comma - semi - 1), "base64")) {
-                    for (const char *const *m = IMAGE_MEDIA; *m; m++)
-                        if (str_eq(head, (size_t)(semi - head), *m)) ok = 1;
-                    if (ok) {
-                        puts_(st, &e->scratch, "{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":");
-                        put_json_str(st, &e->scratch, head, (size_t)(semi - head));
-                        puts_(st, &e->scratch, ",\"data\":");
-                        put_json_str(st, &e->scratch, comma + 1, n - (size_t)(comma + 1 - u));
-                        puts_(st, &e->scratch, "}}");
-                    }
-                }
-            }
-        } else if ((n >= 8 && memcmp(u, "https://", 8) == 0) || (n >= 7 && memcmp(u, "http://", 7) == 0)) {
+            puts_(st, &e->scratch, "{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":");
+            put_json_str(st, &e->scratch, u + 5, ml);
+            puts_(st, &e->scratch, ",\"data\":");
+            put_json_str(st, &e->scratch, comma + 1, n - (size_t)(comma + 1 - u));
+            puts_(st, &e->scratch, "}}");
+        } else if (kind == 2) {
             ok = 1;
             puts_(st, &e->scratch, "{\"type\":\"image\",\"source\":{\"type\":\"url\",\"url\":");
             put_json_str(st, &e->scratch, u, n);
@@ -509,7 +491,7 @@ static int image_block(A *e, int64_t j, const Buf *path, int *made) {
         }
     }
     if (!ok) {
-        a_lose_s(e, path, "image", "no data URL (jpeg/png/gif/webp) or http(s) URL Anthropic can take");
+        at_lose_p(e, path, "image", "no data URL (jpeg/png/gif/webp) or http(s) URL Anthropic can take");
         if (doc) yyjson_doc_free(doc);
         return 0;
     }
@@ -545,10 +527,10 @@ static int image_block(A *e, int64_t j, const Buf *path, int *made) {
         p->len = 0;
         put(st, p, path->p, path->len);
         puts_(st, p, "/detail");
-        a_lose_s(e, p, "image", "image 'detail' has no slot in Anthropic");
+        at_lose_p(e, p, "image", "image 'detail' has no slot in Anthropic");
     }
     if (doc) yyjson_doc_free(doc);
-    Blk *b = new_blk(e);
+    Blk *b = at_new_blk(e);
     if (!b) return FALLBACK;
     b->type = B_FRAG;
     b->off = off;
@@ -559,7 +541,7 @@ static int image_block(A *e, int64_t j, const Buf *path, int *made) {
 
 /* to_anthropic._content_blocks: item i's content into seg's blocks (where: the Anthropic role, or
  * "tool" for an output's content). */
-static int content_blocks(A *e, int64_t i, const char *where, int64_t s) {
+static int content_blocks(Enc *e, int64_t i, const char *where, int64_t s) {
     St *st = &e->st;
     size_t fl;
     const char *form = col_str(&e->content_form, i, &fl);
@@ -570,9 +552,9 @@ static int content_blocks(A *e, int64_t i, const char *where, int64_t s) {
         size_t n;
         const char *text = col_str(&e->btext, j, &n);
         if (!text) return FALLBACK;
-        if (content_ptr(e, path, i, -1)) return FALLBACK;
-        if (!blank(text, n)) {
-            Blk *b = new_blk(e);
+        if (at_content_ptr(e, path, i, -1)) return FALLBACK;
+        if (!at_blank(text, n)) {
+            Blk *b = at_new_blk(e);
             if (!b) return FALLBACK;
             b->type = B_TEXT;
             b->text = text;
@@ -583,7 +565,7 @@ static int content_blocks(A *e, int64_t i, const char *where, int64_t s) {
             e->seg[s].nb++;
             e->seg[s].string = 1;
         } else {
-            a_lose_s(e, path, "empty_text", "Anthropic rejects empty or whitespace-only text");
+            at_lose_p(e, path, "empty_text", "Anthropic rejects empty or whitespace-only text");
         }
         return 0;
     }
@@ -593,7 +575,7 @@ static int content_blocks(A *e, int64_t i, const char *where, int64_t s) {
     int media_ok = str_eq(where, strlen(where), "user") || str_eq(where, strlen(where), "tool");
     for (int64_t j = a; j < z; j++) {
         if (!col_valid(&e->blk_valid, j)) return FALLBACK;
-        if (content_ptr(e, path, i, j - a)) return FALLBACK;
+        if (at_content_ptr(e, path, i, j - a)) return FALLBACK;
         size_t tl;
         const char *t = col_str(&e->btype, j, &tl);
         int made = 0, text = 0;
@@ -624,10 +606,10 @@ static int content_blocks(A *e, int64_t i, const char *where, int64_t s) {
 
 /* to_anthropic._item_keys_lost: id, status, phase, namespace, name and unknown keys (skip: "name"
  * for calls, "output" for outputs). */
-static int item_keys_lost(A *e, int64_t i, const char *skip) {
+static int item_keys_lost(Enc *e, int64_t i, const char *skip) {
     St *st = &e->st;
     Buf *base = &e->p1, *p = &e->p3;
-    if (item_ptr(e, base, i)) return FALLBACK;
+    if (at_item_ptr(e, base, i)) return FALLBACK;
     static const char *const fields[][2] = {
         {"id", "item_id"}, {"status", "status"}, {"phase", "phase"}, {"namespace", "namespace"}, {"name", "name"},
     };
@@ -651,7 +633,7 @@ static int item_keys_lost(A *e, int64_t i, const char *skip) {
         lose_b(e, p, fields[q][1], &e->tmp);
     }
     if (has_null(&e->inulls, &e->inull_names, i, "native_type"))
-        a_lose_s(e, base, "content_form", "an explicit null type tag is not kept");
+        at_lose_p(e, base, "content_form", "an explicit null type tag is not kept");
     size_t n;
     const char *x = col_str(&e->iextra, i, &n);
     if (!x) return 0;
@@ -683,18 +665,18 @@ static int item_keys_lost(A *e, int64_t i, const char *skip) {
 }
 
 /* to_anthropic._message_seg; *out = the segment or -1 (dropped). */
-static int message_seg(A *e, int64_t i, int64_t *out) {
+static int message_seg(Enc *e, int64_t i, int64_t *out) {
     St *st = &e->st;
     *out = -1;
     size_t rl;
     const char *role = col_str(&e->role, i, &rl);
     Buf *base = &e->p1;
-    if (item_ptr(e, base, i)) return FALLBACK;
+    if (at_item_ptr(e, base, i)) return FALLBACK;
     int ar = R_USER;
     if (!role || rl == 0) {
         ar = R_USER;
     } else if (str_eq(role, rl, "developer")) {
-        a_lose_s(e, base, "developer_role", "Anthropic has no developer role; it became system");
+        at_lose_p(e, base, "developer_role", "Anthropic has no developer role; it became system");
         ar = R_SYSTEM;
     } else if (str_eq(role, rl, "assistant")) {
         ar = R_ASSISTANT;
@@ -711,11 +693,11 @@ static int message_seg(A *e, int64_t i, int64_t *out) {
         puts_(st, &e->tmp, "' has no equivalent; sent as user");
         lose_b(e, p, "unknown_field", &e->tmp);
     }
-    int64_t s = new_seg(e, S_TEXT, ar, i);
+    int64_t s = at_new_seg(e, S_TEXT, ar, i);
     if (s < 0) return FALLBACK;
     if (content_blocks(e, i, ROLE[ar], s)) return FALLBACK;
     if (item_keys_lost(e, i, e->chat ? "refusal" : NULL)) return FALLBACK;
-    if (item_ptr(e, base, i)) return FALLBACK;
+    if (at_item_ptr(e, base, i)) return FALLBACK;
     if (e->chat) { /* a Chat message's refusal field */
         size_t n;
         const char *x = col_str(&e->iextra, i, &n);
@@ -727,12 +709,12 @@ static int message_seg(A *e, int64_t i, int64_t *out) {
             p->len = 0;
             put(st, p, base->p, base->len);
             puts_(st, p, "/refusal");
-            a_lose_s(e, p, "refusal", "the refusal field became plain text (or was empty)");
+            at_lose_p(e, p, "refusal", "the refusal field became plain text (or was empty)");
             const char *rt = yyjson_is_str(refusal) ? yyjson_get_str(refusal) : NULL;
             size_t rn = rt ? yyjson_get_len(refusal) : 0;
-            if (rt && !blank(rt, rn)) { /* a refusal message becomes a text message */
-                a_lose_s(e, base, "refusal", "the refusal text was added to the message content");
-                Blk *b = new_blk(e);
+            if (rt && !at_blank(rt, rn)) { /* a refusal message becomes a text message */
+                at_lose_p(e, base, "refusal", "the refusal text was added to the message content");
+                Blk *b = at_new_blk(e);
                 if (!b) {
                     yyjson_doc_free(doc);
                     return FALLBACK;
@@ -762,26 +744,26 @@ static int message_seg(A *e, int64_t i, int64_t *out) {
         if (is_call(t, tl)) { /* a call-only message comes back with null content */
             const char *form = col_str(&e->content_form, i, &fl);
             if (!str_eq(form, fl, "null") && !str_eq(form, fl, "string")) {
-                if (content_ptr(e, base, i, -1)) return FALLBACK;
-                a_lose_s(e, base, "content_form", "content without text comes back as null");
+                if (at_content_ptr(e, base, i, -1)) return FALLBACK;
+                at_lose_p(e, base, "content_form", "content without text comes back as null");
             }
             return 0;
         }
     }
-    a_lose_s(e, base, "content_form", "a message with no text Anthropic can hold is dropped");
+    at_lose_p(e, base, "content_form", "a message with no text Anthropic can hold is dropped");
     return 0;
 }
 
 /* to_anthropic.tool_input: the call's arguments as the tool_use input object, written to scratch. */
-static int tool_input(A *e, int64_t i) {
+static int tool_input(Enc *e, int64_t i) {
     St *st = &e->st;
     Buf *path = &e->p3;
-    if (item_ptr(e, path, i)) return FALLBACK;
+    if (at_item_ptr(e, path, i)) return FALLBACK;
     puts_(st, path, e->chat ? "/function/arguments" : "/arguments");
     size_t n;
     const char *raw = col_str(&e->arguments, i, &n);
     if (!raw) {
-        a_lose_s(e, path, "argument_string", "missing arguments sent as {}");
+        at_lose_p(e, path, "argument_string", "missing arguments sent as {}");
         puts_(st, &e->scratch, "{}");
         return 0;
     }
@@ -790,7 +772,7 @@ static int tool_input(A *e, int64_t i) {
     if (!root || !yyjson_is_obj(root)) {
         /* not JSON (yyjson and orjson both read strict RFC 8259) or not an object: kept as text */
         if (doc) yyjson_doc_free(doc);
-        a_lose_s(e, path, "argument_string", "arguments are not a JSON object; wrapped as {'_raw': text}");
+        at_lose_p(e, path, "argument_string", "arguments are not a JSON object; wrapped as {'_raw': text}");
         puts_(st, &e->scratch, "{\"_raw\":");
         put_json_str(st, &e->scratch, raw, n);
         put(st, &e->scratch, "}", 1);
@@ -804,16 +786,16 @@ static int tool_input(A *e, int64_t i) {
     put_value(st, &e->scratch, root);
     yyjson_doc_free(doc);
     if (e->scratch.len - off != n || memcmp(e->scratch.p + off, raw, n) != 0)
-        a_lose_s(e, path, "argument_string", "arguments re-serialised: formatting is not kept");
+        at_lose_p(e, path, "argument_string", "arguments re-serialised: formatting is not kept");
     return 0;
 }
 
 /* Ctx.lose_chat_call_keys(i, base, "tool_use") and the missing type tag (to_anthropic._call_keys_lost
  * for Chat). */
-static int chat_call_keys_lost(A *e, int64_t i) {
+static int chat_call_keys_lost(Enc *e, int64_t i) {
     St *st = &e->st;
     Buf *base = &e->p1, *p = &e->p3;
-    if (item_ptr(e, base, i)) return FALLBACK;
+    if (at_item_ptr(e, base, i)) return FALLBACK;
     size_t n, tl;
     const char *t = col_str(&e->type, i, &tl);
     const char *sub_key = str_eq(t, tl, "custom_tool_call") ? "custom" : "function";
@@ -849,20 +831,20 @@ static int chat_call_keys_lost(A *e, int64_t i) {
     }
     if (!col_valid(&e->native_type, i)) {
         puts_(st, base, "/type");
-        a_lose_s(e, base, "content_form", "a tool call without type comes back with one");
+        at_lose_p(e, base, "content_form", "a tool call without type comes back with one");
     }
     return 0;
 }
 
 /* to_anthropic._call_seg (a call id is there: id-less calls fall back). */
-static int call_seg(A *e, int64_t i, int64_t *out) {
+static int call_seg(Enc *e, int64_t i, int64_t *out) {
     St *st = &e->st;
     size_t tl, cl, nl;
     const char *t = col_str(&e->type, i, &tl);
     const char *cid = col_str(&e->call_id, i, &cl);
     if (!cid) return FALLBACK;
     Buf *base = &e->p1;
-    if (item_ptr(e, base, i)) return FALLBACK;
+    if (at_item_ptr(e, base, i)) return FALLBACK;
     const char *name = col_str(&e->name, i, &nl);
     size_t off = e->scratch.len;
     puts_(st, &e->scratch, "{\"type\":\"tool_use\",\"id\":");
@@ -873,9 +855,9 @@ static int call_seg(A *e, int64_t i, int64_t *out) {
     if (str_eq(t, tl, "custom_tool_call")) {
         /* in Chat the call changes kind inside tool_calls, where calls have no key to align on */
         Buf *where = &e->p2;
-        if (message_ptr(e, where, i)) return FALLBACK;
+        if (at_message_ptr(e, where, i)) return FALLBACK;
         if (e->chat) puts_(st, where, "/tool_calls");
-        a_lose_s(e, where, "custom_tool", "a free-form call was wrapped as tool_use input {'input': text}");
+        at_lose_p(e, where, "custom_tool", "a free-form call was wrapped as tool_use input {'input': text}");
         size_t il;
         const char *in = col_str(&e->input, i, &il);
         puts_(st, &e->scratch, "{\"input\":");
@@ -886,18 +868,18 @@ static int call_seg(A *e, int64_t i, int64_t *out) {
     }
     put(st, &e->scratch, "}", 1);
     if (!name) {
-        if (item_ptr(e, base, i)) return FALLBACK;
-        a_lose_s(e, base, "name", "a call without a tool name was sent with name ''");
+        if (at_item_ptr(e, base, i)) return FALLBACK;
+        at_lose_p(e, base, "name", "a call without a tool name was sent with name ''");
     }
     if (e->chat ? chat_call_keys_lost(e, i) : item_keys_lost(e, i, "name")) return FALLBACK;
-    int64_t s = new_seg(e, S_CALL, R_ASSISTANT, i);
+    int64_t s = at_new_seg(e, S_CALL, R_ASSISTANT, i);
     if (s < 0) return FALLBACK;
-    Blk *b = new_blk(e);
+    Blk *b = at_new_blk(e);
     if (!b) return FALLBACK;
     b->type = B_FRAG;
     b->off = off;
     b->flen = e->scratch.len - off;
-    if (item_ptr(e, base, i)) return FALLBACK;
+    if (at_item_ptr(e, base, i)) return FALLBACK;
     b->path_off = e->paths.len;
     put(st, &e->paths, base->p, base->len);
     b->path_len = base->len;
@@ -909,10 +891,10 @@ static int call_seg(A *e, int64_t i, int64_t *out) {
 }
 
 /* A text block's text (in the table, or in scratch). */
-static const char *blk_text(A *e, const Blk *b) { return b->in_scratch ? e->scratch.p + b->off : b->text; }
+static const char *blk_text(Enc *e, const Blk *b) { return b->in_scratch ? e->scratch.p + b->off : b->text; }
 
 /* Write blocks [b0, b0 + nb) as a JSON list's elements into b. */
-static void put_blocks(A *e, Buf *b, int64_t b0, int64_t nb, int first) {
+static void put_blocks(Enc *e, Buf *b, int64_t b0, int64_t nb, int first) {
     St *st = &e->st;
     for (int64_t q = b0; q < b0 + nb; q++) {
         if (!first || q > b0) put(st, b, ",", 1);
@@ -928,7 +910,7 @@ static void put_blocks(A *e, Buf *b, int64_t b0, int64_t nb, int first) {
 }
 
 /* Ctx.lose_fields for an output: a call's keys it had. */
-static void output_fields_lost(A *e, int64_t i, const Buf *base) {
+static void output_fields_lost(Enc *e, int64_t i, const Buf *base) {
     St *st = &e->st;
     static const char *const fields[][2] = {
         {"arguments", "argument_string"}, {"input", "custom_tool"}, {"encrypted_content", "encrypted_reasoning"},
@@ -950,15 +932,15 @@ static void output_fields_lost(A *e, int64_t i, const Buf *base) {
 }
 
 /* to_anthropic._result_seg (an id-less output here has no call to pair with: ids_ok checked). */
-static int result_seg(A *e, int64_t i, int64_t *out) {
+static int result_seg(Enc *e, int64_t i, int64_t *out) {
     St *st = &e->st;
     size_t tl, cl, fl;
     const char *t = col_str(&e->type, i, &tl);
     const char *cid = col_str(&e->call_id, i, &cl);
     Buf *base = &e->p1;
-    if (item_ptr(e, base, i)) return FALLBACK;
+    if (at_item_ptr(e, base, i)) return FALLBACK;
     if (str_eq(t, tl, "custom_tool_call_output"))
-        a_lose_s(e, base, "custom_tool", "a custom tool output comes back as a function output");
+        at_lose_p(e, base, "custom_tool", "a custom tool output comes back as a function output");
     Buf *frag = &e->tmp2; /* the block, copied to scratch at the end (content blocks write to scratch) */
     frag->len = 0;
     puts_(st, frag, "{\"type\":\"tool_result\",\"tool_use_id\":");
@@ -971,15 +953,15 @@ static int result_seg(A *e, int64_t i, int64_t *out) {
         size_t n;
         const char *text = col_str(&e->btext, j, &n);
         if (!text) return FALLBACK;
-        if (!blank(text, n)) {
+        if (!at_blank(text, n)) {
             puts_(st, frag, ",\"content\":");
             put_json_str(st, frag, text, n);
         } else if (n) {
-            if (content_ptr(e, cp, i, -1)) return FALLBACK;
-            a_lose_s(e, cp, "empty_text", "a whitespace-only output was sent without content");
+            if (at_content_ptr(e, cp, i, -1)) return FALLBACK;
+            at_lose_p(e, cp, "empty_text", "a whitespace-only output was sent without content");
         }
     } else if (str_eq(form, fl, "parts")) {
-        int64_t s = new_seg(e, S_TEXT, R_USER, i); /* a throwaway segment for the blocks */
+        int64_t s = at_new_seg(e, S_TEXT, R_USER, i); /* a throwaway segment for the blocks */
         if (s < 0) return FALLBACK;
         int64_t b0 = e->nblk;
         if (content_blocks(e, i, "tool", s)) return FALLBACK;
@@ -990,8 +972,8 @@ static int result_seg(A *e, int64_t i, int64_t *out) {
             put_blocks(e, frag, b0, nb, 1);
             put(st, frag, "]", 1);
         } else {
-            if (content_ptr(e, cp, i, -1)) return FALLBACK;
-            a_lose_s(e, cp, "content_form", "an output with no content Anthropic can hold");
+            if (at_content_ptr(e, cp, i, -1)) return FALLBACK;
+            at_lose_p(e, cp, "content_form", "an output with no content Anthropic can hold");
         }
         e->nblk = b0;
     } else {
@@ -1001,7 +983,7 @@ static int result_seg(A *e, int64_t i, int64_t *out) {
         yyjson_doc *doc = x ? parse(x, n) : NULL;
         if (x && !doc) return FALLBACK;
         yyjson_val *v = doc ? yyjson_obj_get(yyjson_doc_get_root(doc), "output") : NULL;
-        if (content_ptr(e, cp, i, -1)) {
+        if (at_content_ptr(e, cp, i, -1)) {
             if (doc) yyjson_doc_free(doc);
             return FALLBACK;
         }
@@ -1010,19 +992,19 @@ static int result_seg(A *e, int64_t i, int64_t *out) {
             put_value(st, &e->tmp, v);
             puts_(st, frag, ",\"content\":");
             put_json_str(st, frag, e->tmp.p, e->tmp.len);
-            a_lose_s(e, cp, "content_form", "a JSON value output was sent as its JSON text");
+            at_lose_p(e, cp, "content_form", "a JSON value output was sent as its JSON text");
         } else {
-            a_lose_s(e, cp, "content_form", "a null or absent output was sent without content");
+            at_lose_p(e, cp, "content_form", "a null or absent output was sent without content");
         }
         if (doc) yyjson_doc_free(doc);
     }
     put(st, frag, "}", 1);
     if (item_keys_lost(e, i, "output")) return FALLBACK;
-    if (item_ptr(e, base, i)) return FALLBACK;
+    if (at_item_ptr(e, base, i)) return FALLBACK;
     output_fields_lost(e, i, base);
-    int64_t s = new_seg(e, S_RESULT, R_USER, i);
+    int64_t s = at_new_seg(e, S_RESULT, R_USER, i);
     if (s < 0) return FALLBACK;
-    Blk *b = new_blk(e);
+    Blk *b = at_new_blk(e);
     if (!b) return FALLBACK;
     b->type = B_FRAG;
     b->off = e->scratch.len;
@@ -1038,29 +1020,29 @@ static int result_seg(A *e, int64_t i, int64_t *out) {
     return 0;
 }
 
-static int is_hosted(const char *t, size_t n) {
+int at_is_hosted(const char *t, size_t n) {
     return ends_with(t, n, "_call") || ends_with(t, n, "_call_output") || ends_with(t, n, "_tool_result") ||
            ends_with(t, n, "_tool_use") || (n >= 4 && memcmp(t, "mcp_", 4) == 0);
 }
 
 /* to_anthropic._dropped: items Anthropic cannot hold. */
-static int dropped(A *e, int64_t i) {
+static int dropped(Enc *e, int64_t i) {
     St *st = &e->st;
     size_t tl;
     const char *t = col_str(&e->type, i, &tl);
     Buf *base = &e->p1;
-    if (item_ptr(e, base, i)) return FALLBACK;
+    if (at_item_ptr(e, base, i)) return FALLBACK;
     if (str_eq(t, tl, "reasoning")) {
-        a_lose_s(e, base, "reasoning", "OpenAI reasoning has no valid Anthropic thinking signature");
+        at_lose_p(e, base, "reasoning", "OpenAI reasoning has no valid Anthropic thinking signature");
         if (col_valid(&e->encrypted_content, i)) {
             puts_(st, base, "/encrypted_content");
-            a_lose_s(e, base, "encrypted_reasoning", "opaque reasoning state dropped");
+            at_lose_p(e, base, "encrypted_reasoning", "opaque reasoning state dropped");
         }
     } else if (str_eq(t, tl, "compaction") || str_eq(t, tl, "compaction_trigger")) {
-        a_lose_s(e, base, "compaction", "Anthropic has no equivalent of an OpenAI compaction item");
+        at_lose_p(e, base, "compaction", "Anthropic has no equivalent of an OpenAI compaction item");
     } else if (str_eq(t, tl, "item_reference")) {
-        a_lose_s(e, base, "unknown_item", "an item reference cannot be resolved here");
-    } else if (is_hosted(t, tl)) {
+        at_lose_p(e, base, "unknown_item", "an item reference cannot be resolved here");
+    } else if (at_is_hosted(t, tl)) {
         e->tmp.len = 0;
         put(st, &e->tmp, "'", 1);
         put(st, &e->tmp, t, tl);
@@ -1085,7 +1067,7 @@ static int in_list(const int64_t *xs, int64_t n, int64_t v) {
 
 /* to_anthropic._answer: move turn k's calls' outputs to the front of the next user message; drop
  * calls nobody answers. */
-static int answer(A *e, int64_t k) {
+static int answer(Enc *e, int64_t k) {
     Buf *p = &e->p1;
     e->nix = 0;
     /* ix[0 .. ncalls): the turn's calls (a snapshot); then the found results */
@@ -1108,8 +1090,8 @@ static int answer(A *e, int64_t k) {
         }
         if (hit < 0) {
             turn_remove(&e->turn[k], e->ix[c]);
-            if (item_ptr(e, p, call->i)) return FALLBACK;
-            a_lose_s(e, p, "unanswered_call", "a call without output is dropped");
+            if (at_item_ptr(e, p, call->i)) return FALLBACK;
+            at_lose_p(e, p, "unanswered_call", "a call without output is dropped");
         } else if (ix_push(e, hit)) {
             return FALLBACK;
         }
@@ -1118,7 +1100,7 @@ static int answer(A *e, int64_t k) {
     int64_t nfound = e->nix - ncalls;
     if (!nfound) return 0;
     if (k + 1 == e->nturn || e->turn[k + 1].role != R_USER) {
-        if (!turn_insert(e, k + 1, R_USER)) return FALLBACK;
+        if (!at_turn_insert(e, k + 1, R_USER)) return FALLBACK;
     }
     found = e->ix + ncalls; /* (ix did not move: no push since) */
     /* the results the head already starts with */
@@ -1138,11 +1120,11 @@ static int answer(A *e, int64_t k) {
     for (int64_t f = 0; f < nfound && !rc; f++) {
         int64_t s = found[f];
         if (!in_list(in_place, nin, s)) {
-            if (item_ptr(e, p, e->seg[s].i)) {
+            if (at_item_ptr(e, p, e->seg[s].i)) {
                 rc = FALLBACK;
                 break;
             }
-            a_lose_s(e, p, "tool_output_order", "moved right after the message with its call");
+            at_lose_p(e, p, "tool_output_order", "moved right after the message with its call");
             /* _jumped: the segments it now precedes although it came after them */
             int done = 0;
             for (int64_t u = k + 1; u < e->nturn && !done; u++) {
@@ -1153,12 +1135,12 @@ static int answer(A *e, int64_t k) {
                         break;
                     }
                     if (in_list(found, nfound, o)) continue;
-                    if (item_ptr(e, p, e->seg[o].i)) {
+                    if (at_message_ptr(e, p, e->seg[o].i)) { /* _answer names the message it jumped */
                         rc = FALLBACK;
                         done = 1;
                         break;
                     }
-                    a_lose_s(e, p, "tool_output_order", "a later tool output moved before this");
+                    at_lose_p(e, p, "tool_output_order", "a later tool output moved before this");
                 }
             }
         }
@@ -1183,14 +1165,14 @@ static int answer(A *e, int64_t k) {
     }
     head = &e->turn[k + 1];
     for (int64_t f = 0; f < nfound; f++)
-        if (turn_push(e, head, 0)) return FALLBACK;
+        if (at_turn_push(e, head, 0)) return FALLBACK;
     memmove(head->s + nfound, head->s, (size_t)(head->n - nfound) * sizeof(int64_t));
     memcpy(head->s, found, (size_t)nfound * sizeof(int64_t));
     return 0;
 }
 
 /* to_anthropic._pair then _merge_adjacent. */
-static int pair(A *e) {
+int at_pair(Enc *e) {
     Buf *p = &e->p1;
     for (int64_t k = 0; k < e->nturn; k++) {
         if (e->turn[k].role == R_ASSISTANT && answer(e, k)) return FALLBACK;
@@ -1199,8 +1181,8 @@ static int pair(A *e) {
         for (int64_t q = 0; q < t->n; q++) {
             Seg *s = &e->seg[t->s[q]];
             if (s->kind == S_RESULT && !s->placed) {
-                if (item_ptr(e, p, s->i)) return FALLBACK;
-                a_lose_s(e, p, "orphan_output", "an output with no call right before it");
+                if (at_item_ptr(e, p, s->i)) return FALLBACK;
+                at_lose_p(e, p, "orphan_output", "an output with no call right before it");
                 continue;
             }
             t->s[w++] = t->s[q];
@@ -1215,7 +1197,7 @@ static int pair(A *e) {
         if (!t->n) continue;
         if (w && e->turn[w - 1].role == t->role) {
             for (int64_t q = 0; q < t->n; q++)
-                if (turn_push(e, &e->turn[w - 1], t->s[q])) return FALLBACK;
+                if (at_turn_push(e, &e->turn[w - 1], t->s[q])) return FALLBACK;
             continue;
         }
         if (w != k) {
@@ -1230,7 +1212,7 @@ static int pair(A *e) {
 }
 
 /* to_anthropic._strip_final: a final assistant message is a prefill (no trailing whitespace). */
-static int strip_final(A *e) {
+int at_strip_final(Enc *e) {
     Buf *p = &e->p1;
     while (e->nturn && e->turn[e->nturn - 1].role == R_ASSISTANT) {
         Turn *t = &e->turn[e->nturn - 1];
@@ -1244,17 +1226,17 @@ static int strip_final(A *e) {
         put(&e->st, p, e->paths.p + b->path_off, b->path_len);
         if (n) {
             b->len = n;
-            a_lose_s(e, p, "whitespace", "trailing whitespace of the final assistant text removed");
+            at_lose_p(e, p, "whitespace", "trailing whitespace of the final assistant text removed");
             return 0;
         }
-        a_lose_s(e, p, "empty_text", "whitespace-only final assistant text dropped");
+        at_lose_p(e, p, "empty_text", "whitespace-only final assistant text dropped");
         s->nb--;
         s->string = 0;
         if (!s->nb) {
             t->n--;
             if (s->kind == S_TEXT) {
-                if (item_ptr(e, p, s->i)) return FALLBACK;
-                a_lose_s(e, p, "content_form", "the message had only whitespace");
+                if (at_item_ptr(e, p, s->i)) return FALLBACK;
+                at_lose_p(e, p, "content_form", "the message had only whitespace");
             }
         }
         if (!t->n) e->nturn--;
@@ -1264,28 +1246,28 @@ static int strip_final(A *e) {
 
 /* to_anthropic._vanished (Responses: only whole messages, none has tool_calls). */
 /* Is a segment left in the turns (a call, with calls_only) whose source message is at p? -1: fall back. */
-static int ptr_kept(A *e, const Buf *p, int calls_only) {
+static int ptr_kept(Enc *e, const Buf *p, int calls_only) {
     Buf *p2 = &e->p2;
     for (int64_t o = 0; o < e->nseg; o++) {
         if (!e->seg[o].alive || (calls_only && e->seg[o].kind != S_CALL)) continue;
-        if (message_ptr(e, p2, e->seg[o].i)) return -1;
+        if (at_message_ptr(e, p2, e->seg[o].i)) return -1;
         if (p2->len == p->len && memcmp(p2->p, p->p, p->len) == 0) return 1;
     }
     return 0;
 }
 
-static int vanished(A *e) {
+static int vanished(Enc *e) {
     for (int64_t k = 0; k < e->nturn; k++)
         for (int64_t q = 0; q < e->turn[k].n; q++) e->seg[e->turn[k].s[q]].alive = 1;
     Buf *p = &e->p1, *p3 = &e->p3;
     if (e->chat) { /* a kept message whose every call was dropped has lost its tool_calls key */
         for (int64_t s = 0; s < e->nseg; s++) {
             if (e->seg[s].kind != S_CALL) continue;
-            if (message_ptr(e, p, e->seg[s].i)) return FALLBACK;
+            if (at_message_ptr(e, p, e->seg[s].i)) return FALLBACK;
             int first = 1; /* each message once, in source order */
             for (int64_t o = 0; o < s && first; o++) {
                 if (e->seg[o].kind != S_CALL) continue;
-                if (message_ptr(e, p3, e->seg[o].i)) return FALLBACK;
+                if (at_message_ptr(e, p3, e->seg[o].i)) return FALLBACK;
                 first = !(p3->len == p->len && memcmp(p3->p, p->p, p->len) == 0);
             }
             if (!first) continue;
@@ -1293,64 +1275,64 @@ static int vanished(A *e) {
             if (with_calls < 0 || kept < 0) return FALLBACK;
             if (with_calls || !kept) continue;
             puts_(&e->st, p, "/tool_calls");
-            a_lose_s(e, p, "unanswered_call", "none of its calls is left");
+            at_lose_p(e, p, "unanswered_call", "none of its calls is left");
         }
     }
     static const char *const kinds[] = {"content_form", "unanswered_call", "orphan_output"};
     for (int64_t s = 0; s < e->nseg; s++) {
         if (e->seg[s].alive) continue;
-        if (message_ptr(e, p, e->seg[s].i)) return FALLBACK;
+        if (at_message_ptr(e, p, e->seg[s].i)) return FALLBACK;
         int kept = ptr_kept(e, p, 0); /* another segment of the same source message is left */
         if (kept < 0) return FALLBACK;
-        if (kept || has_loss_at(e, p->p, p->len, e->loss0)) continue;
-        a_lose_s(e, p, kinds[e->seg[s].kind], "nothing of this message is left");
+        if (kept || at_has_loss_at(e, p->p, p->len, e->loss0)) continue;
+        at_lose_p(e, p, kinds[e->seg[s].kind], "nothing of this message is left");
     }
     return 0;
 }
 
 /* to_anthropic._shape_losses for Responses. */
-static int shape_losses(A *e, Seg *s, int as_string) {
+static int shape_losses(Enc *e, Seg *s, int as_string) {
     Buf *p = &e->p1;
     int64_t i = s->i;
     if (s->string && !as_string) {
-        if (content_ptr(e, p, i, -1)) return FALLBACK;
-        a_lose_s(e, p, "content_form", "string content became a block in a list");
+        if (at_content_ptr(e, p, i, -1)) return FALLBACK;
+        at_lose_p(e, p, "content_form", "string content became a block in a list");
     }
     if (e->chat) return 0;
-    if (item_ptr(e, p, i)) return FALLBACK;
+    if (at_item_ptr(e, p, i)) return FALLBACK;
     size_t nl;
     const char *nt = col_str(&e->native_type, i, &nl);
     if (s->role == R_ASSISTANT && !as_string) {
-        if (!str_eq(nt, nl, "message")) a_lose_s(e, p, "content_form", "comes back as an output message (type 'message')");
+        if (!str_eq(nt, nl, "message")) at_lose_p(e, p, "content_form", "comes back as an output message (type 'message')");
         if (!col_valid(&e->id, i) && !has_null(&e->inulls, &e->inull_names, i, "id"))
-            a_lose_s(e, p, "item_id", "Anthropic has no message id; it comes back with a generated one");
+            at_lose_p(e, p, "item_id", "Anthropic has no message id; it comes back with a generated one");
         if (!col_valid(&e->status, i) && !has_null(&e->inulls, &e->inull_names, i, "status")) {
             puts_(&e->st, p, "/status");
-            a_lose_s(e, p, "status", "Anthropic has no status; it comes back 'completed'");
+            at_lose_p(e, p, "status", "Anthropic has no status; it comes back 'completed'");
         }
     } else if (nt && !e->string_input) {
-        a_lose_s(e, p, "content_form", "the message type tag is not kept (it comes back without one)");
+        at_lose_p(e, p, "content_form", "the message type tag is not kept (it comes back without one)");
     }
     return 0;
 }
 
 /* to_anthropic._render: merge and shape losses, then the message's JSON into out. */
-static int render(A *e, Turn *t, Buf *out) {
+static int render(Enc *e, Turn *t, Buf *out) {
     St *st = &e->st;
     Buf *pa = &e->p2, *pb = &e->p3;
     for (int64_t q = 0; q + 1 < t->n; q++) {
         Seg *a = &e->seg[t->s[q]], *b = &e->seg[t->s[q + 1]];
-        if (message_ptr(e, pa, a->i) || message_ptr(e, pb, b->i)) return FALLBACK;
+        if (at_message_ptr(e, pa, a->i) || at_message_ptr(e, pb, b->i)) return FALLBACK;
         if (pa->len == pb->len && memcmp(pa->p, pb->p, pa->len) == 0) continue;
         if (a->kind == S_TEXT && b->kind == S_TEXT) {
-            a_lose_s(e, pb, "message_merge", "joined the previous message of the same role");
-            a_lose_s(e, pa, "message_merge", "the next message's text joined this one");
+            at_lose_p(e, pb, "message_merge", "joined the previous message of the same role");
+            at_lose_p(e, pa, "message_merge", "the next message's text joined this one");
         } else if (e->chat && b->kind == S_CALL && (a->kind == S_TEXT || a->kind == S_CALL)) {
-            a_lose_s(e, pb, "message_merge", "its calls joined the previous assistant message");
-            a_lose_s(e, pa, "message_merge", "the next message's calls joined this one");
+            at_lose_p(e, pb, "message_merge", "its calls joined the previous assistant message");
+            at_lose_p(e, pa, "message_merge", "the next message's calls joined this one");
         } else if (e->chat && a->kind == S_CALL && b->kind == S_TEXT) { /* one message: text + calls */
-            a_lose_s(e, pb, "message_merge", "its text joined the previous message's calls");
-            a_lose_s(e, pa, "message_merge", "the next message's text joined this one");
+            at_lose_p(e, pb, "message_merge", "its text joined the previous message's calls");
+            at_lose_p(e, pa, "message_merge", "the next message's text joined this one");
         }
     }
     Seg *s0 = &e->seg[t->s[0]];
@@ -1389,7 +1371,7 @@ typedef struct {
 } Elem;
 
 /* Is p a proper prefix (at a "/") of a loss path among losses [loss0, above_end)? */
-static int above(A *e, const char *p, size_t n, int64_t above_end) {
+static int above(Enc *e, const char *p, size_t n, int64_t above_end) {
     for (int64_t k = e->loss0; k < above_end; k++) {
         size_t m;
         const char *q = loss_path(e, k, &m);
@@ -1399,10 +1381,10 @@ static int above(A *e, const char *p, size_t n, int64_t above_end) {
 }
 
 /* to_anthropic's touched(p): a loss at, under or above p. */
-static int touched(A *e, const char *p, size_t n, int64_t above_end) {
-    if (has_loss_at(e, p, n, e->loss0) || above(e, p, n, above_end)) return 1;
+static int touched(Enc *e, const char *p, size_t n, int64_t above_end) {
+    if (at_has_loss_at(e, p, n, e->loss0) || above(e, p, n, above_end)) return 1;
     for (size_t m = 1; m < n; m++)
-        if (p[m] == '/' && has_loss_at(e, p, m, e->loss0)) return 1;
+        if (p[m] == '/' && at_has_loss_at(e, p, m, e->loss0)) return 1;
     return 0;
 }
 
@@ -1412,21 +1394,21 @@ static int elem_same(const Elem *a, const Elem *b) {
 }
 
 /* The neighbour search over one list of n elements (their pointers in buf). */
-static int ambiguous_list(A *e, Elem *el, int64_t n, const Buf *buf, int64_t above_end) {
+static int ambiguous_list(Enc *e, Elem *el, int64_t n, const Buf *buf, int64_t above_end) {
     Buf *p = &e->p1;
     e->nix = 0;
     for (int64_t q = 0; q < n; q++)
-        if (has_loss_at(e, buf->p + el[q].off, el[q].len, e->loss0) && ix_push(e, q)) return FALLBACK;
+        if (at_has_loss_at(e, buf->p + el[q].off, el[q].len, e->loss0) && ix_push(e, q)) return FALLBACK;
     while (e->nix) {
         int64_t m0 = e->ix[--e->nix];
         for (int step = -1; step <= 1; step += 2) {
             for (int64_t m = m0 + step; m >= 0 && m < n; m += step) {
                 const char *ptr = buf->p + el[m].off;
                 if (!touched(e, ptr, el[m].len, above_end)) break;
-                if (elem_same(&el[m], &el[m0]) && !has_loss_at(e, ptr, el[m].len, e->loss0)) {
+                if (elem_same(&el[m], &el[m0]) && !at_has_loss_at(e, ptr, el[m].len, e->loss0)) {
                     p->len = 0;
                     put(&e->st, p, ptr, el[m].len);
-                    a_lose_s(e, p, "message_merge",
+                    at_lose_p(e, p, "message_merge",
                            "a dropped or reshaped neighbour of the same kind makes this element's boundary ambiguous");
                     if (ix_push(e, m)) return FALLBACK;
                 }
@@ -1437,7 +1419,7 @@ static int ambiguous_list(A *e, Elem *el, int64_t n, const Buf *buf, int64_t abo
 }
 
 /* to_anthropic._ambiguous_neighbours for Responses: the items, then each content list. */
-static int ambiguous(A *e) {
+static int ambiguous(Enc *e) {
     int64_t above_end = e->nloss;
     if (above_end == e->loss0) return 0; /* no loss: nothing to search from */
     int64_t n = e->end - e->start, cap = n + 1;
@@ -1454,7 +1436,7 @@ static int ambiguous(A *e) {
         size_t ctl;
         const char *ct = col_str(&e->type, i, &ctl);
         if (e->chat && is_call(ct, ctl)) continue; /* Chat calls: their tool_calls list, below */
-        if (message_ptr(e, p, i)) {
+        if (at_message_ptr(e, p, i)) {
             rc = FALLBACK;
             goto out;
         }
@@ -1494,7 +1476,7 @@ static int ambiguous(A *e) {
         }
         buf->len = 0;
         for (int64_t j = a; j < z; j++) {
-            if (content_ptr(e, p, i, j - a)) {
+            if (at_content_ptr(e, p, i, j - a)) {
                 rc = FALLBACK;
                 goto out;
             }
@@ -1546,7 +1528,7 @@ static int ambiguous(A *e) {
         }
         buf->len = 0;
         for (int64_t q = i; q < z; q++) {
-            if (item_ptr(e, p, q)) {
+            if (at_item_ptr(e, p, q)) {
                 rc = FALLBACK;
                 goto out;
             }
@@ -1575,7 +1557,7 @@ static const char CUSTOM_SCHEMA[] =
     "{\"type\":\"object\",\"properties\":{\"input\":{\"type\":\"string\"}},\"required\":[\"input\"]}";
 
 /* `x or ""` for a tool's name: a string, or "" for null / missing; anything else falls back. */
-static int put_name(A *e, Buf *b, yyjson_val *v) {
+static int put_name(Enc *e, Buf *b, yyjson_val *v) {
     if (v && yyjson_is_str(v)) put_json_str(&e->st, b, yyjson_get_str(v), yyjson_get_len(v));
     else if (!v || yyjson_is_null(v)) puts_(&e->st, b, "\"\"");
     else return FALLBACK;
@@ -1583,7 +1565,7 @@ static int put_name(A *e, Buf *b, yyjson_val *v) {
 }
 
 /* to_anthropic._function_tool (Responses: fn is the tool itself; Chat: its "function" object). */
-static int function_tool(A *e, yyjson_val *tool, const Buf *tpath, Buf *b) {
+static int function_tool(Enc *e, yyjson_val *tool, const Buf *tpath, Buf *b) {
     St *st = &e->st;
     Buf *p = &e->p3, *path = &e->kb;
     yyjson_val *fn = tool;
@@ -1604,7 +1586,7 @@ static int function_tool(A *e, yyjson_val *tool, const Buf *tpath, Buf *b) {
         p->len = 0;
         put(st, p, path->p, path->len);
         puts_(st, p, "/description");
-        a_lose_s(e, p, "tools", "a non-string description has no slot in Anthropic");
+        at_lose_p(e, p, "tools", "a non-string description has no slot in Anthropic");
     }
     puts_(st, b, ",\"input_schema\":");
     yyjson_val *params = fn ? yyjson_obj_get(fn, "parameters") : NULL;
@@ -1615,7 +1597,7 @@ static int function_tool(A *e, yyjson_val *tool, const Buf *tpath, Buf *b) {
         p->len = 0;
         put(st, p, path->p, path->len);
         puts_(st, p, "/parameters");
-        a_lose_s(e, p, "tools", "missing parameters became an empty object schema");
+        at_lose_p(e, p, "tools", "missing parameters became an empty object schema");
     }
     yyjson_val *strict = fn ? yyjson_obj_get(fn, "strict") : NULL;
     if (strict && yyjson_is_bool(strict)) puts_(st, b, yyjson_get_bool(strict) ? ",\"strict\":true" : ",\"strict\":false");
@@ -1624,7 +1606,7 @@ static int function_tool(A *e, yyjson_val *tool, const Buf *tpath, Buf *b) {
         p->len = 0;
         put(st, p, path->p, path->len);
         puts_(st, p, "/strict");
-        a_lose_s(e, p, "tools", "strict is not restored from Anthropic tools");
+        at_lose_p(e, p, "tools", "strict is not restored from Anthropic tools");
     }
     static const char *const known[] = {"name", "description", "parameters", "strict", "type", NULL};
     static const char *const chat_known[] = {"type", "function", NULL};
@@ -1651,7 +1633,7 @@ static int function_tool(A *e, yyjson_val *tool, const Buf *tpath, Buf *b) {
 }
 
 /* to_anthropic._tools: the "tools" key and value written to out (or nothing). */
-static int tools_json(A *e, Buf *out) {
+static int tools_json(Enc *e, Buf *out) {
     St *st = &e->st;
     size_t n;
     const char *x = col_str(&e->tools, e->r, &n);
@@ -1701,7 +1683,7 @@ static int tools_json(A *e, Buf *out) {
                 puts_(st, &e->tmp, "custom tool ");
                 put_i64(st, &e->tmp, (int64_t)idx);
                 puts_(st, &e->tmp, " became a tool taking {'input': text}; format lost");
-                a_lose(e, "/tools", 6, "tools", e->tmp.p, e->tmp.len);
+                lose(e, "/tools", 6, "tools", e->tmp.p, e->tmp.len);
             } else {
                 const char *ts = t && yyjson_is_str(t) ? yyjson_get_str(t) : NULL;
                 size_t tl = ts ? yyjson_get_len(t) : 0;
@@ -1728,7 +1710,7 @@ static int tools_json(A *e, Buf *out) {
 }
 
 /* to_anthropic._tool_choice for Responses. */
-static int tool_choice_json(A *e, Buf *out) {
+static int tool_choice_json(Enc *e, Buf *out) {
     St *st = &e->st;
     size_t n;
     const char *x = col_str(&e->tool_choice, e->r, &n);
@@ -1780,7 +1762,7 @@ static int tool_choice_json(A *e, Buf *out) {
 /* One row                                                                                      */
 
 /* to_anthropic._leading_system: the system/developer messages before the first item shown. */
-static int64_t leading_end(A *e) {
+static int64_t leading_end(Enc *e) {
     int64_t i = e->start;
     for (; i < e->end; i++) {
         size_t tl, rl;
@@ -1795,7 +1777,7 @@ static int64_t leading_end(A *e) {
     return i;
 }
 
-static int is_leading(A *e, int64_t i, int64_t lead_end) {
+static int is_leading(Enc *e, int64_t i, int64_t lead_end) {
     size_t tl, rl;
     const char *t = col_str(&e->type, i, &tl);
     const char *role = col_str(&e->role, i, &rl);
@@ -1803,7 +1785,7 @@ static int is_leading(A *e, int64_t i, int64_t lead_end) {
 }
 
 /* to_anthropic._system: the top-level system written to sys (",\"system\":..." or nothing). */
-static int system_json(A *e, int64_t lead_end, Buf *sys) {
+static int system_json(Enc *e, int64_t lead_end, Buf *sys) {
     St *st = &e->st;
     size_t fl;
     const char *form = col_str(&e->instr_form, e->r, &fl);
@@ -1811,7 +1793,7 @@ static int system_json(A *e, int64_t lead_end, Buf *sys) {
     key->len = 0;
     puts_(st, key, "/instructions");
     int64_t b0 = e->nblk, strings = 0;
-    if (str_eq(form, fl, "null")) a_lose_s(e, key, "content_form", "explicit null instructions dropped");
+    if (str_eq(form, fl, "null")) at_lose_p(e, key, "content_form", "explicit null instructions dropped");
     if (str_eq(form, fl, "string")) {
         int64_t a, z;
         col_list(&e->instr_content, e->r, &a, &z);
@@ -1819,10 +1801,10 @@ static int system_json(A *e, int64_t lead_end, Buf *sys) {
         size_t n;
         const char *text = col_str(&e->instr_text, a, &n);
         if (!text) return FALLBACK;
-        if (blank(text, n)) {
-            a_lose_s(e, key, "empty_text", "empty instructions produce no system prompt");
+        if (at_blank(text, n)) {
+            at_lose_p(e, key, "empty_text", "empty instructions produce no system prompt");
         } else {
-            Blk *b = new_blk(e);
+            Blk *b = at_new_blk(e);
             if (!b) return FALLBACK;
             b->type = B_TEXT;
             b->text = text;
@@ -1838,26 +1820,26 @@ static int system_json(A *e, int64_t lead_end, Buf *sys) {
         size_t rl;
         const char *role = col_str(&e->role, i, &rl);
         if (str_eq(role, rl, "developer")) {
-            if (item_ptr(e, base, i)) return FALLBACK;
-            a_lose_s(e, base, "developer_role", "developer became the system prompt");
+            if (at_item_ptr(e, base, i)) return FALLBACK;
+            at_lose_p(e, base, "developer_role", "developer became the system prompt");
         }
-        int64_t s = new_seg(e, S_TEXT, R_SYSTEM, i);
+        int64_t s = at_new_seg(e, S_TEXT, R_SYSTEM, i);
         if (s < 0) return FALLBACK;
         if (content_blocks(e, i, "system", s)) return FALLBACK;
         if (item_keys_lost(e, i, NULL)) return FALLBACK;
-        if (item_ptr(e, base, i)) return FALLBACK;
+        if (at_item_ptr(e, base, i)) return FALLBACK;
         if (!e->chat) /* the way back makes it the instructions */
-            a_lose_s(e, base, "instruction_position", "a leading message became top-level system");
+            at_lose_p(e, base, "instruction_position", "a leading message became top-level system");
         else if (any > 1)
-            a_lose_s(e, base, "message_merge", "leading system messages became one system prompt");
-        if (!e->seg[s].nb) a_lose_s(e, base, "empty_text", "a system message with no text is dropped");
+            at_lose_p(e, base, "message_merge", "leading system messages became one system prompt");
+        if (!e->seg[s].nb) at_lose_p(e, base, "empty_text", "a system message with no text is dropped");
         if (e->seg[s].string) strings += e->seg[s].nb;
         e->nseg--; /* its blocks stay as pieces */
     }
     if (any && !e->chat) {
         key->len = 0;
         puts_(st, key, "/instructions");
-        a_lose_s(e, key, "instruction_position", "leading messages joined the instructions");
+        at_lose_p(e, key, "instruction_position", "leading messages joined the instructions");
     }
     int64_t n = e->nblk - b0;
     sys->len = 0;
@@ -1876,14 +1858,14 @@ static int system_json(A *e, int64_t lead_end, Buf *sys) {
 }
 
 /* The source's keys for the output token limit, in order of preference (to_anthropic.TOKEN_KEYS). */
-static const char *const *token_keys(A *e) {
+static const char *const *token_keys(Enc *e) {
     static const char *const responses[] = {"max_output_tokens", NULL};
     static const char *const chat[] = {"max_completion_tokens", "max_tokens", NULL};
     return e->chat ? chat : responses;
 }
 
 /* to_anthropic._max_tokens: the top-level extra keys parsed (*doc) and the max_tokens value. */
-static int top_fields(A *e, int64_t *max_tokens, yyjson_doc **doc) {
+static int top_fields(Enc *e, int64_t *max_tokens, yyjson_doc **doc) {
     St *st = &e->st;
     size_t n;
     const char *x = col_str(&e->extra, e->r, &n);
@@ -1938,13 +1920,13 @@ static int top_fields(A *e, int64_t *max_tokens, yyjson_doc **doc) {
     if (!found) {
         p->len = 0;
         put_ptr(st, p, keys[0], strlen(keys[0]));
-        a_lose_s(e, p, "filled_default", "no token limit; max_tokens 4096 was set");
+        at_lose_p(e, p, "filled_default", "no token limit; max_tokens 4096 was set");
     }
     return 0;
 }
 
 /* to_anthropic._stop_sequences: a Chat stop value Anthropic keeps (written to out), or 0. */
-static int stop_sequences(A *e, yyjson_val *v, Buf *out) {
+static int stop_sequences(Enc *e, yyjson_val *v, Buf *out) {
     if (yyjson_is_str(v)) {
         puts_(&e->st, out, ",\"stop_sequences\":[");
         put_value(&e->st, out, v);
@@ -1964,7 +1946,7 @@ static int stop_sequences(A *e, yyjson_val *v, Buf *out) {
 
 /* call_ids.CallIds needs no id of its own: every call has one, and every id-less output finds no
  * unanswered call before it (pair_outputs would pair it by position and report generated_id). */
-static int ids_ok(A *e) {
+static int ids_ok(Enc *e) {
     e->nix = 0; /* the unanswered calls so far (-1: answered) */
     for (int64_t i = e->start; i < e->end; i++) {
         size_t tl, cl;
@@ -1993,7 +1975,7 @@ static int ids_ok(A *e) {
     return 1;
 }
 
-static int encode_row(A *e) {
+static int encode_row(Enc *e) {
     St *st = &e->st;
     int64_t r = e->r;
     size_t n, fl;
@@ -2036,8 +2018,8 @@ static int encode_row(A *e) {
             size_t rl;
             const char *role = col_str(&e->role, i, &rl);
             if (str_eq(role, rl, "function")) { /* a legacy Chat function result */
-                if (item_ptr(e, &e->p1, i)) goto done;
-                a_lose_s(e, &e->p1, "orphan_output", "a legacy function result has no call id to pair");
+                if (at_item_ptr(e, &e->p1, i)) goto done;
+                at_lose_p(e, &e->p1, "orphan_output", "a legacy function result has no call id to pair");
             } else if (result_seg(e, i, &s)) {
                 goto done;
             }
@@ -2048,13 +2030,13 @@ static int encode_row(A *e) {
         /* _group */
         int role = e->seg[s].role;
         if (e->nturn && e->turn[e->nturn - 1].role == role) {
-            if (turn_push(e, &e->turn[e->nturn - 1], s)) goto done;
+            if (at_turn_push(e, &e->turn[e->nturn - 1], s)) goto done;
         } else {
-            Turn *t2 = turn_insert(e, e->nturn, role);
-            if (!t2 || turn_push(e, t2, s)) goto done;
+            Turn *t2 = at_turn_insert(e, e->nturn, role);
+            if (!t2 || at_turn_push(e, t2, s)) goto done;
         }
     }
-    if (pair(e) || strip_final(e) || vanished(e)) goto done;
+    if (at_pair(e) || at_strip_final(e) || vanished(e)) goto done;
     Buf *out = &e->out;
     puts_(st, out, "{");
     /* model and max_tokens come first (_top builds its dict before the body), losses after the body */
@@ -2141,61 +2123,6 @@ done:
 /* ------------------------------------------------------------------------------------------ */
 /* Entry point                                                                                  */
 
-static int a_bind_all(A *e, struct ArrowArray *a, struct ArrowSchema *s) {
-    int64_t base = a->offset;
-    struct ArrowArray *c, *sa;
-    struct ArrowSchema *cs, *ss;
-    if (bind(a, s, "source_format", "u", base, &e->source_format, NULL, NULL) ||
-        bind(a, s, "record_kind", "u", base, &e->record_kind, NULL, NULL) ||
-        bind(a, s, "model", "u", base, &e->model, NULL, NULL) ||
-        bind(a, s, "items_form", "u", base, &e->items_form, NULL, NULL) ||
-        bind(a, s, "tools", "u", base, &e->tools, NULL, NULL) ||
-        bind(a, s, "tool_choice", "u", base, &e->tool_choice, NULL, NULL) ||
-        bind(a, s, "extra_json", "u", base, &e->extra, NULL, NULL) || bind_names(a, s, base, &e->nulls, &e->null_names))
-        return -1;
-    if (bind(a, s, "instructions", "+s", base, &e->instr_valid, &c, &cs)) return -1;
-    int64_t ib = e->instr_valid.base;
-    if (bind(c, cs, "form", "u", ib, &e->instr_form, NULL, NULL)) return -1;
-    struct ArrowArray *lc;
-    struct ArrowSchema *lcs;
-    if (bind(c, cs, "content", "+l", ib, &e->instr_content, &lc, &lcs)) return -1;
-    if (list_struct(lc, lcs, &e->instr_blk_valid, &sa, &ss)) return -1;
-    if (bind_blocks(sa, ss, e->instr_blk_valid.base, &e->instr_text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL))
-        return -1;
-    if (bind(a, s, "items", "+l", base, &e->items, &c, &cs)) return -1;
-    struct ArrowArray *ia;
-    struct ArrowSchema *is;
-    if (list_struct(c, cs, &e->item_valid, &ia, &is)) return -1;
-    int64_t b2 = e->item_valid.base;
-    static const char *const names[] = {"section", "type", "native_type", "role", "id", "call_id", "name",
-                                        "namespace", "arguments", "input", "status", "phase", "content_form",
-                                        "encrypted_content", "signature", "extra_json"};
-    Col *cols[] = {&e->section, &e->type, &e->native_type, &e->role, &e->id, &e->call_id, &e->name,
-                   &e->namespace_, &e->arguments, &e->input, &e->status, &e->phase, &e->content_form,
-                   &e->encrypted_content, &e->signature, &e->iextra};
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-        if (bind(ia, is, names[k], "u", b2, cols[k], NULL, NULL)) return -1;
-    if (bind(ia, is, "group", "i", b2, &e->group, NULL, NULL) || bind(ia, is, "part", "i", b2, &e->part, NULL, NULL) ||
-        bind_names(ia, is, b2, &e->inulls, &e->inull_names))
-        return -1;
-    if (bind(ia, is, "content", "+l", b2, &e->content, &lc, &lcs)) return -1;
-    if (list_struct(lc, lcs, &e->blk_valid, &sa, &ss)) return -1;
-    return bind_blocks(sa, ss, e->blk_valid.base, &e->btext, &e->btype, &e->bann, &e->blogp, &e->bcache, &e->bcit,
-                       &e->bextra, &e->bnulls, &e->bnull_names);
-}
-
-static void a_enc_free(A *e) {
-    Buf *bufs[] = {&e->scratch, &e->paths, &e->tmp, &e->tmp2, &e->p1, &e->p2, &e->p3, &e->kb, &e->out, &e->out_off,
-                   &e->native, &e->loss_row, &e->path, &e->path_off, &e->kind, &e->kind_off, &e->detail,
-                   &e->detail_off};
-    for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++) free(bufs[k]->p);
-    for (int64_t k = 0; k < e->capturn; k++) free(e->turn[k].s);
-    free(e->turn);
-    free(e->blk);
-    free(e->seg);
-    free(e->ix);
-}
-
 extern const char chatlake_encode_anthropic_doc[];
 const char chatlake_encode_anthropic_doc[] =
     "encode_anthropic(batch) -> (text, offsets, native, loss_row, path, path_offsets, kind, kind_offsets, "
@@ -2211,77 +2138,5 @@ PyObject *chatlake_encode_anthropic(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *batch;
     if (!PyArg_ParseTuple(args, "O", &batch)) return NULL;
-    struct ArrowArray arr;
-    struct ArrowSchema sch;
-    memset(&arr, 0, sizeof arr);
-    memset(&sch, 0, sizeof sch);
-    PyObject *ok = PyObject_CallMethod(batch, "_export_to_c", "KK", (unsigned long long)(uintptr_t)&arr,
-                                       (unsigned long long)(uintptr_t)&sch);
-    if (!ok) return NULL;
-    Py_DECREF(ok);
-    A *e = (A *)calloc(1, sizeof(A));
-    PyObject *result = NULL;
-    if (!e) {
-        PyErr_NoMemory();
-        goto out;
-    }
-    if (strcmp(sch.format, "+s") != 0 || a_bind_all(e, &arr, &sch)) {
-        PyErr_SetString(PyExc_ValueError, "encode_anthropic: the batch does not have the canonical schema");
-        goto out;
-    }
-    int64_t n = arr.length;
-    Py_BEGIN_ALLOW_THREADS
-    St *st = &e->st;
-    if (n) { /* the output is about as large as the text it is made of: reserve it once, not by doubling */
-        int64_t i0, i1, b0 = 0, b1 = 0, z;
-        col_list(&e->items, 0, &i0, &z);
-        col_list(&e->items, n - 1, &z, &i1);
-        if (i1 > i0) {
-            col_list(&e->content, i0, &b0, &z);
-            col_list(&e->content, i1 - 1, &z, &b1);
-        }
-        size_t text = col_bytes(&e->btext, b0, b1) + col_bytes(&e->arguments, i0, i1) + col_bytes(&e->input, i0, i1) +
-                      col_bytes(&e->tools, 0, n) + col_bytes(&e->model, 0, n);
-        reserve(st, &e->out, text + text / 8 + (size_t)(i1 - i0) * 64 + (size_t)n * 64);
-        reserve(st, &e->out_off, (size_t)(n + 1) * 8);
-        reserve(st, &e->native, (size_t)n);
-    }
-    int64_t zero = 0;
-    put(st, &e->out_off, &zero, 8);
-    put(st, &e->path_off, &zero, 8);
-    put(st, &e->kind_off, &zero, 8);
-    put(st, &e->detail_off, &zero, 8);
-    for (int64_t r = 0; r < n && !st->oom; r++) {
-        e->r = r;
-        size_t out_len = e->out.len, nloss = (size_t)e->nloss;
-        size_t lens[7] = {e->loss_row.len, e->path.len, e->path_off.len, e->kind.len, e->kind_off.len, e->detail.len,
-                          e->detail_off.len};
-        uint8_t native = encode_row(e) == 0;
-        if (!native) { /* roll back what the row wrote */
-            e->out.len = out_len;
-            e->nloss = (int64_t)nloss;
-            Buf *bufs[7] = {&e->loss_row, &e->path, &e->path_off, &e->kind, &e->kind_off, &e->detail, &e->detail_off};
-            for (int k = 0; k < 7; k++) bufs[k]->len = lens[k];
-        }
-        int64_t o = (int64_t)e->out.len;
-        put(st, &e->out_off, &o, 8);
-        put(st, &e->native, &native, 1);
-    }
-    Py_END_ALLOW_THREADS
-    if (e->st.oom) {
-        PyErr_NoMemory();
-        goto out;
-    }
-    result = Py_BuildValue("(NNNNNNNNNN)", export_buf(&e->out), export_buf(&e->out_off), export_buf(&e->native),
-                           export_buf(&e->loss_row), export_buf(&e->path), export_buf(&e->path_off),
-                           export_buf(&e->kind), export_buf(&e->kind_off), export_buf(&e->detail),
-                           export_buf(&e->detail_off));
-out:
-    if (e) {
-        a_enc_free(e);
-        free(e);
-    }
-    if (arr.release) arr.release(&arr);
-    if (sch.release) sch.release(&sch);
-    return result;
+    return run_encoder(batch, encode_row, "encode_anthropic");
 }

@@ -407,14 +407,18 @@ typedef struct {
     size_t off, len;
 } Range;
 
-typedef struct {
+#include "anthropic_turns.h" /* the Anthropic turn rules' shapes: Enc holds them */
+
+typedef struct Enc {
     St st;
     /* columns */
     Col conversation_id, source_format, record_kind, model, instr_form, items_form, tools, tool_choice, extra, nulls,
         null_names;
     Col instr_valid, instr_content, instr_blk_valid, instr_text;
+    Col instr_cache, instr_cit, instr_extra; /* system blocks' keys (an Anthropic source's) */
     Col items, item_valid, section, group, part, type, native_type, role, id, call_id, name, namespace_, arguments,
         input, status, phase, content_form, content, encrypted_content, signature, iextra, inulls, inull_names;
+    Col wrapper; /* an Anthropic message's opened keys (wrapper_json) */
     Col blk_valid, btype, btext, bann, blogp, bcache, bcit, bextra, bnulls, bnull_names;
     /* row state */
     int64_t r, start, end;
@@ -437,6 +441,19 @@ typedef struct {
         Buf frag, texts, lens; /* the written fragment; its losses' path/kind/detail and lengths */
         int64_t nl;
     } tc;
+    /* the Anthropic turn rules' state (encode_anthropic.c, anthropic_turns.h), reused row after row */
+    int chat;      /* the row is a Chat request (calls nested in their assistant message), else Responses */
+    int anthropic; /* the row is an Anthropic request body (anthropic_round_trip.c): pointers into /messages */
+    int64_t loss0; /* the row's first loss */
+    Blk *blk;
+    int64_t nblk, capblk;
+    Seg *seg;
+    int64_t nseg, capseg;
+    Turn *turn;
+    int64_t nturn, capturn;
+    int64_t *ix; /* scratch index lists (found calls, element lists) */
+    int64_t nix, capix;
+    Buf paths, p1, p2, p3, kb;
 } Enc;
 
 #define FALLBACK 1
@@ -509,7 +526,8 @@ static inline void lose_fields(Enc *e, int64_t i, const Buf *base, const Field *
     }
 }
 
-/* Ctx.lose_extra: every unmodelled key of item i. */
+/* Ctx.lose_extra: every unmodelled key of item i (an Anthropic source's is_error and cache_control
+ * have kinds of their own: Ctx.ANTHROPIC_KEY_KINDS). */
 static inline int lose_extra(Enc *e, int64_t i, const Buf *base) {
     size_t n;
     const char *x = col_str(&e->iextra, i, &n);
@@ -531,7 +549,10 @@ static inline int lose_extra(Enc *e, int64_t i, const Buf *base) {
         put(&e->st, &e->tmp, "'", 1);
         put(&e->st, &e->tmp, yyjson_get_str(k), yyjson_get_len(k));
         puts_(&e->st, &e->tmp, "' has no slot in the target");
-        lose(e, e->tmp2.p, e->tmp2.len, "unknown_field", e->tmp.p, e->tmp.len);
+        const char *kind = !e->anthropic ? "unknown_field"
+                           : key_is(k, "is_error") ? "tool_error"
+                           : key_is(k, "cache_control") ? "cache_control" : "unknown_field";
+        lose(e, e->tmp2.p, e->tmp2.len, kind, e->tmp.p, e->tmp.len);
     }
     yyjson_doc_free(doc);
     return 0;
@@ -718,7 +739,10 @@ static inline int bind_all(Enc *e, struct ArrowArray *a, struct ArrowSchema *s) 
     struct ArrowSchema *lcs;
     if (bind(c, cs, "content", "+l", ib, &e->instr_content, &lc, &lcs)) return -1;
     if (list_struct(lc, lcs, &e->instr_blk_valid, &sa, &ss)) return -1;
-    if (bind_blocks(sa, ss, e->instr_blk_valid.base, &e->instr_text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL))
+    if (bind_blocks(sa, ss, e->instr_blk_valid.base, &e->instr_text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL) ||
+        bind(sa, ss, "cache_control", "u", e->instr_blk_valid.base, &e->instr_cache, NULL, NULL) ||
+        bind(sa, ss, "citations", "u", e->instr_blk_valid.base, &e->instr_cit, NULL, NULL) ||
+        bind(sa, ss, "extra_json", "u", e->instr_blk_valid.base, &e->instr_extra, NULL, NULL))
         return -1;
     /* items: list<item> */
     if (bind(a, s, "items", "+l", base, &e->items, &c, &cs)) return -1;
@@ -728,10 +752,10 @@ static inline int bind_all(Enc *e, struct ArrowArray *a, struct ArrowSchema *s) 
     int64_t b2 = e->item_valid.base;
     static const char *const names[] = {"section", "type", "native_type", "role", "id", "call_id", "name",
                                         "namespace", "arguments", "input", "status", "phase", "content_form",
-                                        "encrypted_content", "signature", "extra_json"};
+                                        "encrypted_content", "signature", "extra_json", "wrapper_json"};
     Col *cols[] = {&e->section, &e->type, &e->native_type, &e->role, &e->id, &e->call_id, &e->name,
                    &e->namespace_, &e->arguments, &e->input, &e->status, &e->phase, &e->content_form,
-                   &e->encrypted_content, &e->signature, &e->iextra};
+                   &e->encrypted_content, &e->signature, &e->iextra, &e->wrapper};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (bind(ia, is, names[k], "u", b2, cols[k], NULL, NULL)) return -1;
     if (bind(ia, is, "group", "i", b2, &e->group, NULL, NULL) || bind(ia, is, "part", "i", b2, &e->part, NULL, NULL) ||
@@ -753,6 +777,13 @@ static inline void enc_free(Enc *e) {
     free(e->tc.texts.p);
     free(e->tc.lens.p);
     for (int k = 0; k < 3; k++) free(e->aux[k].p);
+    Buf *abufs[] = {&e->paths, &e->p1, &e->p2, &e->p3, &e->kb};
+    for (size_t k = 0; k < sizeof abufs / sizeof abufs[0]; k++) free(abufs[k]->p);
+    for (int64_t k = 0; k < e->capturn; k++) free(e->turn[k].s);
+    free(e->turn);
+    free(e->blk);
+    free(e->seg);
+    free(e->ix);
 }
 
 /* The entry points' common body: bind the canonical RecordBatch `batch` (Arrow C data interface), run

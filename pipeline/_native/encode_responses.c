@@ -8,9 +8,13 @@
  * per-record encoder (pipeline/encoders/encode_rows.py): rows that are not Chat request bodies, items
  * other than messages, calls and outputs, and JSON values whose orjson text is not provably their stored
  * text (see encode_common.h). The input, output and batch loop are encode_common.h's (run_encoder).
+ *
+ * Anthropic request bodies (e->anthropic) go through the same functions with to_responses.py's
+ * Anthropic branches, then the compiled anthropic_round_trip.report (anthropic_round_trip.c).
  */
 #include "encode_common.h" /* Python.h, yyjson, the Arrow C data interface, Enc, losses, JSON writing */
 #include "blake2b.h"
+#include "anthropic_round_trip.h"
 
 /* Ctx.message_ptr: the Chat message item i came from. */
 static int chat_message_ptr(Enc *e, Buf *b, int64_t i) {
@@ -51,6 +55,23 @@ static const Field OUT_UNUSED[] = {
     FIELD("signature", "thinking_signature", signature), {NULL, NULL, 0, NULL},
 };
 
+/* ... and of an Anthropic message (Ctx.wire_key: call_id is tool_use_id, arguments input) */
+static const Field A_MSG_UNUSED[] = {
+    FIELD("name", "name", name), FIELD("id", "item_id", id), FIELD("status", "status", status),
+    FIELD("phase", "phase", phase), {"call_id", "unknown_field", offsetof(Enc, call_id), "tool_use_id"},
+    FIELD("namespace", "namespace", namespace_), FIELD("encrypted_content", "encrypted_reasoning", encrypted_content),
+    FIELD("signature", "thinking_signature", signature), {"arguments", "argument_string", offsetof(Enc, arguments), "input"},
+    FIELD("input", "custom_tool", input), {NULL, NULL, 0, NULL},
+};
+
+/* Ctx.content_ptr(i): the source's pointer to item i's content. */
+static int content_ptr(Enc *e, Buf *b, int64_t i) {
+    if (e->anthropic) return at_content_ptr(e, b, i, -1);
+    if (chat_item_ptr(e, b, i)) return FALLBACK;
+    puts_(&e->st, b, "/content");
+    return 0;
+}
+
 /* Report `path` + `pre` + /KEY with `kind` and `lead` + "'KEY" + `tail` for a key of a JSON object. */
 static void lose_key(Enc *e, const Buf *path, const char *pre, yyjson_val *k, const char *kind, const char *lead,
                      const char *tail) {
@@ -66,6 +87,26 @@ static void lose_key(Enc *e, const Buf *path, const char *pre, yyjson_val *k, co
     lose(e, e->tmp2.p, e->tmp2.len, kind, e->tmp.p, e->tmp.len);
 }
 
+/* to_responses._part's Anthropic image (anthropic_image_url) and tool_reference (Ctx.tool_reference_text)
+ * blocks: written (*wrote 1), or not (*wrote 0: the caller reports the part as dropped). */
+static int anthropic_part(Enc *e, int64_t j, const char *t, size_t tl, Buf *path, Buf *out, int first, int *wrote) {
+    St *st = &e->st;
+    Buf *v = &e->kb; /* (lose_block_keys uses tmp and tmp2; the report's kb is free until the end) */
+    int got = str_eq(t, tl, "tool_reference") ? at_tool_reference(e, j, path, v) : at_image_url(e, j, path, v);
+    *wrote = got == 1;
+    if (got != 1) return got < 0 ? FALLBACK : 0;
+    if (!first) put(st, out, ",", 1);
+    if (str_eq(t, tl, "tool_reference")) {
+        puts_(st, out, "{\"type\":\"input_text\",\"text\":");
+    } else {
+        lose_s(e, path->p, path->len, "image", "Responses images have a required detail; filled 'auto'");
+        puts_(st, out, "{\"type\":\"input_image\",\"detail\":\"auto\",\"image_url\":");
+    }
+    put_json_str(st, out, v->p, v->len);
+    put(st, out, "}", 1);
+    return 0;
+}
+
 /* to_responses._part: block j (the k-th of item i) as a Responses part appended to `out` (with a
  * leading comma unless first), or dropped with a loss; *wrote says which. */
 static int part(Enc *e, int64_t i, int64_t j, int64_t k, int assistant, Buf *out, int first, int *wrote) {
@@ -74,9 +115,13 @@ static int part(Enc *e, int64_t i, int64_t j, int64_t k, int assistant, Buf *out
     int rc = FALLBACK;
     *wrote = 0;
     yyjson_doc *doc = NULL;
-    if (chat_item_ptr(e, &path, i)) goto done;
-    puts_(st, &path, "/content/");
-    put_i64(st, &path, k);
+    if (e->anthropic) {
+        if (at_content_ptr(e, &path, i, k)) goto done;
+    } else {
+        if (chat_item_ptr(e, &path, i)) goto done;
+        puts_(st, &path, "/content/");
+        put_i64(st, &path, k);
+    }
     size_t tl, xl;
     const char *t = col_str(&e->btype, j, &tl);
     const char *text = col_str(&e->btext, j, &xl);
@@ -157,7 +202,17 @@ static int part(Enc *e, int64_t i, int64_t j, int64_t k, int assistant, Buf *out
             goto done;
         }
     }
-    if (str_eq(t, tl, "image")) goto done; /* an Anthropic image (data URLs): the per-record encoder's */
+    if (e->anthropic && (str_eq(t, tl, "image") || str_eq(t, tl, "tool_reference"))) {
+        int done_ = 0;
+        if (anthropic_part(e, j, t, tl, &path, out, first, &done_)) goto done;
+        if (done_) {
+            *wrote = 1;
+            rc = 0;
+            goto done;
+        }
+    } else if (str_eq(t, tl, "image") || str_eq(t, tl, "tool_reference")) {
+        goto done; /* (another source's) an Anthropic image, a tool_reference: the per-record encoder's */
+    }
     /* ctx.lose_part(path, t, "Responses here") */
     e->tmp.len = 0;
     puts_(st, &e->tmp, article_quoted(t, tl));
@@ -245,7 +300,7 @@ static int lose_chat_call_keys(Enc *e, int64_t i, const Buf *base, int custom) {
 
 static const char *const FN_KEYS[] = {"name", "description", "parameters", "strict", NULL};
 
-/* to_responses._tools for a Chat source: `,"tools":[...]` into b, or nothing with the "no tool
+/* to_responses._tools for a Chat or (e->anthropic) Anthropic source: `,"tools":[...]` into b, or nothing with the "no tool
  * survives" loss. */
 static int tools_json(Enc *e, Buf *b) {
     St *st = &e->st;
@@ -272,11 +327,38 @@ static int tools_json(Enc *e, Buf *b) {
             }
             size_t q, qm;
             yyjson_val *k, *v;
+            yyjson_val *type = yyjson_obj_get(tool, "type");
+            if (e->anthropic) { /* an Anthropic tool with input_schema and no type (or "custom") */
+                yyjson_val *schema = yyjson_obj_get(tool, "input_schema");
+                if (!schema || !(!type || yyjson_is_null(type) || is_str(type, "custom"))) {
+                    lose_s(e, path->p, path->len, "tools", "this tool has no equivalent in Responses here");
+                    continue;
+                }
+                if (kept++) put(st, b, ",", 1);
+                yyjson_val *name = yyjson_obj_get(tool, "name");
+                yyjson_val *desc = yyjson_obj_get(tool, "description");
+                puts_(st, b, "{\"type\":\"function\",\"name\":");
+                if (name) put_value(st, b, name);
+                else puts_(st, b, "null");
+                puts_(st, b, ",\"parameters\":");
+                put_value(st, b, schema);
+                puts_(st, b, ",\"strict\":null");
+                if (desc) {
+                    puts_(st, b, ",\"description\":");
+                    put_value(st, b, desc);
+                }
+                put(st, b, "}", 1);
+                static const char *const akeys[] = {"name", "description", "input_schema", "type", NULL};
+                yyjson_obj_foreach(tool, q, qm, k, v) {
+                    if (!key_in(k, akeys)) lose_key(e, path, NULL, k, "tools", "tool ", "' has no slot in Responses");
+                }
+                if (type) lose_s(e, path->p, path->len, "tools", "the tool's 'type' tag is not kept");
+                continue;
+            }
             static const char *const tool_keys[] = {"type", "function", "custom", NULL};
             yyjson_obj_foreach(tool, q, qm, k, v) {
                 if (!key_in(k, tool_keys)) lose_key(e, path, NULL, k, "tools", "tool ", "' has no slot in Responses");
             }
-            yyjson_val *type = yyjson_obj_get(tool, "type");
             yyjson_val *fn = yyjson_obj_get(tool, "function");
             yyjson_val *custom = yyjson_obj_get(tool, "custom");
             if (is_str(type, "function") && fn && yyjson_is_obj(fn)) {
@@ -386,10 +468,13 @@ static int tool_choice_json(Enc *e, Buf *b) {
         puts_(st, path, "/tool_choice");
         size_t q, qm;
         yyjson_val *k, *v;
-        /* what the choice's type carries (Chat source): the sub-object of a function / custom choice */
-        int sub = is_str(type, "function") || is_str(type, "custom");
+        /* what the choice's type carries: Anthropic's tool choice names its tool flat, Chat's function /
+           custom choice in its sub-object */
+        int sub = !e->anthropic && (is_str(type, "function") || is_str(type, "custom"));
+        int flat = e->anthropic && is_str(type, "tool");
         yyjson_obj_foreach(raw, q, qm, k, v) {
-            int known = key_is(k, "type") || (sub && yyjson_equals_strn(k, yyjson_get_str(type), yyjson_get_len(type)));
+            int known = key_is(k, "type") || (flat && key_is(k, "name")) ||
+                        (sub && yyjson_equals_strn(k, yyjson_get_str(type), yyjson_get_len(type)));
             if (!known) lose_key(e, path, NULL, k, "tools", "tool_choice ", "' has no slot");
         }
         yyjson_val *inner = yyjson_is_str(type) ? yyjson_obj_get(raw, yyjson_get_str(type)) : NULL;
@@ -413,11 +498,13 @@ static int tool_choice_json(Enc *e, Buf *b) {
         puts_(st, b, ",\"tool_choice\":\"");
         puts_(st, b, to);
         put(st, b, "\"", 1);
-        e->tmp.len = 0;
-        puts_(st, &e->tmp, "a tool_choice object comes back as '");
-        puts_(st, &e->tmp, to);
-        puts_(st, &e->tmp, "'");
-        lose(e, "/tool_choice", 12, "tools", e->tmp.p, e->tmp.len);
+        if (!e->anthropic) { /* Anthropic's own shape comes back; an OpenAI source gets the string */
+            e->tmp.len = 0;
+            puts_(st, &e->tmp, "a tool_choice object comes back as '");
+            puts_(st, &e->tmp, to);
+            puts_(st, &e->tmp, "'");
+            lose(e, "/tool_choice", 12, "tools", e->tmp.p, e->tmp.len);
+        }
     } else if ((is_str(type, "function") && fn && yyjson_is_obj(fn)) ||
                (is_str(type, "custom") && custom && yyjson_is_obj(custom))) {
         yyjson_val *obj = is_str(type, "function") ? fn : custom;
@@ -479,7 +566,9 @@ static int top_extra_json(Enc *e, Buf *b) {
     size_t idx, max;
     yyjson_val *k, *v;
     yyjson_obj_foreach(root, idx, max, k, v) {
-        if (key_in(k, same)) {
+        if (e->anthropic && key_is(k, "metadata")) { /* openai_top_extra: {user_id}, not a free map */
+            lose_s(e, "/metadata", 9, "request_field", "Anthropic metadata is not OpenAI metadata");
+        } else if (key_in(k, same)) {
             put(st, b, ",", 1);
             put_json_str(st, b, yyjson_get_str(k), yyjson_get_len(k));
             put(st, b, ":", 1);
@@ -488,7 +577,7 @@ static int top_extra_json(Enc *e, Buf *b) {
             have_max = 1;
             puts_(st, b, ",\"max_output_tokens\":");
             put_value(st, b, v);
-            if (key_is(k, "max_tokens")) {
+            if (key_is(k, "max_tokens") && !e->anthropic) {
                 static const char d[] = "the deprecated max_tokens comes back as max_completion_tokens";
                 lose_s(e, "/max_tokens", 11, "request_field", d);
                 lose_s(e, "/max_completion_tokens", 22, "request_field", d);
@@ -643,8 +732,7 @@ static int message_item(Enc *e, int64_t i, const Buf *base, Buf *out, const char
             if (state == C_NULL && followed) return 0;
             if (followed) {
                 Buf *p = &e->ptr2;
-                if (chat_item_ptr(e, p, i)) return FALLBACK;
-                puts_(st, p, "/content");
+                if (content_ptr(e, p, i)) return FALLBACK;
                 lose_s(e, p->p, p->len, "content_form", "absent or empty content comes back as null");
             } else {
                 lose_s(e, base->p, base->len, "content_form", "a message with no content has no item in Responses");
@@ -708,7 +796,7 @@ static int message(Enc *e, int64_t i, const Buf *base, Buf *out, int *kept, int 
     int state, truthy, empty_str;
     *kept = *assistant_text = 0;
     if (content(e, i, assistant, cbuf, &state, &truthy, &empty_str)) return FALLBACK;
-    lose_fields(e, i, base, MSG_UNUSED);
+    lose_fields(e, i, base, e->anthropic ? A_MSG_UNUSED : MSG_UNUSED);
     /* extra: a refusal (a value: an output message's refusal part; null: a loss), then the rest */
     size_t n;
     const char *x = col_str(&e->iextra, i, &n);
@@ -722,7 +810,7 @@ static int message(Enc *e, int64_t i, const Buf *base, Buf *out, int *kept, int 
             yyjson_doc_free(doc);
             return FALLBACK;
         }
-        refusal = yyjson_obj_get(root, "refusal");
+        refusal = e->anthropic ? NULL : yyjson_obj_get(root, "refusal"); /* a Chat message's field */
         if (refusal && yyjson_is_null(refusal)) {
             refusal = NULL;
             size_t bl = base->len;
@@ -735,7 +823,8 @@ static int message(Enc *e, int64_t i, const Buf *base, Buf *out, int *kept, int 
         size_t idx, max;
         yyjson_val *k, *v;
         yyjson_obj_foreach(root, idx, max, k, v) {
-            if (!key_is(k, "refusal")) lose_key(e, base, NULL, k, "unknown_field", "", "' has no slot in Responses");
+            if (e->anthropic || !key_is(k, "refusal"))
+                lose_key(e, base, NULL, k, "unknown_field", "", "' has no slot in Responses");
         }
     }
     int rc = message_item(e, i, base, out, role, rl, state, truthy, empty_str, refusal, kept, assistant_text);
@@ -762,8 +851,7 @@ static int output(Enc *e, int64_t i, const Buf *base, Buf *out, const Cid *cids)
     if (content(e, i, 0, cbuf, &state, &truthy, &empty_str)) return FALLBACK;
     if (state != C_VALUE) {
         Buf *p = &e->ptr2;
-        if (chat_item_ptr(e, p, i)) return FALLBACK;
-        puts_(st, p, "/content");
+        if (content_ptr(e, p, i)) return FALLBACK;
         lose_s(e, p->p, p->len, "content_form", "a tool output needs output; wrote ''");
         puts_(st, cbuf, "\"\"");
     }
@@ -772,7 +860,7 @@ static int output(Enc *e, int64_t i, const Buf *base, Buf *out, const Cid *cids)
     puts_(st, out, ",\"output\":");
     put(st, out, cbuf->p, cbuf->len);
     const char *role = col_str(&e->role, i, &rl);
-    if (str_eq(role, rl, "function"))
+    if (!e->anthropic && str_eq(role, rl, "function"))
         lose_s(e, base->p, base->len, "role", "a legacy 'function' message comes back as a 'tool' message");
     size_t nl;
     const char *name = col_str(&e->name, i, &nl);
@@ -783,7 +871,7 @@ static int output(Enc *e, int64_t i, const Buf *base, Buf *out, const Cid *cids)
     if (name) {
         puts_(st, out, ",\"name\":");
         put_json_str(st, out, name, nl);
-        lose_s(e, p->p, p->len, "name", "kept in Responses, but Chat tool messages have no name slot");
+        if (!e->anthropic) lose_s(e, p->p, p->len, "name", "kept in Responses, but Chat tool messages have no name slot");
     } else if (has_null(&e->inulls, &e->inull_names, i, "name")) {
         lose_s(e, p->p, p->len, "name", "an explicit null name");
     }
@@ -815,7 +903,7 @@ static int output(Enc *e, int64_t i, const Buf *base, Buf *out, const Cid *cids)
     return 0;
 }
 
-/* to_responses._call for a Chat source. */
+/* to_responses._call for a Chat or (e->anthropic) Anthropic source. */
 static int call(Enc *e, int64_t i, const Buf *base, Buf *out, const Cid *cids) {
     St *st = &e->st;
     size_t tl, cl, nl, vl;
@@ -831,7 +919,186 @@ static int call(Enc *e, int64_t i, const Buf *base, Buf *out, const Cid *cids) {
     puts_(st, out, custom ? ",\"input\":" : ",\"arguments\":");
     put_json_str(st, out, value ? value : "", value ? vl : 0);
     put(st, out, "}", 1);
+    if (e->anthropic) return lose_extra(e, i, base);
     return lose_chat_call_keys(e, i, base, custom);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Anthropic request bodies (to_responses.py's Anthropic branches, then anthropic_round_trip.report) */
+
+/* to_responses._reasoning: a thinking block as a reasoning item (a redacted one is dropped). */
+static int reasoning(Enc *e, int64_t i, const Buf *base, Buf *out, int *kept) {
+    St *st = &e->st;
+    size_t n;
+    const char *nt = col_str(&e->native_type, i, &n);
+    *kept = 0;
+    if (str_eq(nt, n, "redacted_thinking")) {
+        lose_s(e, base->p, base->len, "reasoning", "redacted thinking has no equivalent in Responses");
+        return 0;
+    }
+    puts_(st, out, "{\"type\":\"reasoning\",\"id\":");
+    if (put_generated_id(e, out, "rs", i)) return FALLBACK;
+    puts_(st, out, ",\"summary\":[],\"content\":[");
+    const char *form = col_str(&e->content_form, i, &n);
+    if (str_eq(form, n, "parts")) { /* ctx.blocks(i): none unless the form is parts */
+        int64_t a, z;
+        col_list(&e->content, i, &a, &z);
+        for (int64_t j = a; j < z; j++) {
+            if (!col_valid(&e->blk_valid, j)) return FALLBACK;
+            size_t tl;
+            const char *text = col_str(&e->btext, j, &tl);
+            if (j > a) put(st, out, ",", 1);
+            puts_(st, out, "{\"type\":\"reasoning_text\",\"text\":");
+            put_json_str(st, out, text ? text : "", text ? tl : 0);
+            put(st, out, "}", 1);
+        }
+    }
+    puts_(st, out, "]}");
+    if (col_valid(&e->signature, i)) {
+        Buf *p = &e->ptr2;
+        p->len = 0;
+        put(st, p, base->p, base->len);
+        puts_(st, p, "/signature");
+        lose_s(e, p->p, p->len, "thinking_signature", "a thinking signature has no slot");
+    }
+    lose_s(e, base->p, base->len, "generated_id", "a reasoning item needs an id; generated");
+    if (lose_extra(e, i, base)) return FALLBACK;
+    *kept = 1;
+    return 0;
+}
+
+static int anthropic_body(Enc *e, uint8_t *emitted) {
+    St *st = &e->st;
+    int64_t r = e->r;
+    size_t n;
+    Buf base = e->base; /* handed back at the end (it may have grown) */
+    Buf *item = &e->aux[0];
+    int rc = FALLBACK;
+    put(st, &e->out, "{", 1);
+    const char *form = col_str(&e->instr_form, r, &n);
+    if (str_eq(form, n, "string")) {
+        int64_t a, z;
+        col_list(&e->instr_content, r, &a, &z);
+        size_t tl;
+        const char *text = a < z ? col_str(&e->instr_text, a, &tl) : NULL;
+        if (!text) goto done;
+        puts_(st, &e->out, "\"instructions\":");
+        put_json_str(st, &e->out, text, tl);
+        put(st, &e->out, ",", 1);
+    } else if (str_eq(form, n, "null")) {
+        puts_(st, &e->out, "\"instructions\":null,");
+    } else if (str_eq(form, n, "parts")) { /* to_responses._instructions: system blocks joined */
+        int64_t a, z;
+        col_list(&e->instr_content, r, &a, &z);
+        Buf *p = &e->ptr2, *joined = &e->tmp2;
+        joined->len = 0;
+        for (int64_t j = a; j < z; j++) {
+            if (!col_valid(&e->instr_blk_valid, j)) goto done;
+            size_t tl;
+            const char *text = col_str(&e->instr_text, j, &tl);
+            if (text) put(st, joined, text, tl);
+            p->len = 0;
+            puts_(st, p, "/system/");
+            put_i64(st, p, j - a);
+            size_t pl = p->len;
+            if (col_valid(&e->instr_cache, j)) {
+                puts_(st, p, "/cache_control");
+                lose_s(e, p->p, p->len, "cache_control", "instructions have no cache_control");
+                p->len = pl;
+            }
+            if (col_valid(&e->instr_cit, j) || col_valid(&e->instr_extra, j))
+                lose_s(e, p->p, p->len, "unknown_field", "system block keys have no slot");
+        }
+        lose_s(e, "/system", 7, z - a > 1 ? "block_boundary" : "content_form", "system blocks joined");
+        puts_(st, &e->out, "\"instructions\":");
+        put_json_str(st, &e->out, joined->p, joined->len);
+        put(st, &e->out, ",", 1);
+    }
+    puts_(st, &e->out, "\"input\":[");
+    int64_t nitems = 0;
+    for (int64_t i = e->start; i < e->end; i++) {
+        size_t tl;
+        const char *t = col_str(&e->type, i, &tl);
+        if (at_lose_wrapper(e, i)) goto done;
+        if (at_item_ptr(e, &base, i)) goto done;
+        item->len = 0;
+        int kept = 0, assistant_text;
+        if (str_eq(t, tl, "message")) {
+            if (message(e, i, &base, item, &kept, &assistant_text)) goto done;
+        } else if (str_eq(t, tl, "function_call")) {
+            if (call(e, i, &base, item, NULL)) goto done;
+            kept = 1;
+        } else if (str_eq(t, tl, "function_call_output")) {
+            if (output(e, i, &base, item, NULL)) goto done;
+            kept = 1;
+        } else if (str_eq(t, tl, "reasoning")) {
+            if (reasoning(e, i, &base, item, &kept)) goto done;
+        } else if (str_eq(t, tl, "compaction")) { /* Anthropic's beta compaction: provider-side state */
+            lose_s(e, base.p, base.len, "hosted_tool", "'compaction' is not carried");
+        } else { /* ctx.lose_item */
+            e->tmp.len = 0;
+            put(st, &e->tmp, "'", 1);
+            put(st, &e->tmp, t, tl);
+            puts_(st, &e->tmp, "' has no equivalent in Responses");
+            lose(e, base.p, base.len, at_is_hosted(t, tl) ? "hosted_tool" : "unknown_item", e->tmp.p, e->tmp.len);
+        }
+        if (!kept) continue;
+        emitted[i - e->start] = 1;
+        if (nitems++) put(st, &e->out, ",", 1);
+        put(st, &e->out, item->p, item->len);
+    }
+    put(st, &e->out, "]", 1);
+    const char *model = col_str(&e->model, r, &n);
+    if (model) {
+        puts_(st, &e->out, ",\"model\":");
+        put_json_str(st, &e->out, model, n);
+    }
+    if (tools_json(e, &e->out) || tool_choice_json(e, &e->out) || top_extra_json(e, &e->out)) goto done;
+    put(st, &e->out, "}", 1);
+    rc = anthropic_report(e, 1, emitted);
+done:
+    e->base = base;
+    return rc;
+}
+
+/* An Anthropic request row: the items this file writes exactly (messages, tool_use / tool_result
+ * with their ids, thinking, compaction, other items dropped with their loss). */
+static int anthropic_row(Enc *e) {
+    size_t n;
+    const char *k = col_str(&e->record_kind, e->r, &n);
+    if (!str_eq(k, n, "request") || !col_valid(&e->items, e->r)) return FALLBACK;
+    const char *form = col_str(&e->instr_form, e->r, &n);
+    if (!str_eq(form, n, "absent") && !str_eq(form, n, "null") && !str_eq(form, n, "string") &&
+        !str_eq(form, n, "parts"))
+        return FALLBACK;
+    const char *items_form = col_str(&e->items_form, e->r, &n);
+    if (!str_eq(items_form, n, "parts")) return FALLBACK;
+    col_list(&e->items, e->r, &e->start, &e->end);
+    for (int64_t i = e->start; i < e->end; i++) {
+        if (!col_valid(&e->item_valid, i)) return FALLBACK;
+        const char *t = col_str(&e->type, i, &n);
+        if (!t || str_eq(t, n, "custom_tool_call") || str_eq(t, n, "custom_tool_call_output")) return FALLBACK;
+        /* an id-less call or result: call_ids.py generates and pairs by position */
+        if ((str_eq(t, n, "function_call") || str_eq(t, n, "function_call_output")) && !col_valid(&e->call_id, i))
+            return FALLBACK;
+        size_t nl;
+        const char *nt = col_str(&e->native_type, i, &nl);
+        if (str_eq(t, n, "message") && str_eq(nt, nl, "redacted_thinking"))
+            return FALLBACK; /* (wire_key: its encrypted_content is "data") */
+    }
+    Buf *mask = &e->scratch; /* (a Chat row's attach buffer; the report does not use it) */
+    mask->len = 0;
+    int64_t m = e->end - e->start;
+    if (m) {
+        reserve(&e->st, mask, (size_t)m);
+        if (e->st.oom) return FALLBACK;
+        memset(mask->p, 0, (size_t)m);
+    }
+    e->anthropic = 1;
+    e->loss0 = e->nloss;
+    int rc = anthropic_body(e, (uint8_t *)mask->p);
+    e->anthropic = 0;
+    return rc;
 }
 
 /* One row; 0 (written) or FALLBACK (nothing kept: the caller rolls back). */
@@ -840,6 +1107,7 @@ static int encode_row(Enc *e) {
     int64_t r = e->r;
     size_t n, n2;
     const char *s = col_str(&e->source_format, r, &n);
+    if (str_eq(s, n, "anthropic")) return anthropic_row(e);
     const char *k = col_str(&e->record_kind, r, &n2);
     if (!str_eq(s, n, "chat") || !str_eq(k, n2, "request")) return FALLBACK;
     if (!col_valid(&e->items, r)) return FALLBACK;

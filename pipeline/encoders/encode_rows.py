@@ -7,10 +7,12 @@ faster where a compiled encoder exists:
 =====================================  ======================================================
 rows                                   converted by
 =====================================  ======================================================
-Responses request bodies -> ``chat``   ``pipeline._native.encode_chat`` (C, ``encode.c``), when
-(edited items included)                the compiled codec is active (:mod:`pipeline.codec`)
+Responses request bodies -> ``chat``   ``pipeline._native.encode_chat`` (C, ``encode.c``, with
+(edited items included); Anthropic     ``anthropic_round_trip.c`` for Anthropic rows), when
+request bodies (not edited ones)       the compiled codec is active (:mod:`pipeline.codec`)
 Chat request bodies -> ``responses``   ``pipeline._native.encode_responses`` (C,
-(edited items included)                ``encode_responses.c``), likewise
+(edited items included); Anthropic     ``encode_responses.c``, with ``anthropic_round_trip.c``
+request bodies (not edited ones)       for Anthropic rows), likewise
 Responses and Chat request bodies ->   ``pipeline._native.encode_anthropic`` (C,
 ``anthropic`` (edited items included)  ``encode_anthropic.c``), likewise
 rows of the target's own format        ``pipeline._native.encode_same_<target>`` (C,

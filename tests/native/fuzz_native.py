@@ -9,11 +9,13 @@ rejected lines, read == written + rejected), then the decoded table through
 :func:`tests.native.encode_diff.compare_encode` to every target with a compiled encoder (Chat,
 Responses and Anthropic: the compiled encoders vs the per-record ones, same JSON bytes, losses,
 refusals); the target of the fuzzed format itself goes through its same-format writer
-(``encode_same.c``), the others through the cross-format encoders. Decoding also runs the C item
-fingerprints (``fingerprint.c``, checked against DuckDB's by ``compare``), each batch's bytes go
-through the C MD5 against hashlib, and the decoded table's flat columns through the C JSON Lines
-writers (``lines.c``) against Polars and Arrow. A failing batch is narrowed to the single line that
-fails alone, written to ``--failures`` and the run exits 1.
+(``encode_same.c``), the others through the cross-format encoders, and Anthropic batches also
+through :func:`tests.native.encode_diff.compare_report` (the compiled round-trip report vs
+``anthropic_round_trip.report``). Decoding also runs the C item fingerprints (``fingerprint.c``,
+checked against DuckDB's by ``compare``), each batch's bytes go through the C MD5 against hashlib,
+and the decoded table's flat columns through the C JSON Lines writers (``lines.c``) against Polars
+and Arrow. A failing batch is narrowed to the single line that fails alone, written to
+``--failures`` and the run exits 1.
 
 Run it against an AddressSanitizer + UBSan build (how tests/native/test_fuzz.py runs it)::
 
@@ -230,13 +232,17 @@ def _fails(lines: list[bytes], fmt: str) -> str | None:
     encoder vs per-record, :func:`tests.native.encode_diff.compare_encode`); the first difference,
     or None."""
     from tests.native.differential import compare
-    from tests.native.encode_diff import compare_encode
+    from tests.native.encode_diff import compare_encode, compare_report
 
     try:
         res = compare(lines, fmt, source_file="fuzz.jsonl")
         lines_error = _lines_differ(res.table)
         if lines_error is not None:
             return lines_error
+        if fmt == "anthropic" and res.table.num_rows:  # the compiled round-trip report alone
+            counts = ENCODED.setdefault("anthropic_report", Counter())
+            counts["native"] += int(compare_report(res.table).sum())
+            counts["rows"] += res.table.num_rows
         for target in _targets() if res.table.num_rows else []:
             enc = compare_encode(res.table, target)
             counts = ENCODED.setdefault(target, Counter())

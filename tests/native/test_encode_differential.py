@@ -53,15 +53,18 @@ def test_hand_written_responses_cases() -> None:
 
 
 def test_every_format_mixed_in_one_batch() -> None:
-    """Anthropic rows go to the per-record encoder; the Responses rows among them do not, nor do the Chat
-    rows (written back as they came, ``encode_same_chat``)."""
+    """Dataset rows go to the per-record encoder; the Responses rows among them do not, nor the Chat
+    rows (written back as they came, ``encode_same_chat``) nor the Anthropic ones
+    (test_encode_anthropic_source_differential.py)."""
     tables = [decode_records([rec for _, rec in CASES[fmt]], fmt).table for fmt in sorted(CASES)]
     table = pa.concat_tables([cast_to_canonical(t) for t in tables])
     res = compare_encode(table)
     formats = table.column("source_format").to_pylist()
     flags = res.native.to_pylist()
-    assert not any(f for f, fmt in zip(flags, formats, strict=True) if fmt not in ("responses", "chat"))
-    assert sum(flags) == len(RESPONSES) - len(PER_RECORD_CASES) + len(CASES["chat"])
+    pairs = list(zip(flags, formats, strict=True))
+    assert not any(f for f, fmt in pairs if fmt not in ("responses", "anthropic", "chat"))
+    assert sum(f for f, fmt in pairs if fmt == "responses") == len(RESPONSES) - len(PER_RECORD_CASES)
+    assert sum(f for f, fmt in pairs if fmt == "chat") == len(CASES["chat"])
 
 
 @pytest.mark.parametrize("seed", [0, 1])

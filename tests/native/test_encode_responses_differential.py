@@ -1,7 +1,8 @@
-"""The compiled Chat -> Responses encoder (``pipeline._native.encode_responses``, encode_responses.c)
-against the per-record encoder it must equal byte for byte (``to_responses.py``): same JSON text,
-errors, losses in order, refusals under each loss policy (:func:`tests.native.encode_diff.compare_encode`),
-on every source of Chat records.
+"""The compiled Chat / Anthropic -> Responses encoder (``pipeline._native.encode_responses``,
+encode_responses.c, with anthropic_round_trip.c's report for Anthropic rows) against the per-record
+encoder it must equal byte for byte (``to_responses.py``): same JSON text, errors, losses in order,
+refusals under each loss policy (:func:`tests.native.encode_diff.compare_encode`), on every source of
+Chat and Anthropic records.
 
 Each test also bounds how many rows went to the per-record encoder, so a native encoder that quietly
 handed everything back would fail here rather than pass by comparing Python with itself.
@@ -22,7 +23,7 @@ from pipeline import codec, synth
 from pipeline.formats import decode_lines, decode_records
 from pipeline.schema import cast_to_canonical
 from pipeline.transforms import apply_steps, make_step
-from tests.cases import CASES
+from tests.cases import ANTHROPIC, CASES
 from tests.corpus import corpus_available, corpus_records
 from tests.native.encode_diff import compare_encode
 from tests.strategies import draw_edits, wire_record
@@ -36,6 +37,12 @@ pytestmark = pytest.mark.skipif(
 # The hand-written Chat cases the compiled encoder leaves to the per-record one, and why.
 PER_RECORD_CASES = {
     "completion_object",  # response objects are response_objects.py's
+}
+# ... and the Anthropic ones
+PER_RECORD_ANTHROPIC_CASES = {
+    "message_object",  # response objects are response_objects.py's
+    "refusal_empty_content",  # (a response object)
+    "tool_use_without_ids",  # ids generated and paired by position (call_ids.py)
 }
 
 
@@ -55,15 +62,19 @@ def test_hand_written_chat_cases() -> None:
 
 
 def test_every_format_mixed_in_one_batch() -> None:
-    """Anthropic rows go to the per-record encoder; the Chat rows among them do not, nor do the
-    Responses rows (written back as they came, ``encode_same_responses``)."""
+    """Dataset rows go to the per-record encoder; the Chat and Anthropic rows among them do not, nor
+    the Responses rows (written back as they came, ``encode_same_responses``)."""
     tables = [decode_records([rec for _, rec in CASES[fmt]], fmt).table for fmt in sorted(CASES)]
     table = pa.concat_tables([cast_to_canonical(t) for t in tables])
     res = compare_encode(table, "responses")
     formats = table.column("source_format").to_pylist()
     flags = res.native.to_pylist()
-    assert not any(f for f, fmt in zip(flags, formats, strict=True) if fmt not in ("chat", "responses"))
-    assert sum(flags) == len(CASES["chat"]) - len(PER_RECORD_CASES) + len(CASES["responses"])
+    pairs = list(zip(flags, formats, strict=True))
+    assert not any(f for f, fmt in pairs if fmt not in ("chat", "anthropic", "responses"))
+    assert sum(f for f, fmt in pairs if fmt == "chat") == len(CASES["chat"]) - len(PER_RECORD_CASES)
+    anthropic = len(ANTHROPIC) - len(PER_RECORD_ANTHROPIC_CASES)
+    assert sum(f for f, fmt in pairs if fmt == "anthropic") == anthropic
+    assert sum(f for f, fmt in pairs if fmt == "responses") == len(CASES["responses"])
 
 
 @pytest.mark.parametrize("seed", [0, 1])
