@@ -252,7 +252,8 @@ def _encode(
     ``as_decoded``: the rows are as this process decoded them (see :func:`encode_rows`).
     """
     canonical = cast_to_canonical(table)
-    enc = encode_rows(canonical, target, sets, as_decoded=as_decoded)
+    # the losses are sorted below by (row, path, kind, detail): encode_rows need not order them by row
+    enc = encode_rows(canonical, target, sets, as_decoded=as_decoded, ordered_losses=False)
     refused = enc.refused_kinds(policy)
     failed = enc.errors.is_valid().to_numpy(zero_copy_only=False)
     keep = ~(failed | refused.is_valid().to_numpy(zero_copy_only=False))
