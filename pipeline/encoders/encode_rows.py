@@ -144,7 +144,8 @@ class EncodedRows:
                 return pa.foreign_buffer(*native.join_lines(records, pa.array(keep, pa.bool_())))
             except ValueError:  # another string type than string / large_string: the reference
                 pass
-        return _lines(pc.filter(self.records, pa.array(keep)))
+        # every row kept (the usual batch): no filter, which would copy every record's text once more
+        return _lines(self.records if keep.all() else pc.filter(self.records, pa.array(keep)))
 
     def loss_lines(self, keep: np.ndarray, lines: pa.Array) -> bytes:
         """``{"line": N, "losses": [...]}`` for every kept row with losses (``PATH.losses.jsonl``),
@@ -185,7 +186,12 @@ def _lines(texts: pa.Array) -> bytes:
 
 
 def encode_rows(
-    table: pa.Table, target: str, sets: Mapping[str, Any] | None = None, *, as_decoded: bool = False
+    table: pa.Table,
+    target: str,
+    sets: Mapping[str, Any] | None = None,
+    *,
+    as_decoded: bool = False,
+    ordered_losses: bool = True,
 ) -> EncodedRows:
     """Encode every row of a canonical table to ``target``; a failing row never raises.
 
@@ -200,6 +206,11 @@ def encode_rows(
     per item) is skipped on the compiled path. Never set it for rows read from canonical Parquet
     (written after steps, their fingerprints are the original content's). ``sets`` touch top-level
     fields only, never items, so they do not change this.
+
+    ``ordered_losses=False``: the rows' losses come in no particular row order (each row's own
+    losses still in its encoders' order), for a caller that sorts them fully itself (the job engine
+    sorts by row, path, kind, detail): it saves a gather of every loss row.
+    :meth:`EncodedRows.loss_lines` and :meth:`EncodedRows.kept_loss_counts` need the default order.
     """
     table = cast_to_canonical(table).combine_chunks()
     table, added = apply_sets(table, sets or {}, target)
@@ -252,7 +263,7 @@ def encode_rows(
         losses = pa.concat_tables([losses, model.filter(pa.array(fast[model.column("row").to_numpy()]))])
     if added.num_rows:
         losses = _with_sets(losses, added, errors)
-    if len(parts) > 1 or fast.any() or added.num_rows:
+    if ordered_losses and (len(parts) > 1 or fast.any() or added.num_rows):
         losses = losses.take(np.argsort(losses.column("row").to_numpy(), kind="stable"))
     return EncodedRows(records, errors, losses, pa.array(fast))
 

@@ -252,7 +252,8 @@ def _encode(
     ``as_decoded``: the rows are as this process decoded them (see :func:`encode_rows`).
     """
     canonical = cast_to_canonical(table)
-    enc = encode_rows(canonical, target, sets, as_decoded=as_decoded)
+    # the losses are sorted below by (row, path, kind, detail): encode_rows need not order them by row
+    enc = encode_rows(canonical, target, sets, as_decoded=as_decoded, ordered_losses=False)
     refused = enc.refused_kinds(policy)
     failed = enc.errors.is_valid().to_numpy(zero_copy_only=False)
     keep = ~(failed | refused.is_valid().to_numpy(zero_copy_only=False))
@@ -270,21 +271,25 @@ def _encode(
             rejected.append(
                 rejected_row(file, line, stage, reason, conversation_id=cid, **originals.of(cid, file, line))
             )
-    lf = pl.from_arrow(enc.losses)
-    assert isinstance(lf, pl.DataFrame)
-    lf = lf.filter(pl.Series(keep).gather(lf["row"]))
+    found = enc.losses
+    if not keep.all():
+        found = found.filter(pa.array(keep[found.column("row").to_numpy()]))
     # Not for reproducibility any more: the encoders report losses in source order, the same in
     # every process (tests/encoders/test_loss_order.py), and the compiled encoder in the same order.
     # Kept because it is the on-disk order of losses/ (and of loss_counts/, counted in the order
     # kinds first appear): without it both files' bytes change for every run with losses.
-    lf = lf.sort(["row", "path", "kind", "detail"], maintain_order=True)
+    # Arrow's sort in place of a round trip through Polars (~0.04 CPU s per 20,000 records less);
+    # nulls first, as Polars sorted them. Rows equal in all four keys are equal in every column
+    # written, so the order of ties does not show.
+    keys = [(name, "ascending", "at_start") for name in ("row", "path", "kind", "detail")]
+    found = found.take(pc.sort_indices(found, keys))
     ident = canonical.select(["conversation_id", "source_file", "source_line", "source_format"]).take(
-        lf["row"].to_arrow())  # fmt: skip
+        found.column("row"))  # fmt: skip
     # Columns stay in Arrow (a batch has ~10 losses per record: Python lists of them cost ~3 % of a job).
     losses = pa.table(
         {**{name: ident.column(name) for name in ident.column_names},
-         "target_format": pa.repeat(pa.scalar(target, pa.string()), lf.height),
-         **{name: lf[name].to_arrow() for name in ("kind", "path", "detail")}}
+         "target_format": pa.repeat(pa.scalar(target, pa.string()), found.num_rows),
+         **{name: found.column(name) for name in ("kind", "path", "detail")}}
     ).cast(LOSSES_SCHEMA)  # fmt: skip
     kept = table if keep.all() else table.filter(pa.array(keep, pa.bool_()))
     return kept, enc.jsonl(keep), losses, rejected

@@ -153,6 +153,50 @@ def _lists(groups: np.ndarray, values: pa.Array, n: int) -> pa.ListArray:
     return pa.ListArray.from_arrays(pa.array(offsets), values)
 
 
+def _rows_of(ids: pa.ChunkedArray | pa.Array, conversation_ids: pa.Array) -> np.ndarray:
+    """``pc.index_in(ids, value_set=conversation_ids)`` as numpy, -1 where not found, looked up
+    once per run of equal ids.
+
+    The engine's losses come grouped by record (~10 rows each): comparing neighbours is cheaper
+    than hashing every row's id, and the run heads are looked up as before.
+    """
+    ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+    n = len(ids)
+    starts = np.zeros(1 if n else 0, np.int64)
+    if n > 1:
+        # a null id starts a run of its own (null equals nothing here)
+        same = pc.fill_null(pc.equal(ids.slice(1), ids.slice(0, n - 1)), False)
+        starts = np.r_[starts, 1 + np.flatnonzero(~same.to_numpy(zero_copy_only=False))]
+    heads = pc.fill_null(pc.index_in(ids.take(pa.array(starts)), value_set=conversation_ids), -1)
+    return np.repeat(heads.to_numpy().astype(np.int64), np.diff(np.r_[starts, n]))
+
+
+def _sorted_by(rows: np.ndarray, texts: pa.Array) -> bool:
+    """Are the pairs (``rows``, ``texts``) already in ascending order (texts non-null)?"""
+    if len(rows) < 2:
+        return True
+    step = np.diff(rows)
+    if (step < 0).any():
+        return False
+    back = pc.less(texts.slice(1), texts.slice(0, len(texts) - 1)).to_numpy(zero_copy_only=False)
+    return not (back & (step == 0)).any()
+
+
+def _distinct_kinds(rows: np.ndarray, kinds: pa.Array) -> pa.Table:
+    """The distinct (row, kind) pairs, sorted by row then kind (byte order): the few kinds ranked
+    once, the pairs as integers (no hash of every row's kind string)."""
+    if kinds.null_count:  # not written by chatlake's encoders; the general way
+        pairs = pa.table({"row": rows, "kind": kinds}).group_by(["row", "kind"]).aggregate([])
+        return pairs.sort_by([("row", "ascending"), ("kind", "ascending")])
+    coded = pc.dictionary_encode(kinds)
+    order = pc.sort_indices(coded.dictionary).to_numpy()
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    m = max(len(order), 1)
+    pairs = np.unique(rows * m + rank[coded.indices.to_numpy()])
+    return pa.table({"row": pairs // m, "kind": coded.dictionary.take(pa.array(order[pairs % m]))})
+
+
 def loss_facts(conversation_ids: pa.Array, losses: pa.Table | None) -> dict[str, pa.Array]:
     """Per record row: ``losses`` (count), ``loss_kinds`` (distinct, sorted), ``loss_paths`` (first 5).
 
@@ -161,8 +205,10 @@ def loss_facts(conversation_ids: pa.Array, losses: pa.Table | None) -> dict[str,
     """
     n = len(conversation_ids)
     if losses is not None and losses.num_rows:
+        losses = losses.select(["conversation_id", "kind", "path"])  # copy no other column
         added = pc.is_in(losses.column("kind"), value_set=pa.array(sorted(ADDITIONS), pa.string()))
-        losses = losses.filter(pc.invert(added))
+        if pc.any(added).as_py():
+            losses = losses.filter(pc.invert(added))
     if losses is None or losses.num_rows == 0:
         empty = pa.array(np.zeros(n + 1, np.int32))
         return {
@@ -170,16 +216,18 @@ def loss_facts(conversation_ids: pa.Array, losses: pa.Table | None) -> dict[str,
             "loss_kinds": pa.ListArray.from_arrays(empty, pa.array([], pa.string())),
             "loss_paths": pa.ListArray.from_arrays(empty, pa.array([], pa.string())),
         }
-    row = pc.index_in(losses.column("conversation_id"), value_set=conversation_ids)
-    found = pc.is_valid(row)
-    own = pa.table(
-        {"row": pc.filter(row, found), "kind": pc.filter(losses.column("kind"), found),
-         "path": pc.filter(losses.column("path"), found)}
-    )  # fmt: skip
-    rows = own.column("row").to_numpy()
+    rows = _rows_of(losses.column("conversation_id"), conversation_ids)
+    own = pa.table({"row": rows, "kind": losses.column("kind"), "path": losses.column("path")})
+    if (rows < 0).any():  # losses of other records
+        found = rows >= 0
+        own, rows = own.filter(pa.array(found)), rows[found]
     counts = np.bincount(rows, minlength=n).astype(np.int32)
-    kinds = own.group_by(["row", "kind"]).aggregate([]).sort_by([("row", "ascending"), ("kind", "ascending")])
-    by_path = own.take(pc.sort_indices(own, [("row", "ascending"), ("path", "ascending")]))
+    kinds = _distinct_kinds(rows, own.column("kind").combine_chunks())
+    # The engine hands losses sorted by record, then path: check that (one pass) before sorting.
+    path = own.column("path").combine_chunks()
+    if not (path.null_count == 0 and _sorted_by(rows, path)):
+        own = own.take(pc.sort_indices(own, [("row", "ascending"), ("path", "ascending")]))
+    by_path = own
     path_rows = by_path.column("row").to_numpy()
     starts = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=starts[1:])

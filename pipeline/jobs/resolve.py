@@ -32,7 +32,7 @@ from pipeline.jobs.files import (
     is_url,
     spool_stdin,
 )
-from pipeline.jobs.model import JobSpec
+from pipeline.jobs.model import DEFAULT_CHUNK_BYTES, JobSpec
 from pipeline.losses import LossPolicy
 from pipeline.schema import CONVERSATION_SCHEMA, SCHEMA_VERSION
 from pipeline.sources import SOURCES
@@ -85,7 +85,7 @@ class Job:
     policy: LossPolicy
     run_dir: Path
     shard_records: int = 10_000
-    chunk_bytes: int = 8 << 20
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES
     batch_rows: int = 5_000
     workers: int = 2
     engine: str = "local"

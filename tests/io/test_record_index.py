@@ -102,6 +102,21 @@ def test_record_index_of_a_slice_ignores_other_records_losses() -> None:
     assert written_records(table.slice(0, 0), item_index(table.slice(0, 0)), None, "p", None).num_rows == 0
 
 
+def test_record_index_whatever_the_order_of_losses() -> None:
+    """written_records looks a record's losses up once per run of equal ids and skips its sort when
+    they come sorted by record then path (the engine's order): every order gives the same index."""
+    table = decode_records([rec for _, rec in CASES["responses"]], "responses").table
+    losses = _losses(table, "chat")
+    expected = _reference(table.to_pylist(), losses.to_pylist(), "chat")
+    row = {cid: r for r, cid in enumerate(table.column("conversation_id").to_pylist())}
+    engine = sorted(range(losses.num_rows), key=lambda k: (row[losses["conversation_id"][k].as_py()],
+                                                           losses["path"][k].as_py().encode()))  # fmt: skip
+    for order in (engine, engine[::-1], engine[1::2] + engine[0::2]):
+        shuffled = losses.take(pa.array(order))
+        got = written_records(table, item_index(table), shuffled, "part-00007", "chat")
+        assert got.to_pylist() == expected
+
+
 def test_rejected_records() -> None:
     rows = [{"source_file": "a.jsonl", "source_line": 3, "conversation_id": None, "stage": "decode",
              "step": None, "reason": "$.x: bad", "input": "{}"}]  # fmt: skip
