@@ -27,7 +27,7 @@ import orjson
 
 from .lock import LOCK
 from .manifest import MANIFEST, check_files
-from .rundir import SHARD_FILE, SUMMARY
+from .rundir import PARTITIONS, SHARD_FILE, SUMMARY
 from .writers import FOLDERS
 
 _OWN_FILES = frozenset({MANIFEST, SUMMARY, LOCK})
@@ -57,14 +57,15 @@ def load_manifest(run: Path) -> tuple[dict[str, Any] | None, list[str]]:
 
 
 def _listed(doc: dict[str, Any]) -> set[str]:
-    return {f["path"] for s in doc["shards"] for f in _files(s).values()}
+    """Every file the manifest lists: the output shards' and a two-stage job's stage-1 files."""
+    return {f["path"] for s in [*doc["shards"], *doc.get("partitions", [])] for f in _files(s).values()}
 
 
 def _stray(run: Path, listed: set[str]) -> list[str]:
     out = []
     for p in sorted(run.rglob("*")):
         rel = p.relative_to(run).as_posix()
-        if p.is_dir() and rel in FOLDERS:
+        if p.is_dir() and rel in (*FOLDERS, PARTITIONS):
             continue
         if rel in listed or rel in _OWN_FILES:
             continue
@@ -160,6 +161,23 @@ def _verb(folder: str) -> str:
     return {"rejected": "rejected", "records": "read"}.get(folder, "wrote")
 
 
+def _stage1(run: Path, entries: list[dict[str, Any]], read: int) -> list[str]:
+    """A two-stage job's stage-1 shards (engine/partition.py): files as listed, each shard's
+    ``read == partitioned + rejected``, and the partitions read what stage 1 read."""
+    if not entries:
+        return []
+    problems = []
+    for e in entries:
+        problems += check_files(run, {"files": _files(e)})
+        if e["read"] != e["partitioned"] + e["rejected"]:
+            problems.append(f"{MANIFEST}: partitions {e['id']}: read {e['read']} != partitioned "
+                            f"{e['partitioned']} + rejected {e['rejected']}")  # fmt: skip
+    first = sum(e["read"] for e in entries)
+    if first != read:
+        problems.append(f"{MANIFEST}: stage 1 read {first} records, its partitions hold {read}")
+    return problems
+
+
 def verify(run: Path) -> list[str]:
     """Everything wrong with the run directory ``run`` ([] = it is complete and consistent)."""
     import duckdb
@@ -185,6 +203,7 @@ def verify(run: Path) -> list[str]:
         problems += bad
         if not bad:  # a damaged file is not read: its bytes say nothing
             problems += _shard(run, entry, target, con)
+    problems += _stage1(run, doc.get("partitions", []), totals["read"])
     if totals["read"] != totals["written"] + totals["rejected"]:
         r, w, j = totals["read"], totals["written"], totals["rejected"]
         problems.append(f"{MANIFEST}: read {r} != written {w} + rejected {j}")

@@ -153,6 +153,24 @@ def record_hashes(df: pl.DataFrame) -> pl.Series:
     return pl.Series("__top", out.column("h"))
 
 
+def root_keys(items: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Each record's **thread root key** (``uint64``): the first lane of its first item's content
+    hash, 0 for a record without items.
+
+    Every record of one prefix tree shares it (a record and every record whose items are a prefix
+    of its own start with the same item; a compacted record's prefixes start at item 0 too), so a
+    job hashes records to partitions by it (docs/transforms.md, "Threads at scale").
+    """
+    flat = split(items)
+    offsets = flat.offsets.to_numpy()
+    out = np.zeros(len(offsets) - 1, np.uint64)
+    has = np.flatnonzero(np.diff(offsets) > 0)
+    if len(has):
+        h1, _ = item_hashes(flat.values.take(pa.array(offsets[has], pa.int64())))
+        out[has] = h1
+    return out
+
+
 # -- 2. prefix keys -------------------------------------------------------------------------------
 
 

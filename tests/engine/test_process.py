@@ -1,14 +1,13 @@
-"""run_shard with a grouping step (threads): the whole shard at once, every record accounted for."""
+"""A job with a grouping step (threads): every record of a thread threaded together, every record
+accounted for (the two-stage job itself: test_partition.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import orjson
-import pytest
 
 from pipeline.engine import run_job
-from pipeline.errors import ConfigError
 from pipeline.jobs import load_job
 from tests.engine.helpers import folder, write_job, write_jsonl
 
@@ -26,13 +25,13 @@ def _log() -> list[bytes]:
     return lines
 
 
-def test_threads_in_a_job_sees_every_batch_of_the_shard(tmp_path: Path) -> None:
+def test_threads_in_a_job_sees_every_batch_and_shard(tmp_path: Path) -> None:
     lines = _log()
     write_jsonl(tmp_path / "log.jsonl", lines)
     job = write_job(
         tmp_path / "job.toml",
         [{"path": "log.jsonl", "format": "chat"}],
-        {"path": "run", "target": "parquet", "shard_records": 2},  # ignored: one shard per file
+        {"path": "run", "target": "parquet", "shard_records": 2},  # a thread over several shards
         steps=["threads:keep=leaves"],
         engine={"batch_rows": 2, "chunk_bytes": 1024},
     )
@@ -55,19 +54,6 @@ def test_threads_in_a_job_sees_every_batch_of_the_shard(tmp_path: Path) -> None:
         "threads: duplicate of an identical record": 1,
         **{k: v for k, v in summary["rejected_by_reason"].items() if not k.startswith("threads")},
     }
-
-
-def test_threads_refuses_several_input_files(tmp_path: Path) -> None:
-    write_jsonl(tmp_path / "a.jsonl", _log()[:2])
-    write_jsonl(tmp_path / "b.jsonl", _log()[2:4])
-    job = write_job(
-        tmp_path / "job.toml",
-        [{"path": "a.jsonl", "format": "chat"}, {"path": "b.jsonl", "format": "chat"}],
-        {"path": "run", "target": "parquet"},
-        steps=["threads"],
-    )
-    with pytest.raises(ConfigError, match="concatenate"):
-        load_job(job)
 
 
 def test_dropped_records_of_a_parquet_input_keep_their_input(tmp_path: Path) -> None:

@@ -1,0 +1,248 @@
+"""The two-stage job of a grouping step (``threads``): partition the records, then thread each part.
+
+The records of one thread may sit in any shard of any input file, and the step relates each record
+to every other record of its prefix tree. A job with a grouping step therefore runs in two stages
+(docs/transforms.md, "Threads at scale"; the files: docs/run-layout.md):
+
+1. **Partition** (:func:`partition_shard`): every input shard, cut as usual (``shard_records``),
+   is read in bounded batches; the steps before the grouping step run on each batch; each record
+   goes to one of ``P`` partition files by its thread root key
+   (:func:`pipeline.transforms.threads.root_keys`: its first item's content hash) modulo ``P``.
+   Every record of one prefix tree shares that key, so a tree lies in one partition. Records the
+   reader or an earlier step rejected go to the shard's stage-1 rejected file. A stage-1 shard is
+   listed under ``partitions`` in ``manifest.json`` (files with sha256, as any shard's).
+2. **Thread** (:func:`thread_partition`): partition ``p`` (its files from every stage-1 shard, in
+   shard order) is one shard of the ordinary engine, read whole (one partition in memory per
+   worker), with the grouping step and the steps after it; it writes the usual run outputs
+   (``part-0000p`` files). Stage-1 rejections are routed to partition ``k mod P`` (``k``: the
+   stage-1 shard's number), so every record read is counted in exactly one stage-2 shard and
+   ``read == written + rejected`` holds per shard and for the job.
+
+``P`` is chosen from the input size (:func:`partition_count`) so a partition fits a worker's memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.errors import reason_of
+from pipeline.io.parquet import writer as canonical_writer
+from pipeline.io.run_tables import REJECTED_SCHEMA
+from pipeline.jobs.resolve import CANONICAL, Job
+from pipeline.schema import CONVERSATION_SCHEMA
+from pipeline.sources.detect import WIRE
+from pipeline.transforms import GROUPING_STEPS
+from pipeline.transforms.threads import root_keys
+
+from .process import Work, _apply_steps, _Originals, _steps, _wire_lines, run_shard, shard_codec, to_disk
+from .read import PARTITION, read_shard
+from .shards import Shard, shard_id
+from .writers import TMP_SUFFIX, sha256_file
+
+PARTITIONS = "partitions"  # the folder of the stage-1 files in the run directory
+# Input bytes per partition. A partition's step holds its canonical rows plus the step's columns
+# (measured: ~5x the Parquet size, and JSONL input is ~3x its Parquet), so 128 MB of input keeps a
+# worker under ~1 GB.
+PARTITION_BYTES = 128 << 20
+REJECTED = "rejected"
+
+
+def partition_count(job: Job) -> int:
+    """``P`` for a job: enough partitions that each holds about :data:`PARTITION_BYTES` of input."""
+    total = sum(f.size for f in job.files)
+    return max(1, -(-total // PARTITION_BYTES))
+
+
+def grouping_at(step_names: list[str]) -> int:
+    """The index of the first grouping step (stage 1 runs the steps before it, stage 2 the rest)."""
+    return next(i for i, name in enumerate(step_names) if name in GROUPING_STEPS)
+
+
+@dataclass(frozen=True)
+class PartitionWork(Work):
+    """What a stage-1 worker needs: the job's work (``step_specs``: the steps before the grouping
+    step) and the number of partitions."""
+
+    partitions: int = 1
+
+
+def stages(job: Job, work: Work) -> tuple[PartitionWork, Work, int]:
+    """Stage 1's work, stage 2's work (the grouping step and the steps after it), and ``P``."""
+    g = grouping_at(job.step_names)
+    p = partition_count(job)
+    base = {f.name: getattr(work, f.name) for f in fields(work)}
+    stage1 = PartitionWork(**{**base, "step_specs": tuple(work.step_specs[:g])}, partitions=p)
+    stage2 = Work(**{**base, "step_specs": tuple(work.step_specs[g:])})
+    return stage1, stage2, p
+
+
+def partition_name(p: int) -> str:
+    return f"p{p:04d}"
+
+
+def _path(run_dir: Path, shard: str, part: str) -> Path:
+    return run_dir / PARTITIONS / f"{shard}.{part}.parquet"
+
+
+class _Files:
+    """A stage-1 shard's files, written to temp files and renamed into place together (as
+    :class:`~pipeline.engine.writers.ShardWriter` does for a shard)."""
+
+    def __init__(self, run_dir: Path, shard: str) -> None:
+        self.run_dir, self.shard = run_dir, shard
+        self.writers: dict[str, pq.ParquetWriter] = {}
+        self.rows: Counter[str] = Counter()
+        self.tmp: dict[str, Path] = {}
+
+    def write(self, part: str, table: pa.Table, schema: pa.Schema) -> None:
+        if part not in self.writers:
+            final = _path(self.run_dir, self.shard, part)
+            # the pid keeps a stray worker of a killed run from writing into this run's temp files
+            self.tmp[part] = final.with_name(f".{final.name}.{os.getpid()}{TMP_SUFFIX}")
+            self.writers[part] = (
+                pq.ParquetWriter(self.tmp[part], REJECTED_SCHEMA, compression="zstd")
+                if part == REJECTED
+                else canonical_writer(str(self.tmp[part]), schema)
+            )
+        self.writers[part].write_table(table.cast(self.writers[part].schema))
+        self.rows[part] += table.num_rows
+
+    def commit(self) -> dict[str, dict[str, Any]]:
+        for w in self.writers.values():
+            w.close()
+        files = {}
+        for part in sorted(self.tmp):
+            tmp = self.tmp[part]
+            files[part] = {
+                "path": f"{PARTITIONS}/{_path(self.run_dir, self.shard, part).name}",
+                "rows": self.rows[part],
+                "bytes": tmp.stat().st_size,
+                "sha256": sha256_file(tmp),
+            }
+        for part, tmp in self.tmp.items():
+            os.replace(tmp, _path(self.run_dir, self.shard, part))
+        return files
+
+    def abort(self) -> None:
+        for w in self.writers.values():
+            # closing a half-written file after an error: the original error is what matters
+            with contextlib.suppress(Exception):
+                w.close()
+        for tmp in self.tmp.values():
+            tmp.unlink(missing_ok=True)
+
+
+def partition_shard(shard_json: dict[str, Any], work: PartitionWork, progress: Any = None) -> dict[str, Any]:
+    """Stage 1 for one input shard: read it batch by batch, run the steps before the grouping step,
+    write each record to its partition file; returns its manifest entry (``partitions``)."""
+    shard = Shard.from_json(shard_json)
+    steps = _steps(work)
+    raw_format = shard.format if _wire_lines(shard) else None
+    files = _Files(Path(work.run_dir), shard.id)
+    read = blank = partitioned = 0
+    by_stage: Counter[str] = Counter()
+    by_reason: Counter[str] = Counter()
+    source_counts: Counter[str] = Counter()
+    detected: Counter[str] = Counter()
+    fallback: Counter[str] = Counter()
+    started = time.perf_counter()
+    try:
+        for batch in read_shard(shard, work.chunk_bytes, work.batch_rows):
+            rejected = batch.rejected
+            table = to_disk(batch.table)
+            if steps:
+                table, step_rejected = _apply_steps(
+                    table, steps, _Originals(table, batch.raw, batch.format or raw_format)
+                )
+                rejected = rejected + step_rejected
+            if table.num_rows:
+                part = (root_keys(table.column("items")) % np.uint64(work.partitions)).astype(np.int64)
+                order = np.argsort(part, kind="stable")
+                bounds = np.searchsorted(part[order], np.arange(work.partitions + 1))
+                schema = table.schema.with_metadata(CONVERSATION_SCHEMA.metadata)
+                for p in np.flatnonzero(np.diff(bounds)):
+                    rows = pa.array(order[bounds[p] : bounds[p + 1]], pa.int64())
+                    files.write(partition_name(int(p)), table.take(rows), schema)
+            if rejected:
+                files.write(REJECTED, pa.Table.from_pylist(rejected, schema=REJECTED_SCHEMA), REJECTED_SCHEMA)
+            read += batch.read
+            blank += batch.blank
+            partitioned += table.num_rows
+            by_stage.update(r["stage"] for r in rejected)
+            by_reason.update(reason_of(r["reason"]) for r in rejected)
+            source_counts.update(batch.source_counts)
+            detected.update(batch.detected)
+            fallback.update(batch.native_fallback)
+            if progress is not None:
+                progress(batch.read, batch.nbytes)
+        rejected_total = sum(by_stage.values())
+        if read != partitioned + rejected_total:
+            raise RuntimeError(
+                f"{shard.id}: read {read} != partitioned {partitioned} + rejected {rejected_total}"
+            )
+        written = files.commit()
+    except BaseException:
+        files.abort()
+        raise
+    return {
+        "id": shard.id,
+        "input": {k: v for k, v in shard.to_json().items() if k not in ("id", "weight")},
+        "read": read,
+        "partitioned": partitioned,
+        "rejected": rejected_total,
+        "blank_lines": blank,
+        "rejected_by_stage": dict(sorted(by_stage.items())),
+        "rejected_by_reason": dict(sorted(by_reason.items())),
+        **({"source_counts": dict(sorted(source_counts.items()))} if source_counts else {}),
+        **({"detected": dict(sorted(detected.items()))} if shard.format == WIRE else {}),
+        "codec": shard_codec(shard),
+        "native_fallback": dict(sorted(fallback.items())),
+        "files": written,
+        "weight": shard.weight,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+
+
+def partition_shards(entries: dict[str, dict[str, Any]], partitions: int) -> list[Shard]:
+    """Stage 2's shards from the finished stage-1 entries: partition ``p`` is shard ``part-0000p``
+    (a partition with no record and no routed rejection has none). Paths are relative to the run
+    directory (:func:`thread_partition` resolves them), so the manifest does not name the run's place."""
+    order = sorted(entries)
+    out = []
+    for p in range(partitions):
+        name = partition_name(p)
+        mine = [entries[i]["files"][name] for i in order if name in entries[i]["files"]]
+        routed = [
+            entries[i]["files"][REJECTED]
+            for k, i in enumerate(order)
+            if k % partitions == p and REJECTED in entries[i]["files"]
+        ]
+        if not mine and not routed:
+            continue
+        options = {"files": [f["path"] for f in mine], "rejected": [f["path"] for f in routed]}
+        weight = sum(f["bytes"] for f in mine + routed)
+        out.append(
+            Shard(shard_id(p), f"{PARTITIONS}/{name}", PARTITION, CANONICAL, options, 0, -1, 1, weight)
+        )
+    return out
+
+
+def thread_partition(shard_json: dict[str, Any], work: Work, progress: Any = None) -> dict[str, Any]:
+    """Stage 2 for one partition: :func:`~pipeline.engine.process.run_shard` on its files (read
+    whole: the grouping step sees every record of the partition); the entry keeps relative paths."""
+    run_dir = Path(work.run_dir)
+    opts = shard_json["options"]
+    absolute = {k: [str(run_dir / p) for p in opts[k]] for k in ("files", "rejected")}
+    entry = run_shard({**shard_json, "options": absolute}, work, progress)
+    entry["input"] = {k: v for k, v in shard_json.items() if k not in ("id", "weight")}
+    return entry

@@ -1,0 +1,120 @@
+"""The two-stage job of the threads step: records of one thread in several files and shards come
+out as the in-memory step gives them; counts add up; a run killed between the stages resumes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from pipeline import synth
+from pipeline.engine import partition, run_job
+from pipeline.engine.verify import verify
+from pipeline.jobs import load_job
+from pipeline.transforms import apply_steps, parse_step
+from pipeline.transforms.threads import THREAD_COLUMNS
+from tests.engine.helpers import file_hashes, folder, write_job, write_jsonl
+
+THREADS = 24  # conversations of the synthetic log (with retries, branches and compactions)
+
+
+def _files(tmp_path: Path, n: int = 3) -> list[dict[str, Any]]:
+    """A synthetic Responses request log dealt round-robin into ``n`` files (every thread spread
+    over all of them), plus a bad line in the second."""
+    lines = b"".join(synth.request_log("responses", THREADS, seed=3, mean_requests=6)).splitlines()
+    inputs = []
+    for k in range(n):
+        mine = lines[k::n] + ([b"{not json"] if k == 1 else [])
+        write_jsonl(tmp_path / f"log{k}.jsonl", mine)
+        inputs.append({"path": f"log{k}.jsonl", "format": "responses"})
+    return inputs
+
+
+def _job(tmp_path: Path, name: str, inputs: list[dict[str, Any]], step: str, **engine: Any) -> Path:
+    return write_job(
+        tmp_path / f"{name}.toml",
+        inputs,
+        {"path": name, "target": "parquet", "shard_records": 9},
+        steps=[step],
+        engine={"batch_rows": 4, **engine},
+    )
+
+
+@pytest.fixture
+def small_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Partitions of ~20 KB of input: the test's log goes to several of them."""
+    monkeypatch.setattr(partition, "PARTITION_BYTES", 20_000)
+
+
+def _threads_of(df: pl.DataFrame) -> pl.DataFrame:
+    return df.select("conversation_id", *THREAD_COLUMNS).sort("conversation_id")
+
+
+def test_a_thread_spread_over_files_and_shards_equals_the_in_memory_step(
+    tmp_path: Path, small_partitions: None
+) -> None:
+    summary = run_job(load_job(_job(tmp_path, "run", _files(tmp_path), "threads")))
+    run = tmp_path / "run"
+    doc = (run / "manifest.json").read_text()
+    assert summary["shards"] > 2 and '"partitions"' in doc  # several partitions, stage 1 listed
+    out = pl.from_arrow(folder(run, "conversations"))
+    assert isinstance(out, pl.DataFrame)
+    assert summary["read"] == summary["written"] + summary["rejected"] and summary["rejected"] == 1
+    assert summary["inputs"][1]["read"] == len((tmp_path / "log1.jsonl").read_bytes().splitlines())
+    # the reference: the step on every record at once, in memory
+    plain = out.drop(*THREAD_COLUMNS)
+    expected, rejected = apply_steps(plain, [parse_step("threads")])
+    assert rejected.height == 0
+    got, want = _threads_of(out), _threads_of(expected)
+    assert got.equals(want), got.join(want, on="conversation_id", suffix="_want").filter(
+        pl.any_horizontal(pl.col(c).ne_missing(pl.col(f"{c}_want")) for c in THREAD_COLUMNS)
+    )
+    assert out.get_column("continues_thread").drop_nulls().len() > 0  # the log has linked compactions
+    assert out.get_column("thread_id").n_unique() >= THREADS
+    assert verify(run) == []
+
+
+def test_keep_leaves_counts_add_up_over_files(tmp_path: Path, small_partitions: None) -> None:
+    summary = run_job(load_job(_job(tmp_path, "run", _files(tmp_path), "threads:keep=leaves")))
+    run = tmp_path / "run"
+    assert summary["read"] == summary["written"] + summary["rejected"]
+    kept = folder(run, "conversations")
+    assert kept.num_rows == summary["written"] and pl.Series(kept.column("is_leaf")).all()
+    rejected = folder(run, "rejected").to_pylist()
+    assert sorted({r["stage"] for r in rejected}) == ["read", "transform"]
+    assert verify(run) == []
+
+
+def test_a_run_killed_between_the_stages_resumes(
+    tmp_path: Path, small_partitions: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inputs = _files(tmp_path)
+    run_job(load_job(_job(tmp_path, "whole", inputs, "threads:keep=leaves")))
+
+    def killed(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise KeyboardInterrupt  # the job stops after stage 1, before any partition is threaded
+
+    job = load_job(_job(tmp_path, "run", inputs, "threads:keep=leaves", workers=1))
+    with monkeypatch.context() as m:
+        m.setattr(partition, "thread_partition", killed)
+        with pytest.raises(KeyboardInterrupt):
+            run_job(job)
+    stage1 = sorted((tmp_path / "run" / "partitions").iterdir())
+    assert stage1 and not list((tmp_path / "run" / "conversations").iterdir())
+    mtimes = [p.stat().st_mtime_ns for p in stage1]
+    calls: list[str] = []
+    real = partition.partition_shard
+
+    def counted(shard: dict[str, Any], *args: Any) -> dict[str, Any]:
+        calls.append(shard["id"])
+        return real(shard, *args)
+
+    monkeypatch.setattr(partition, "partition_shard", counted)
+    summary = run_job(job)
+    assert calls == []  # stage 1 was not redone
+    assert [p.stat().st_mtime_ns for p in stage1] == mtimes
+    assert summary["shards_resumed"] == len({p.name.split(".")[0] for p in stage1})
+    whole, resumed = file_hashes(tmp_path / "whole"), file_hashes(tmp_path / "run")
+    assert resumed == whole
