@@ -32,22 +32,26 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.errors import reason_of
 from pipeline.io.parquet import writer as canonical_writer
 from pipeline.io.run_tables import REJECTED_SCHEMA
-from pipeline.jobs.resolve import CANONICAL, Job
+from pipeline.jobs.resolve import CANONICAL, Job, build_steps
 from pipeline.schema import CONVERSATION_SCHEMA
 from pipeline.sources.detect import WIRE
 from pipeline.transforms import GROUPING_STEPS
-from pipeline.transforms.threads import root_keys
+from pipeline.transforms._flat import split
+from pipeline.transforms.compaction import compaction_flags
+from pipeline.transforms.threads import compaction_sides, item_hashes, links, root_keys
 
+from .manifest import Manifest
 from .process import Work, _apply_steps, _Originals, _steps, _wire_lines, run_shard, shard_codec, to_disk
 from .read import PARTITION, read_shard
 from .shards import Shard, shard_id
-from .writers import TMP_SUFFIX, sha256_file
+from .writers import TMP_SUFFIX, ArrowTable, sha256_file
 
 PARTITIONS = "partitions"  # the folder of the stage-1 files in the run directory
 # Input bytes per partition. A partition's step holds its canonical rows plus the step's columns
@@ -71,9 +75,15 @@ def grouping_at(step_names: list[str]) -> int:
 @dataclass(frozen=True)
 class PartitionWork(Work):
     """What a stage-1 worker needs: the job's work (``step_specs``: the steps before the grouping
-    step) and the number of partitions."""
+    step), the number of partitions and the grouping step's spec (its compaction markers)."""
 
     partitions: int = 1
+    grouping: Any = "threads"
+
+
+def grouping_step(spec: Any) -> Any:
+    """The grouping step of a spec (its params: ``markers``, ``item_types``)."""
+    return build_steps([spec])[0]
 
 
 def stages(job: Job, work: Work) -> tuple[PartitionWork, Work, int]:
@@ -81,7 +91,9 @@ def stages(job: Job, work: Work) -> tuple[PartitionWork, Work, int]:
     g = grouping_at(job.step_names)
     p = partition_count(job)
     base = {f.name: getattr(work, f.name) for f in fields(work)}
-    stage1 = PartitionWork(**{**base, "step_specs": tuple(work.step_specs[:g])}, partitions=p)
+    stage1 = PartitionWork(
+        **{**base, "step_specs": tuple(work.step_specs[:g])}, partitions=p, grouping=work.step_specs[g]
+    )
     stage2 = Work(**{**base, "step_specs": tuple(work.step_specs[g:])})
     return stage1, stage2, p
 
@@ -155,6 +167,8 @@ def partition_shard(shard_json: dict[str, Any], work: PartitionWork, progress: A
     source_counts: Counter[str] = Counter()
     detected: Counter[str] = Counter()
     fallback: Counter[str] = Counter()
+    compacted = 0
+    params = grouping_step(work.grouping).params
     started = time.perf_counter()
     try:
         for batch in read_shard(shard, work.chunk_bytes, work.batch_rows):
@@ -166,7 +180,13 @@ def partition_shard(shard_json: dict[str, Any], work: PartitionWork, progress: A
                 )
                 rejected = rejected + step_rejected
             if table.num_rows:
-                part = (root_keys(table.column("items")) % np.uint64(work.partitions)).astype(np.int64)
+                items = table.column("items")
+                part = (root_keys(items) % np.uint64(work.partitions)).astype(np.int64)
+                # records with a compaction item: their thread's continues_thread link may cross
+                # partitions (link_threads runs only when some record has one)
+                flat = split(items)
+                flags = compaction_flags(flat.values, params.markers, params.item_types).to_numpy()
+                compacted += len(np.unique(flat.parent().to_numpy()[flags]))
                 order = np.argsort(part, kind="stable")
                 bounds = np.searchsorted(part[order], np.arange(work.partitions + 1))
                 schema = table.schema.with_metadata(CONVERSATION_SCHEMA.metadata)
@@ -199,6 +219,7 @@ def partition_shard(shard_json: dict[str, Any], work: PartitionWork, progress: A
         "input": {k: v for k, v in shard.to_json().items() if k not in ("id", "weight")},
         "read": read,
         "partitioned": partitioned,
+        "compacted": compacted,
         "rejected": rejected_total,
         "blank_lines": blank,
         "rejected_by_stage": dict(sorted(by_stage.items())),
@@ -246,3 +267,101 @@ def thread_partition(shard_json: dict[str, Any], work: Work, progress: Any = Non
     entry = run_shard({**shard_json, "options": absolute}, work, progress)
     entry["input"] = {k: v for k, v in shard_json.items() if k not in ("id", "weight")}
     return entry
+
+
+def _read(path: Path, columns: list[str] | None = None) -> pa.Table:
+    """A conversations file of the run (Parquet, or Arrow in the single-file layout)."""
+    if path.suffix == ".arrow":
+        with pa.memory_map(str(path)) as src:
+            table = pa.ipc.open_file(src).read_all()
+        return table.select(columns) if columns else table
+    return pq.read_table(path, columns=columns)
+
+
+def _write(path: Path, table: pa.Table) -> dict[str, Any]:
+    """Replace a conversations file (temp file, then rename); its new ``rows, bytes, sha256``."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}")
+    w: ArrowTable | pq.ParquetWriter = (
+        ArrowTable(tmp, table.schema) if path.suffix == ".arrow" else canonical_writer(str(tmp), table.schema)
+    )
+    try:
+        w.write_table(table)
+        w.close()
+        out = {"rows": table.num_rows, "bytes": tmp.stat().st_size, "sha256": sha256_file(tmp)}
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def _thread_keys(k: int, thread_id: pa.ChunkedArray) -> tuple[np.ndarray, pl.Series]:
+    """A job-wide key per row for its thread (partition ``k``, its thread_id's rank in the
+    partition: thread_ids of different partitions are different threads), and the thread_ids."""
+    tid = pl.Series("thread_id", thread_id)
+    local = tid.rank("dense").fill_null(0).cast(pl.Int64).to_numpy()
+    return (np.int64(k) << np.int64(32)) + local, tid
+
+
+def link_threads(run_dir: Path, manifest: Manifest, spec: Any) -> int:
+    """The third pass: ``continues_thread`` across partitions; returns the files it rewrote.
+
+    Stage 2 links a compacted thread to the thread it continues within its partition; that
+    thread may sit in another one (its first item differs). This pass reads each partition's
+    written records (their items and thread_id: every item of a thread is in its written
+    records, even with ``keep=leaves``, as a dropped record is a prefix of a kept leaf), builds
+    the compacted threads' sides and every thread's item hashes, solves the links for the whole
+    job at once (:func:`pipeline.transforms.threads.links`, the step's own rule) and rewrites the
+    conversations file of a partition whose links change (its manifest entry with it). It runs
+    only when stage 1 saw a record with a compaction item.
+    """
+    if not any(e.get("compacted") for e in manifest.partitions.values()):
+        return 0
+    params = grouping_step(spec).params
+    entries = [manifest.shards[k] for k in sorted(manifest.shards)]
+    kept, marks, every, names, compacted = [], [], [], [], []
+    for k, e in enumerate(entries):
+        if "conversations" not in e["files"]:
+            return 0  # no conversations are written (single file of a wire target): nothing to link
+        t = _read(run_dir / e["files"]["conversations"]["path"], ["thread_id", "items"])
+        if t.num_rows == 0:
+            continue
+        key, tid = _thread_keys(k, t.column("thread_id"))
+        flat = split(t.column("items"))
+        offsets, parent = flat.offsets.to_numpy(), flat.parent().to_numpy()
+        idx = np.arange(len(parent), dtype=np.int64) - offsets[parent]
+        flag = compaction_flags(flat.values, params.markers, params.item_types).to_numpy()
+        cut = np.full(t.num_rows, -1, np.int64)
+        at = np.flatnonzero(flag)
+        cut[parent[at]] = idx[at]  # ascending: the last write per record is its last compaction
+        h1, h2 = item_hashes(flat.values)
+        on = cut >= 0
+        sides = compaction_sides(key, flat.values, parent, idx, h1, h2, cut, flag, on)
+        kept.append(sides[0])
+        marks.append(sides[1])
+        every.append(pl.DataFrame({"other": key[parent], "h1": h1, "h2": h2}).unique())
+        names.append(pl.DataFrame({"thread": key, "thread_id": tid}).unique("thread"))
+        compacted.append(pl.Series("thread", key[on]).unique())
+    if not kept or not sum(x.height for x in kept):
+        return 0
+    best = links(pl.concat(kept), pl.concat(marks), pl.concat(every), pl.concat(compacted), pl.concat(names))
+    rewritten = 0
+    for k, e in enumerate(entries):
+        path = run_dir / e["files"]["conversations"]["path"]
+        t = _read(path)
+        if t.num_rows == 0:
+            continue
+        key, _ = _thread_keys(k, t.column("thread_id"))
+        new = (
+            pl.DataFrame({"thread": key})
+            .join(best, on="thread", how="left", maintain_order="left")
+            .get_column("continues_thread")
+        )
+        old = pl.Series(t.column("continues_thread"))
+        if new.eq_missing(old).all():
+            continue
+        at = t.schema.get_field_index("continues_thread")
+        t = t.set_column(at, t.schema.field(at), new.to_arrow().cast(t.schema.field(at).type))
+        e["files"]["conversations"].update(_write(path, t))
+        manifest.add(e)
+        rewritten += 1
+    return rewritten

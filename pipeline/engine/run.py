@@ -172,6 +172,7 @@ def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: 
                 shards = iter(partition.partition_shards(manifest.partitions, parts))
                 execute(pending(shards, manifest.shards, input_bytes=False), stage2,
                         partition.thread_partition, on_done, lambda records, nbytes: None)  # fmt: skip
+                partition.link_threads(job.run_dir, manifest, stage1.grouping)
             else:
                 execute(pending(plan(job), manifest.shards), work, run_shard, on_done, bar.advance)
     except BaseException as e:

@@ -118,3 +118,62 @@ def test_a_run_killed_between_the_stages_resumes(
     assert summary["shards_resumed"] == len({p.name.split(".")[0] for p in stage1})
     whole, resumed = file_hashes(tmp_path / "whole"), file_hashes(tmp_path / "run")
     assert resumed == whole
+
+
+def _user(t: str) -> dict[str, Any]:
+    return {"role": "user", "content": t}
+
+
+def _assistant(t: str) -> dict[str, Any]:
+    return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": t}]}
+
+
+@pytest.mark.parametrize("keep", ["all", "leaves"])
+def test_a_compaction_link_across_partitions_is_resolved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep: str
+) -> None:
+    """A thread that starts with a system prompt, compacted into a window of its user turns: the
+    window's first item differs, so it lands in another partition; the link still equals the
+    in-memory step's (the third pass)."""
+    import orjson
+    import pyarrow.parquet as pq
+
+    lines = []
+    for t in range(6):
+        source = [{"role": "system", "content": f"rules {t}"}, _user(f"task {t}")]
+        for k in range(3):
+            lines.append({"model": "m", "input": list(source)})
+            source += [_assistant(f"a{t}.{k}"), _user(f"u{t}.{k}")]
+        window = [_user(f"task {t}"), *[_user(f"u{t}.{k}") for k in range(2)]]
+        window.append({"type": "compaction", "encrypted_content": f"enc-{t}"})
+        after = [*window, _user(f"after {t}")]
+        lines += [
+            {"model": "m", "input": after},
+            {"model": "m", "input": [*after, _assistant("ok"), _user("more")]},
+        ]
+    write_jsonl(tmp_path / "a.jsonl", [orjson.dumps(x) for x in lines[::2]])
+    write_jsonl(tmp_path / "b.jsonl", [orjson.dumps(x) for x in lines[1::2]])
+    inputs = [{"path": p, "format": "responses"} for p in ("a.jsonl", "b.jsonl")]
+    monkeypatch.setattr(partition, "PARTITION_BYTES", 200)  # many partitions
+    summary = run_job(load_job(_job(tmp_path, "run", inputs, f"threads:keep={keep}")))
+    run = tmp_path / "run"
+    out = pl.from_arrow(folder(run, "conversations"))
+    assert isinstance(out, pl.DataFrame)
+    # the reference: the step on every record at once (all records as stage 1 wrote them)
+    everything = pl.from_arrow(pq.read_table(sorted((run / "partitions").glob("*.p*.parquet"))))
+    assert isinstance(everything, pl.DataFrame)
+    expected, _ = apply_steps(everything, [parse_step(f"threads:keep={keep}")])
+    got, want = _threads_of(out), _threads_of(expected)
+    assert got.equals(want), (got, want)
+    linked = out.filter(pl.col("continues_thread").is_not_null())
+    assert linked.height == (12 if keep == "all" else 6)
+    # the links cross partitions: a linked record's partition differs from its source thread's
+    part_of = {
+        cid: p.name.split(".")[1]
+        for p in sorted((run / "partitions").glob("*.p*.parquet"))
+        for cid in pq.read_table(p, columns=["conversation_id"]).column(0).to_pylist()
+    }
+    pairs = linked.select("conversation_id", "continues_thread").rows()
+    assert any(part_of[a] != part_of[b] for a, b in pairs)
+    assert summary["read"] == summary["written"] + summary["rejected"]
+    assert verify(run) == []
