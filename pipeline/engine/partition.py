@@ -235,8 +235,9 @@ def partition_shard(shard_json: dict[str, Any], work: PartitionWork, progress: A
 
 
 def partition_shards(entries: dict[str, dict[str, Any]], partitions: int) -> list[Shard]:
-    """Stage 2's shards from the finished stage-1 entries: partition ``p`` is shard ``part-0000p``
-    (a partition with no record and no routed rejection has none). Paths are relative to the run
+    """Stage 2's shards from the finished stage-1 entries: partition ``p`` is shard ``part-0000p``,
+    one for every partition, even an empty one (shard ids have no gaps: ``transform -o FILE``
+    joins ``part-00000``, ``part-00001``, ... in turn). Paths are relative to the run
     directory (:func:`thread_partition` resolves them), so the manifest does not name the run's place."""
     order = sorted(entries)
     out = []
@@ -248,8 +249,6 @@ def partition_shards(entries: dict[str, dict[str, Any]], partitions: int) -> lis
             for k, i in enumerate(order)
             if k % partitions == p and REJECTED in entries[i]["files"]
         ]
-        if not mine and not routed:
-            continue
         options = {"files": [f["path"] for f in mine], "rejected": [f["path"] for f in routed]}
         weight = sum(f["bytes"] for f in mine + routed)
         out.append(

@@ -273,7 +273,10 @@ def run_single_file(job: Job, output: Path, *, progress: bool = False) -> dict[s
 
     prepare(job)
     joiner = _Joiner(job, _temp_paths(job, final_paths(output, job.target))["output"])
-    joiner.start()
+    # a grouping job's last pass may rewrite finished shards (engine/partition.link_threads): join
+    # them once the run is over
+    if not job.grouping:
+        joiner.start()
     verdict: TooManyRejected | None = None
     try:
         summary = run_job(job, progress=progress)
@@ -281,8 +284,11 @@ def run_single_file(job: Job, output: Path, *, progress: bool = False) -> dict[s
         verdict, summary = e, e.summary
     except BaseException:
         joiner.stopped.set()
-        joiner.join()
+        if joiner.is_alive():
+            joiner.join()
         raise
+    if job.grouping:
+        joiner.start()
     joiner.wait()
     finals = finish(job, output)
     summary.pop("run_dir", None)
