@@ -49,6 +49,10 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         console.print(f"rejected by stage: {stages}")
         for reason, n in list(summary["rejected_by_reason"].items())[:5]:
             console.print(f"  {n:,} x {reason}")
+    if summary.get("dropped"):
+        # a grouping step's dropped records are not rejected: each is kept inside its leaf (dropped/)
+        reasons = ", ".join(f"{reason} {n:,}" for reason, n in summary["dropped_by_reason"].items())
+        console.print(f"dropped (in their leaves): {summary['dropped']:,} ({reasons})")
     if summary["records_with_losses"]:
         kinds = ", ".join(f"{k} {n:,}" for k, n in list(summary["losses_by_kind"].items())[:6])
         if len(summary["losses_by_kind"]) > 6:
@@ -76,6 +80,8 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
     console.print(f"output: {summary['output']}")  # the single-file layout (convert/transform -o)
     if summary["rejected"]:
         console.print(f"rejected records: {summary['rejected_file']}")
+    if summary.get("dropped"):
+        console.print(f"dropped records: {summary['dropped_file']}")
     if summary.get("losses_file") and (summary["records_with_losses"] or summary.get("additions_by_kind")):
         console.print(f"losses: {summary['losses_file']}")
 

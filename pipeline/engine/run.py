@@ -80,8 +80,9 @@ def prepare_run_dir(job: Job, fresh: bool) -> Manifest:
     # run-layout.md: no output/ when the target is parquet; the single-file layout writes fewer folders
     for name in folders(job.layout, job.target != PARQUET):
         (run_dir / name).mkdir(parents=True, exist_ok=True)
-    if job.grouping:  # the stage-1 files of the two-stage job
+    if job.grouping:  # the stage-1 files of the two-stage job, and the records it drops
         (run_dir / rundir.PARTITIONS).mkdir(exist_ok=True)
+        (run_dir / rundir.DROPPED).mkdir(exist_ok=True)
     rundir.clean_temp_files(run_dir)
     return manifest
 
@@ -202,8 +203,8 @@ def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: 
         summary["status"] = "rejected"
     manifest.save()
     write_atomic(job.run_dir / SUMMARY, orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
-    if summary["read"] != summary["written"] + summary["rejected"]:
-        counts = {k: summary[k] for k in ("read", "written", "rejected")}
+    if summary["read"] != summary["written"] + summary["rejected"] + summary.get("dropped", 0):
+        counts = {k: summary[k] for k in ("read", "written", "rejected", "dropped") if k in summary}
         raise JobFailed(f"counts do not add up: {counts}")
     if cat is not None:
         cat.finish(run_id, summary, summary["status"], summary["verdict"]["message"])

@@ -48,11 +48,14 @@ def summarize(
     inputs: dict[tuple[str, str], int] = {(f.url, f.format): 0 for f in job.files}
     names = {f.url: f.name for f in job.files if f.name}
     detected: dict[tuple[str, str], Counter[str]] = {}
-    read = written = rejected = lossy = blank = 0
+    read = written = rejected = lossy = blank = dropped = 0
+    dropped_by: Counter[str] = Counter()
     for s in sorted(shards, key=lambda s: s["id"]):
         read += s["read"]
         written += s["written"]
         rejected += s["rejected"]
+        dropped += s.get("dropped", 0)
+        dropped_by.update(s.get("dropped_by_reason", {}))
         lossy += s["records_with_losses"]
         by_stage.update(s["rejected_by_stage"])
         by_reason.update(s["rejected_by_reason"])
@@ -90,6 +93,8 @@ def summarize(
         "read": read,
         "written": written,
         "rejected": rejected,
+        # a job with a grouping step: records it dropped (dropped/); read == written + rejected + dropped
+        **({"dropped": dropped, "dropped_by_reason": dict(dropped_by.most_common())} if job.grouping else {}),
         "blank_lines": blank,
         "rejected_by_stage": dict(by_stage.most_common()),
         "rejected_by_reason": dict(by_reason.most_common()),

@@ -25,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from .dropped import DROPPED
 from .lock import LOCK
 from .manifest import MANIFEST, check_files
 from .rundir import PARTITIONS, SHARD_FILE, SUMMARY
@@ -65,7 +66,7 @@ def _stray(run: Path, listed: set[str]) -> list[str]:
     out = []
     for p in sorted(run.rglob("*")):
         rel = p.relative_to(run).as_posix()
-        if p.is_dir() and rel in (*FOLDERS, PARTITIONS):
+        if p.is_dir() and rel in (*FOLDERS, DROPPED, PARTITIONS):
             continue
         if rel in listed or rel in _OWN_FILES:
             continue
@@ -132,9 +133,17 @@ def _shard(run: Path, entry: dict[str, Any], target: str | None, con: Any) -> li
         if folder not in files:
             problems.append(f"{sid}: no {folder}/ file listed (an incomplete shard)")
     read, written, rejected = entry.get("read"), entry.get("written"), entry.get("rejected")
-    if None not in (read, written, rejected) and read != written + rejected:
-        problems.append(f"{sid}: read {read} != written {written} + rejected {rejected}")
-    want = {"conversations": written, "output": written, "rejected": rejected, "records": read}
+    dropped = entry.get("dropped")  # a job with a grouping step (dropped/)
+    if None not in (read, written, rejected) and read != written + rejected + (dropped or 0):
+        also = f" + dropped {dropped}" if dropped is not None else ""
+        problems.append(f"{sid}: read {read} != written {written} + rejected {rejected}{also}")
+    want = {
+        "conversations": written,
+        "output": written,
+        "rejected": rejected,
+        "records": read,
+        DROPPED: dropped,
+    }
     for folder, f in files.items():
         path = run / f["path"]
         actual = _count_lines(path) if path.suffix == ".jsonl" else pq.read_metadata(path).num_rows
@@ -196,6 +205,8 @@ def verify(run: Path) -> list[str]:
     problems += _stray(run, _listed(doc))
     con = duckdb.connect(config={"threads": 1})
     totals = {"read": 0, "written": 0, "rejected": 0}
+    if any("dropped" in e for e in doc["shards"]):
+        totals["dropped"] = 0
     for entry in doc["shards"]:
         for k in totals:
             totals[k] += entry.get(k) or 0
@@ -204,9 +215,10 @@ def verify(run: Path) -> list[str]:
         if not bad:  # a damaged file is not read: its bytes say nothing
             problems += _shard(run, entry, target, con)
     problems += _stage1(run, doc.get("partitions", []), totals["read"])
-    if totals["read"] != totals["written"] + totals["rejected"]:
+    if totals["read"] != totals["written"] + totals["rejected"] + totals.get("dropped", 0):
         r, w, j = totals["read"], totals["written"], totals["rejected"]
-        problems.append(f"{MANIFEST}: read {r} != written {w} + rejected {j}")
+        also = f" + dropped {totals['dropped']}" if "dropped" in totals else ""
+        problems.append(f"{MANIFEST}: read {r} != written {w} + rejected {j}{also}")
     if summary is not None:
         for k, v in totals.items():
             if summary.get(k) != v:
@@ -220,8 +232,9 @@ def ok_line(run: Path) -> str:
     """The one line ``chatlake verify`` prints for a good run."""
     doc, _ = load_manifest(run)
     assert doc is not None
-    n = {k: sum(s.get(k) or 0 for s in doc["shards"]) for k in ("read", "written", "rejected")}
+    n = {k: sum(s.get(k) or 0 for s in doc["shards"]) for k in ("read", "written", "rejected", "dropped")}
+    dropped = f" + dropped {n['dropped']}" if any("dropped" in s for s in doc["shards"]) else ""
     return (
         f"OK {run}: {len(doc['shards'])} shards complete and as listed; "
-        f"read {n['read']} = written {n['written']} + rejected {n['rejected']}"
+        f"read {n['read']} = written {n['written']} + rejected {n['rejected']}{dropped}"
     )

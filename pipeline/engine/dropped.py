@@ -1,0 +1,86 @@
+"""The ``dropped`` table: records a grouping step (``threads:keep=leaves``) left out, listed, not lost.
+
+A record ``keep=leaves`` drops is a prefix of a kept leaf (or a duplicate of a kept record), so
+nothing of it needs encoding again: ``dropped/`` holds its canonical row as it entered the step
+(``conversation_id``, provenance, every top-level field, ``n_items``) plus ``leaf_id`` (the
+kept record that contains its items) and ``reason``, with ``items`` **null** when they are exactly
+the leaf's first ``n_items`` items as written (the usual case). Rebuilding it:
+``items = leaf.items[:n_items]`` when ``items`` is null, the row as it is otherwise (its items
+differ from the leaf's in a field the content hash leaves out, e.g. an item ``id``, or a step after
+``threads`` changed the leaf). ``rejected/`` keeps only the records that were really rejected.
+Counts: ``read == written + rejected + dropped``.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pyarrow as pa
+
+from pipeline.errors import LEAF_OF
+
+DROPPED = "dropped"  # the folder (run layout) and the role of FILE.dropped.parquet (single file)
+KEYS = ["conversation_id", "source_file", "source_line"]
+EXTRA = [pa.field("leaf_id", pa.string()), pa.field("reason", pa.string())]
+
+
+def split_dropped(rejected: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``(dropped, rejected)``: the rows of ``apply_steps``' rejected frame that a grouping step
+    dropped (their reason names the leaf that holds them; ``leaf_id`` added), and the others."""
+    leaf = pl.col("reason").str.extract(LEAF_OF, 1)
+    marked = rejected.with_columns(leaf.alias("leaf_id"))
+    is_dropped = pl.col("leaf_id").is_not_null()
+    return marked.filter(is_dropped), marked.filter(~is_dropped).drop("leaf_id")
+
+
+def dropped_rows(source: pa.Table, kept: pl.DataFrame, dropped: pl.DataFrame) -> pa.Table:
+    """The ``dropped/`` rows (module docstring) of the ``dropped`` keys (:func:`split_dropped`):
+    their rows of ``source`` (the batch as it entered the steps), ``items`` null where they equal
+    the leaf's first ``n_items`` items in ``kept`` (the rows the steps kept)."""
+    src = pl.from_arrow(source)
+    assert isinstance(src, pl.DataFrame)
+    first = (
+        src.select(KEYS)
+        .with_row_index("__src")
+        .group_by(KEYS, maintain_order=True)
+        .agg(pl.col("__src").first())
+    )
+    at = (
+        dropped.select(*KEYS, "leaf_id", "reason")
+        .cast(dict(src.select(KEYS).schema))  # type: ignore[arg-type]
+        .join(first, on=KEYS, how="left", nulls_equal=True, maintain_order="left")
+    )
+    if at.get_column("__src").null_count():  # the step only drops rows it was given
+        raise RuntimeError("a dropped record is not in its batch")
+    rows = src[at.get_column("__src")]
+    leaves = kept.select(pl.col("conversation_id").alias("leaf_id"), pl.col("items").alias("__leaf"))
+    leaves = leaves.unique("leaf_id", keep="first", maintain_order=True)
+    joined = rows.with_columns(at.get_column("leaf_id"), at.get_column("reason")).join(
+        leaves, on="leaf_id", how="left", maintain_order="left"
+    )
+    same = (
+        pl.col("items").eq_missing(pl.col("__leaf").list.head(pl.col("n_items")))
+        & pl.col("__leaf").is_not_null()
+    )
+    out = joined.with_columns(pl.when(same).then(None).otherwise(pl.col("items")).alias("items")).drop(
+        "__leaf"
+    )
+    return out.to_arrow(compat_level=pl.CompatLevel.newest())
+
+
+def rebuild(dropped: pl.DataFrame, leaves: pl.DataFrame) -> pl.DataFrame:
+    """The dropped records as they entered the step: ``items`` from the leaf where null (the
+    inverse of :func:`dropped_rows`; ``leaves``: the written records), without ``leaf_id``/``reason``."""
+    items = leaves.select(pl.col("conversation_id").alias("leaf_id"), pl.col("items").alias("__leaf"))
+    items = items.unique("leaf_id", keep="first", maintain_order=True)
+    return (
+        dropped.join(items, on="leaf_id", how="left", maintain_order="left")
+        .with_columns(pl.coalesce("items", pl.col("__leaf").list.head(pl.col("n_items"))).alias("items"))
+        .drop("__leaf", "leaf_id", "reason")
+    )
+
+
+def dropped_reasons(table: pa.Table) -> dict[str, int]:
+    """Dropped records by reason without the leaf (``reason_of``'s counting, vectorized)."""
+    reasons = pl.Series("reason", table.column("reason")).str.replace(LEAF_OF, "")
+    counts = reasons.value_counts()
+    return dict(zip(counts.get_column("reason").to_list(), counts.get_column("count").to_list(), strict=True))
