@@ -36,35 +36,35 @@ def dropped_rows(source: pa.Table, kept: pl.DataFrame, dropped: pl.DataFrame) ->
     """The ``dropped/`` rows (module docstring) of the ``dropped`` keys (:func:`split_dropped`):
     their rows of ``source`` (the batch as it entered the steps), ``items`` null where they equal
     the leaf's first ``n_items`` items in ``kept`` (the rows the steps kept)."""
-    src = pl.from_arrow(source)
+    # rows are found by their key columns and taken by Arrow: only ``items`` goes through Polars
+    src = pl.from_arrow(source.select(KEYS))
     assert isinstance(src, pl.DataFrame)
-    first = (
-        src.select(KEYS)
-        .with_row_index("__src")
-        .group_by(KEYS, maintain_order=True)
-        .agg(pl.col("__src").first())
+    first = src.with_row_index("__src").group_by(KEYS, maintain_order=True).agg(pl.col("__src").first())
+    leaf_at = (
+        kept.select(pl.col("conversation_id").alias("leaf_id"))
+        .with_row_index("__leaf")
+        .unique("leaf_id", keep="first", maintain_order=True)
     )
     at = (
         dropped.select(*KEYS, "leaf_id", "reason")
-        .cast(dict(src.select(KEYS).schema))  # type: ignore[arg-type]
+        .cast(dict(src.schema))  # type: ignore[arg-type]
         .join(first, on=KEYS, how="left", nulls_equal=True, maintain_order="left")
+        .join(leaf_at, on="leaf_id", how="left", maintain_order="left")
     )
     if at.get_column("__src").null_count():  # the step only drops rows it was given
         raise RuntimeError("a dropped record is not in its batch")
-    rows = src[at.get_column("__src")]
-    leaves = kept.select(pl.col("conversation_id").alias("leaf_id"), pl.col("items").alias("__leaf"))
-    leaves = leaves.unique("leaf_id", keep="first", maintain_order=True)
-    joined = rows.with_columns(at.get_column("leaf_id"), at.get_column("reason")).join(
-        leaves, on="leaf_id", how="left", maintain_order="left"
-    )
-    same = (
-        pl.col("items").eq_missing(pl.col("__leaf").list.head(pl.col("n_items")))
-        & pl.col("__leaf").is_not_null()
-    )
-    out = joined.with_columns(pl.when(same).then(None).otherwise(pl.col("items")).alias("items")).drop(
-        "__leaf"
-    )
-    return out.to_arrow(compat_level=pl.CompatLevel.newest())
+    rows = source.take(at.get_column("__src").to_arrow())
+    own = pl.Series("items", rows.column("items"))
+    n = pl.Series("n", rows.column("n_items"))
+    leaf = kept.get_column("items").gather(at.get_column("__leaf").fill_null(0))
+    found = at.get_column("__leaf").is_not_null()
+    same = own.eq_missing(leaf.list.head(n)) & found
+    items = pl.select(pl.when(same).then(None).otherwise(own)).to_series()
+    i = rows.schema.get_field_index("items")
+    rows = rows.set_column(i, rows.schema.field(i), items.to_arrow(compat_level=pl.CompatLevel.newest()))
+    for name in ("leaf_id", "reason"):
+        rows = rows.append_column(name, at.get_column(name).to_arrow().cast(pa.string()))
+    return rows
 
 
 def rebuild(dropped: pl.DataFrame, leaves: pl.DataFrame) -> pl.DataFrame:
