@@ -54,14 +54,19 @@ def dropped_rows(source: pa.Table, kept: pl.DataFrame, dropped: pl.DataFrame) ->
     if at.get_column("__src").null_count():  # the step only drops rows it was given
         raise RuntimeError("a dropped record is not in its batch")
     rows = source.take(at.get_column("__src").to_arrow())
-    own = pl.Series("items", rows.column("items"))
-    n = pl.Series("n", rows.column("n_items"))
-    leaf = kept.get_column("items").gather(at.get_column("__leaf").fill_null(0))
-    found = at.get_column("__leaf").is_not_null()
-    same = own.eq_missing(leaf.list.head(n)) & found
-    items = pl.select(pl.when(same).then(None).otherwise(own)).to_series()
+    frame = pl.DataFrame(
+        {
+            "items": pl.Series("items", rows.column("items")),
+            "n": pl.Series("n", rows.column("n_items")),
+            "leaf": kept.get_column("items").gather(at.get_column("__leaf").fill_null(0)),
+            "found": at.get_column("__leaf").is_not_null(),
+        }
+    )
+    same = pl.col("items").eq_missing(pl.col("leaf").list.head(pl.col("n"))) & pl.col("found")
+    items = frame.select(pl.when(same).then(None).otherwise(pl.col("items"))).to_series()
     i = rows.schema.get_field_index("items")
-    rows = rows.set_column(i, rows.schema.field(i), items.to_arrow(compat_level=pl.CompatLevel.newest()))
+    arr = items.to_arrow(compat_level=pl.CompatLevel.newest())  # cast to the schema when written
+    rows = rows.set_column(i, pa.field("items", arr.type), arr)
     for name in ("leaf_id", "reason"):
         rows = rows.append_column(name, at.get_column(name).to_arrow().cast(pa.string()))
     return rows
