@@ -47,6 +47,7 @@ from pipeline.transforms._flat import split
 from pipeline.transforms.compaction import compaction_flags
 from pipeline.transforms.threads import compaction_sides, item_hashes, links, root_keys
 
+from .dropped import DROPPED
 from .manifest import Manifest
 from .process import Work, _apply_steps, _Originals, _steps, _wire_lines, run_shard, shard_codec, to_disk
 from .read import PARTITION, read_shard
@@ -376,3 +377,74 @@ def link_threads(run_dir: Path, manifest: Manifest, spec: Any) -> int:
         manifest.add(e)
         rewritten += 1
     return rewritten
+
+
+def thread_figures(run_dir: Path, manifest: Manifest) -> list[dict[str, Any]]:
+    """The threads section of ``summary.json``: per dataset (input file) the figures of
+    ``sql/threads_by_dataset.sql`` (the audit query; tests check that both agree): threads,
+    requests (written and dropped), requests_per_thread, items, items_kept (of the kept leaves),
+    items_saved_by_dedupe and redundancy_ratio (items / items_kept)."""
+    entries = [manifest.shards[k] for k in sorted(manifest.shards)]
+    cols = ["source_file", "conversation_id", "thread_id", "n_items", "is_leaf", "duplicate_of"]
+    written = [
+        pl.from_arrow(_read(run_dir / e["files"]["conversations"]["path"], cols))
+        for e in entries
+        if "conversations" in e["files"]
+    ]
+    if not written:
+        return []
+    conv = pl.concat(written)  # type: ignore[arg-type]
+    assert isinstance(conv, pl.DataFrame)
+    rows = [
+        conv.select(
+            pl.col("source_file").alias("dataset"),
+            "thread_id",
+            "n_items",
+            (pl.col("is_leaf") & pl.col("duplicate_of").is_null()).alias("kept_leaf"),
+        )
+    ]
+    dropped = [run_dir / e["files"][DROPPED]["path"] for e in entries if DROPPED in e["files"]]
+    if dropped:
+        d = pl.from_arrow(pq.read_table(dropped, columns=["source_file", "n_items", "leaf_id"]))
+        assert isinstance(d, pl.DataFrame)
+        leaf = (
+            conv.group_by("conversation_id")
+            .agg(pl.col("thread_id").first())
+            .rename({"conversation_id": "leaf_id"})
+        )
+        rows.append(
+            d.join(leaf, on="leaf_id", how="left").select(
+                pl.col("source_file").alias("dataset"),
+                "thread_id",
+                "n_items",
+                pl.lit(False).alias("kept_leaf"),
+            )
+        )
+    kept = pl.col("n_items").filter(pl.col("kept_leaf")).sum()
+    out = (
+        pl.concat(rows)
+        .group_by("dataset")
+        .agg(
+            pl.col("thread_id").n_unique().alias("threads"),
+            pl.len().alias("requests"),
+            pl.col("n_items").sum().cast(pl.Int64).alias("items"),
+            kept.cast(pl.Int64).alias("items_kept"),
+        )
+        .with_columns(
+            (pl.col("requests") / pl.col("threads")).alias("requests_per_thread"),
+            (pl.col("items") - pl.col("items_kept")).alias("items_saved_by_dedupe"),
+            (pl.col("items") / pl.col("items_kept")).alias("redundancy_ratio"),
+        )
+        .sort("dataset")
+        .select(
+            "dataset",
+            "threads",
+            "requests",
+            "requests_per_thread",
+            "items",
+            "items_kept",
+            "items_saved_by_dedupe",
+            "redundancy_ratio",
+        )
+    )
+    return out.to_dicts()

@@ -49,6 +49,14 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         console.print(f"rejected by stage: {stages}")
         for reason, n in list(summary["rejected_by_reason"].items())[:5]:
             console.print(f"  {n:,} x {reason}")
+    for row in summary.get("threads") or []:  # a run with the threads step, per dataset
+        name = Path(row["dataset"]).name if row["dataset"] else "?"
+        console.print(
+            f"threads ({name}): {row['threads']:,} threads, {row['requests']:,} requests "
+            f"({row['requests_per_thread']:.1f} per thread), {row['items']:,} items, "
+            f"{row['items_saved_by_dedupe']:,} saved by dedupe to leaves "
+            f"(redundancy {row['redundancy_ratio'] or 0:.2f}x)"
+        )
     if summary.get("dropped"):
         # a grouping step's dropped records are not rejected: each is kept inside its leaf (dropped/)
         reasons = ", ".join(f"{reason} {n:,}" for reason, n in summary["dropped_by_reason"].items())
@@ -80,6 +88,14 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
     console.print(f"output: {summary['output']}")  # the single-file layout (convert/transform -o)
     if summary["rejected"]:
         console.print(f"rejected records: {summary['rejected_file']}")
+    for row in summary.get("threads") or []:  # a run with the threads step, per dataset
+        name = Path(row["dataset"]).name if row["dataset"] else "?"
+        console.print(
+            f"threads ({name}): {row['threads']:,} threads, {row['requests']:,} requests "
+            f"({row['requests_per_thread']:.1f} per thread), {row['items']:,} items, "
+            f"{row['items_saved_by_dedupe']:,} saved by dedupe to leaves "
+            f"(redundancy {row['redundancy_ratio'] or 0:.2f}x)"
+        )
     if summary.get("dropped"):
         console.print(f"dropped records: {summary['dropped_file']}")
     if summary.get("losses_file") and (summary["records_with_losses"] or summary.get("additions_by_kind")):

@@ -186,10 +186,13 @@ def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: 
         if isinstance(e, Exception):
             raise JobFailed(_failure(e, job.run_dir)) from e
         raise
+    # a threads job: its threads, requests per thread and what dedupe saves, per dataset
+    threads = {"threads": partition.thread_figures(job.run_dir, manifest)} if job.grouping else {}
     summary = summarize(
         job,
         list(manifest.shards.values()),
         _stage1(manifest),
+        **threads,
         run_id=run_id,
         started_at=started_at,
         finished_at=_now(),

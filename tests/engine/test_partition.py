@@ -190,3 +190,44 @@ def test_a_compaction_link_across_partitions_is_resolved(
     assert any(part_of[a] != part_of[b] for a, b in pairs)
     assert summary["read"] == summary["written"] + summary["rejected"] + summary.get("dropped", 0)
     assert verify(run) == []
+
+
+def test_the_threads_audit_query_and_the_summary_agree(tmp_path: Path, small_partitions: None) -> None:
+    """sql/threads_by_dataset.sql on a keep=all and a keep=leaves run of the same log: the same
+    threads, requests and items (dedupe changes where records go, not what was read), equal to
+    the summary's threads section and to a count over the records as read."""
+    import pyarrow.parquet as pq
+
+    from pipeline.audit import load_query, open_run
+
+    inputs = _files(tmp_path)
+    figures = {}
+    for keep in ("all", "leaves"):
+        summary = run_job(load_job(_job(tmp_path, keep, inputs, f"threads:keep={keep}")))
+        rows = load_query("threads_by_dataset").run(open_run(tmp_path / keep)).to_pylist()
+        assert len(rows) == len(summary["threads"]) == len(inputs)
+        for r, s in zip(rows, summary["threads"], strict=True):
+            assert r.keys() == s.keys()
+            for k in r:  # the ratios are DuckDB's and Polars' divisions of the same integers
+                assert r[k] == (pytest.approx(s[k], rel=1e-12) if isinstance(s[k], float) else s[k]), k
+        assert [r["dataset"] for r in rows] == sorted(str(tmp_path / i["path"]) for i in inputs)
+        figures[keep] = rows
+    assert figures["all"] == figures["leaves"]
+    read = pl.from_arrow(pq.read_table(sorted((tmp_path / "all" / "partitions").glob("*.p*.parquet"))))
+    assert isinstance(read, pl.DataFrame)
+    by_file = read.group_by("source_file").agg(
+        pl.len().alias("requests"), pl.col("n_items").sum().alias("items")
+    )
+    want = {r["source_file"]: (r["requests"], r["items"]) for r in by_file.to_dicts()}
+    assert {r["dataset"]: (r["requests"], r["items"]) for r in figures["all"]} == want
+    kept = folder(tmp_path / "leaves", "conversations")
+    assert sum(r["items_kept"] for r in figures["all"]) == pl.Series(kept.column("n_items")).sum()
+    assert all(r["redundancy_ratio"] > 1 and r["requests_per_thread"] > 1 for r in figures["all"])
+
+
+def test_no_threads_step_no_thread_rows(tmp_path: Path) -> None:
+    from pipeline.audit import load_query, open_run
+
+    inputs = _files(tmp_path, 1)
+    run_job(load_job(_job(tmp_path, "plain", inputs, "turns")))
+    assert load_query("threads_by_dataset").run(open_run(tmp_path / "plain")).num_rows == 0
