@@ -7,6 +7,7 @@ comparable and one contender's heap does not inflate the next.
 from __future__ import annotations
 
 import contextlib
+import resource
 import subprocess
 import sys
 import time
@@ -21,6 +22,7 @@ class Measured:
     seconds: float
     peak_rss_mb: float
     records: int
+    cpu_seconds: float = 0.0  # user + system CPU of the tree (on a shared machine: the figure to compare)
 
     @property
     def per_second(self) -> float:
@@ -38,6 +40,7 @@ def _tree_rss(proc: psutil.Process) -> int:
 def measure(label: str, cmd: list[str], records: int, interval: float = 0.25) -> Measured:
     """Run ``cmd`` to completion, sampling the tree's RSS every ``interval`` seconds."""
     start = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     popen = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
     proc = psutil.Process(popen.pid)
     peak = 0
@@ -48,11 +51,14 @@ def measure(label: str, cmd: list[str], records: int, interval: float = 0.25) ->
             break
         time.sleep(interval)
     seconds = time.perf_counter() - start
+    popen.wait()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # every reaped descendant (workers too)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if popen.returncode != 0:
         raise SystemExit(f"{label}: {' '.join(cmd)} exited {popen.returncode}")
-    m = Measured(label, seconds, peak / 2**20, records)
+    m = Measured(label, seconds, peak / 2**20, records, cpu)
     print(
-        f"  {label}: {seconds:.1f} s, {m.per_second:,.0f} rec/s, peak {m.peak_rss_mb:,.0f} MB",
+        f"  {label}: {seconds:.1f} s, {cpu:.1f} s CPU, {m.per_second:,.0f} rec/s, peak {m.peak_rss_mb:,.0f} MB",
         file=sys.stderr,
     )
     return m
