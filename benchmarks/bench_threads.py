@@ -138,7 +138,8 @@ def main() -> None:
             "",
             "(a) end to end, canonical Parquet in -> Parquet out",
             "",
-            "| contender | seconds | CPU seconds | requests/s | time vs floor | CPU vs floor | peak RSS (MB) |",
+            "| contender | seconds | CPU seconds | requests/s | time vs floor | CPU vs floor "
+            "| peak RSS (MB) |",
             "|---|---:|---:|---:|---:|---:|---:|",
             row(fl),
             *(row(m) for m in runs),

@@ -58,7 +58,8 @@ def measure(label: str, cmd: list[str], records: int, interval: float = 0.25) ->
         raise SystemExit(f"{label}: {' '.join(cmd)} exited {popen.returncode}")
     m = Measured(label, seconds, peak / 2**20, records, cpu)
     print(
-        f"  {label}: {seconds:.1f} s, {cpu:.1f} s CPU, {m.per_second:,.0f} rec/s, peak {m.peak_rss_mb:,.0f} MB",
+        f"  {label}: {seconds:.1f} s, {cpu:.1f} s CPU, {m.per_second:,.0f} rec/s, "
+        f"peak {m.peak_rss_mb:,.0f} MB",
         file=sys.stderr,
     )
     return m
