@@ -213,6 +213,8 @@ def test_the_threads_audit_query_and_the_summary_agree(tmp_path: Path, small_par
         assert [r["dataset"] for r in rows] == sorted(str(tmp_path / i["path"]) for i in inputs)
         figures[keep] = rows
     assert figures["all"] == figures["leaves"]
+    for keep in ("all", "leaves"):  # the files add up to the summary, dropped records included
+        assert load_query("run_counts_mismatch").run(open_run(tmp_path / keep)).num_rows == 0
     read = pl.from_arrow(pq.read_table(sorted((tmp_path / "all" / "partitions").glob("*.p*.parquet"))))
     assert isinstance(read, pl.DataFrame)
     by_file = read.group_by("source_file").agg(
