@@ -13,10 +13,13 @@ Counts: ``read == written + rejected + dropped``.
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.errors import LEAF_OF
+from pipeline.transforms._flat import arrow, split
 
 DROPPED = "dropped"  # the folder (run layout) and the role of FILE.dropped.parquet (single file)
 KEYS = ["conversation_id", "source_file", "source_line"]
@@ -54,22 +57,35 @@ def dropped_rows(source: pa.Table, kept: pl.DataFrame, dropped: pl.DataFrame) ->
     if at.get_column("__src").null_count():  # the step only drops rows it was given
         raise RuntimeError("a dropped record is not in its batch")
     rows = source.take(at.get_column("__src").to_arrow())
-    frame = pl.DataFrame(
-        {
-            "items": pl.Series("items", rows.column("items")),
-            "n": pl.Series("n", rows.column("n_items")),
-            "leaf": kept.get_column("items").gather(at.get_column("__leaf").fill_null(0)),
-            "found": at.get_column("__leaf").is_not_null(),
-        }
-    )
-    same = pl.col("items").eq_missing(pl.col("leaf").list.head(pl.col("n"))) & pl.col("found")
-    items = frame.select(pl.when(same).then(None).otherwise(pl.col("items"))).to_series()
+    own = rows.column("items").combine_chunks()
+    same = _prefix_of_leaf(own, arrow(kept.get_column("items")), at.get_column("__leaf").to_numpy())
+    items = pc.if_else(pa.array(same, pa.bool_()), pa.nulls(len(own), own.type), own)
     i = rows.schema.get_field_index("items")
-    arr = items.to_arrow(compat_level=pl.CompatLevel.newest())  # cast to the schema when written
-    rows = rows.set_column(i, pa.field("items", arr.type), arr)
+    rows = rows.set_column(i, rows.schema.field(i), items)
     for name in ("leaf_id", "reason"):
         rows = rows.append_column(name, at.get_column(name).to_arrow().cast(pa.string()))
     return rows
+
+
+def _prefix_of_leaf(own: pa.Array, leaves: pa.Array, leaf_row: np.ndarray) -> np.ndarray:
+    """Per row of ``own`` (item lists): are its items exactly the first ones of ``leaves[leaf_row]``
+    (NaN: no leaf)? Compared item by item on the flat items (no copy of a leaf per record: a leaf
+    holds many dropped records)."""
+    mine, theirs = split(own), split(leaves)
+    offsets = mine.offsets.to_numpy()
+    n = np.diff(offsets)
+    found = ~np.isnan(leaf_row) if leaf_row.dtype.kind == "f" else np.ones(len(n), bool)
+    row = np.where(found, np.nan_to_num(leaf_row), 0).astype(np.int64)
+    leaf_offsets = theirs.offsets.to_numpy()
+    fits = found & (leaf_offsets[row + 1] - leaf_offsets[row] >= n)
+    if own.null_count:
+        fits &= own.is_valid().to_numpy(zero_copy_only=False)
+    parent = mine.parent().to_numpy()
+    position = np.arange(len(parent), dtype=np.int64) - offsets[parent]
+    at = np.where(fits[parent], leaf_offsets[row[parent]] + position, 0)
+    equal = pl.Series(mine.values).eq_missing(pl.Series(theirs.values).gather(at)).to_numpy()
+    bad = np.concatenate([[0], np.cumsum(~equal)])
+    return fits & (bad[offsets[1:]] - bad[offsets[:-1]] == 0)
 
 
 def rebuild(dropped: pl.DataFrame, leaves: pl.DataFrame) -> pl.DataFrame:
