@@ -33,12 +33,22 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
     """The end-of-run table: counts, rejections by stage and reason, losses by kind, where it went."""
     title = f"chatlake run {summary['job']} -> {summary['target']} ({summary['status']})"
     table = Table(title=title)
-    for col in ("read", "written", "rejected", "shards", "resumed", "seconds"):
+    dropped = "dropped" in summary  # a job with the threads step: read = written + rejected + dropped
+    for col in (
+        "read",
+        "written",
+        "rejected",
+        *(("dropped",) if dropped else ()),
+        "shards",
+        "resumed",
+        "seconds",
+    ):
         table.add_column(col, justify="right")
     table.add_row(
         f"{summary['read']:,}",
         f"{summary['written']:,}",
         f"{summary['rejected']:,}",
+        *((f"{summary['dropped']:,}",) if dropped else ()),
         str(summary["shards"]),
         str(summary.get("shards_resumed", 0)),
         f"{summary.get('timings_s', {}).get('total', 0):.1f}",
