@@ -233,3 +233,19 @@ def test_no_threads_step_no_thread_rows(tmp_path: Path) -> None:
     inputs = _files(tmp_path, 1)
     run_job(load_job(_job(tmp_path, "plain", inputs, "turns")))
     assert load_query("threads_by_dataset").run(open_run(tmp_path / "plain")).num_rows == 0
+
+
+def test_partitions_are_sized_by_the_input_as_json(tmp_path: Path) -> None:
+    from pipeline.jobs.resolve import InputFile
+
+    def job_of(*files: InputFile) -> Any:
+        return type("J", (), {"files": list(files)})()
+
+    mb = 1 << 20
+    assert partition.partition_count(job_of(InputFile("a.jsonl", "jsonl", "responses", {}, 10 * mb))) == 1
+    assert partition.partition_count(job_of(InputFile("a.jsonl", "jsonl", "responses", {}, 65 * mb))) == 2
+    # canonical Parquet is packed: 64 MB of it holds about 9x as much JSON
+    parquet = InputFile("a.parquet", "parquet", "canonical", {}, 64 * mb)
+    assert partition.partition_count(job_of(parquet)) == 9
+    gz = InputFile("a.jsonl.gz", "stream", "responses", {}, 64 * mb)
+    assert partition.partition_count(job_of(gz, parquet)) == 15
