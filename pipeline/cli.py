@@ -274,6 +274,8 @@ def _single_file(
             allow=sorted(policy.allowed), workers=workers or 2, steps=steps, layout=SINGLE_FILE,
             shard_records=SINGLE_FILE_SHARD_RECORDS, sets=sets,
         )  # fmt: skip
+        if job.grouping:  # a threads job writes FILE.dropped.parquet too: check it as well
+            check_paths(output, target, inputs, report, grouping=True)
         if workers is None and sum(f.size for f in job.files) < job.chunk_bytes:
             job.workers = 1  # one small batch: starting a worker pool would cost more than it saves
         prepare(job)

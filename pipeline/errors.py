@@ -16,6 +16,8 @@ class ConfigError(ValueError):
 _PATH_PREFIX = re.compile(r"^\$[^:]*: ")
 # a record dropped by a grouping step names the record that holds it (threads: its leaf)
 _LEAF_SUFFIX = re.compile(r" \(in leaf .*\)\Z", re.DOTALL)
+# the same suffix for Polars (Rust regex: ``$`` is the end of the text), group 1 = the leaf's id
+LEAF_OF = r"(?s) \(in leaf (.*)\)$"
 
 
 def reason_of(error: str) -> str:

@@ -18,6 +18,8 @@ view                one row per
 ``records``         written or rejected record: the record index ``RUN/records/*.parquet``
                     (turns, compaction, losses per record: pipeline/io/record_index.py)
 ``top_losses``      each shard's 100 records with the most losses (record-index columns)
+``threads``         request of a run with the threads step, written or dropped (``dataset``,
+                    ``thread_id``, ``n_items``, ``kept_leaf``, ``status``); no rows otherwise
 ``record_counts``,  per-shard counts (pipeline/io/shard_counts.py), summed by the queries:
 ``item_counts``,    ``RUN/<name>/*.parquet``
 ``phase_counts``,
@@ -131,6 +133,45 @@ def define_views(con: duckdb.DuckDBPyConnection, run: Path) -> None:
     for name, sql in DERIVED.items():
         if name not in written_facts(run):
             con.execute(sql)
+    define_threads(con, run)
+
+
+# a run with the threads step: every request it read, kept (conversations) or dropped (dropped/)
+THREADS_VIEW = """
+CREATE OR REPLACE VIEW threads AS
+SELECT source_file AS dataset, conversation_id, thread_id, n_items,
+       (is_leaf AND duplicate_of IS NULL) AS kept_leaf, 'written' AS status
+FROM conversations
+{dropped}
+"""
+THREADS_DROPPED = """
+UNION ALL
+SELECT d.source_file, d.conversation_id, l.thread_id, d.n_items, false, 'dropped'
+FROM dropped AS d
+LEFT JOIN (SELECT conversation_id, any_value(thread_id) AS thread_id FROM conversations GROUP BY ALL) AS l
+  ON l.conversation_id = d.leaf_id
+"""
+# any other run: the same columns, no rows (every canned query runs on every run)
+NO_THREADS = """
+CREATE OR REPLACE VIEW threads AS
+SELECT NULL::VARCHAR AS dataset, NULL::VARCHAR AS conversation_id, NULL::VARCHAR AS thread_id,
+       NULL::INTEGER AS n_items, NULL::BOOLEAN AS kept_leaf, NULL::VARCHAR AS status
+WHERE false
+"""
+
+
+def define_threads(con: duckdb.DuckDBPyConnection, run: Path) -> None:
+    """Create ``threads`` (one row per request of a run with the threads step: ``dataset``,
+    ``conversation_id``, ``thread_id``, ``n_items``, ``kept_leaf``, ``status`` written/dropped)
+    and ``dropped`` (``RUN/dropped/*.parquet``, when the run has it)."""
+    columns = {row[0] for row in con.execute("DESCRIBE conversations").fetchall()}
+    if not {"thread_id", "is_leaf", "duplicate_of"} <= columns:
+        con.execute(NO_THREADS)
+        return
+    dropped = sorted(str(p) for p in (run / "dropped").glob("*.parquet"))
+    if dropped:
+        con.read_parquet(dropped, union_by_name=True).create_view("dropped", replace=True)
+    con.execute(THREADS_VIEW.format(dropped=THREADS_DROPPED if dropped else ""))
 
 
 def define_loss_kinds(con: duckdb.DuckDBPyConnection) -> None:

@@ -80,8 +80,11 @@ def _report(records: int, nbytes: int) -> None:
     _QUEUE.put((records, nbytes))
 
 
-def _remote(shard: dict[str, Any], work: Work) -> dict[str, Any]:
-    return run_shard(shard, work, _report)
+Task = Callable[..., dict[str, Any]]  # (shard_json, work, progress) -> manifest entry
+
+
+def _remote(task: Task, shard: dict[str, Any], work: Work) -> dict[str, Any]:
+    return task(shard, work, _report)
 
 
 AUTO, PROCESSES, THREADS = "auto", "processes", "threads"
@@ -98,6 +101,7 @@ def execute(
     on_done: OnDone,
     on_progress: OnProgress,
     pool: str = AUTO,
+    task: Task = run_shard,
 ) -> None:
     """Run every shard; ``on_done(entry)`` is called in the parent as each one finishes.
 
@@ -105,21 +109,23 @@ def execute(
     ``auto``: threads when the compiled codec is active (its decode and encode release the GIL),
     processes on the pure-Python codec, which holds the GIL and would run two threads on one core
     (200,000 Responses -> Chat records: 97.9 s on threads, README "Conversion end to end").
+    ``task`` runs one shard (a module-level function: it is pickled for processes); the default is
+    :func:`run_shard`, the two-stage job passes its stages' (engine/partition.py).
     """
     if pool == AUTO:
         pool = THREADS if codec.status().native else PROCESSES
     if workers == 1:
         for s in shards:
-            on_done(run_shard(s.to_json(), work, on_progress))
+            on_done(task(s.to_json(), work, on_progress))
         return
     if pool == THREADS:
-        _threads(shards, work, workers, on_done, on_progress)
+        _threads(shards, work, workers, on_done, on_progress, task)
     else:
-        _processes(shards, work, workers, on_done, on_progress)
+        _processes(shards, work, workers, on_done, on_progress, task)
 
 
 def _processes(
-    shards: Iterable[Shard], work: Work, workers: int, on_done: OnDone, on_progress: OnProgress
+    shards: Iterable[Shard], work: Work, workers: int, on_done: OnDone, on_progress: OnProgress, task: Task
 ) -> None:
     ctx = multiprocessing.get_context("spawn")
     q = ctx.Queue()
@@ -127,7 +133,7 @@ def _processes(
     _drive(
         executor,
         shards,
-        lambda s: executor.submit(_remote, s.to_json(), work),
+        lambda s: executor.submit(_remote, task, s.to_json(), work),
         workers,
         q,
         on_done,
@@ -137,7 +143,7 @@ def _processes(
 
 
 def _threads(
-    shards: Iterable[Shard], work: Work, workers: int, on_done: OnDone, on_progress: OnProgress
+    shards: Iterable[Shard], work: Work, workers: int, on_done: OnDone, on_progress: OnProgress, task: Task
 ) -> None:
     q: queue_mod.SimpleQueue[tuple[int, int]] = queue_mod.SimpleQueue()
     stopping = threading.Event()
@@ -151,7 +157,7 @@ def _threads(
     _drive(
         executor,
         shards,
-        lambda s: executor.submit(run_shard, s.to_json(), work, report),
+        lambda s: executor.submit(task, s.to_json(), work, report),
         workers,
         q,
         on_done,

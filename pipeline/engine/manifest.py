@@ -57,6 +57,8 @@ class Manifest:
         self.job = job
         self.fingerprint = fingerprint
         self.shards: dict[str, dict[str, Any]] = {}
+        # stage 1 of a two-stage job (engine/partition.py): its shards, apart from the output shards
+        self.partitions: dict[str, dict[str, Any]] = {}
 
     @classmethod
     def open(cls, run_dir: Path, job: str, fingerprint: str) -> Manifest:
@@ -79,6 +81,7 @@ class Manifest:
                 "choose another output.path, or pass --fresh to delete it and start over"
             )
         m.shards = {s["id"]: s for s in doc.get("shards", [])}
+        m.partitions = {s["id"]: s for s in doc.get("partitions", [])}
         return m
 
     def problem(self, shard_id: str) -> str | None:
@@ -87,11 +90,20 @@ class Manifest:
         A file that went missing, or whose bytes or sha256 differ from the entry (truncated, bit
         flipped, overwritten), makes the shard be redone rather than kept.
         """
-        problems = check_files(self.path.parent, self.shards[shard_id])
+        return self.problem_of(self.shards[shard_id])
+
+    def problem_of(self, entry: dict[str, Any]) -> str | None:
+        """:meth:`problem` for any entry (an output shard's or a stage-1 shard's)."""
+        problems = check_files(self.path.parent, entry)
         return problems[0] if problems else None
 
     def add(self, entry: dict[str, Any]) -> None:
         self.shards[entry["id"]] = entry
+        self.save()
+
+    def add_partition(self, entry: dict[str, Any]) -> None:
+        """List a finished stage-1 shard of a two-stage job (under ``partitions``)."""
+        self.partitions[entry["id"]] = entry
         self.save()
 
     def save(self) -> None:
@@ -101,4 +113,6 @@ class Manifest:
             "fingerprint": self.fingerprint,
             "shards": [self.shards[k] for k in sorted(self.shards)],
         }
+        if self.partitions:  # only a two-stage job's manifest has the key
+            doc["partitions"] = [self.partitions[k] for k in sorted(self.partitions)]
         write_atomic(self.path, orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")

@@ -31,6 +31,7 @@ from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
 from pipeline.sources.detect import WIRE
 from pipeline.transforms import GROUPING_STEPS, apply_steps
 
+from .dropped import dropped_reasons, dropped_rows, split_dropped
 from .read import Batch, read_shard
 from .shards import Shard
 from .writers import ShardWriter
@@ -101,6 +102,12 @@ def to_disk(table: pa.Table) -> pa.Table:
         col = table.column(name)
         canonical = canonical.append_column(pa.field(name, _plain(col.type)), col.cast(_plain(col.type)))
     return canonical
+
+
+def to_disk_dropped(tables: list[pa.Table]) -> pa.Table:
+    """``dropped/`` rows as written: :func:`to_disk`'s columns, then ``leaf_id`` and ``reason``."""
+    t = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    return to_disk(t)
 
 
 def frame_to_disk(df: pl.DataFrame) -> pa.Table:
@@ -177,8 +184,17 @@ class _Originals:
         return out
 
 
-def _apply_steps(table: pa.Table, steps: list[Any], originals: _Originals) -> tuple[pa.Table, list[dict]]:
+def _apply_steps(
+    table: pa.Table, steps: list[Any], originals: _Originals, dropped: list[pa.Table] | None = None
+) -> tuple[pa.Table, list[dict]]:
+    """Run the steps; returns the kept rows and the rejected rows. With ``dropped`` (a job with a
+    grouping step), the records the step dropped (``threads:keep=leaves``) are appended to it as
+    ``dropped/`` rows (engine/dropped.py) instead of being rejected."""
     kept, rej = apply_steps(pl.from_arrow(table), steps)
+    if dropped is not None and rej.height:
+        keys, rej = split_dropped(rej)
+        if keys.height:
+            dropped.append(dropped_rows(originals.source, kept, keys))
     rows = []
     if rej.height:
         # The kept rows never go through Python; the rejected ones are built here, their inputs
@@ -204,6 +220,7 @@ class _Counts:
     written: int = 0
     blank: int = 0
     lossy: int = 0
+    dropped: int = 0  # records a grouping step dropped (dropped/, engine/dropped.py)
 
     def __post_init__(self) -> None:
         self.by_stage: Counter[str] = Counter()
@@ -213,6 +230,7 @@ class _Counts:
         self.detected: Counter[str] = Counter()  # format auto: records read as each wire format
         self.fallback: Counter[str] = Counter()
         self.additions: Counter[str] = Counter()  # records per addition kind
+        self.dropped_reasons: Counter[str] = Counter()
 
     def add_losses(self, losses: pa.Table) -> None:
         """Count a batch's loss rows: losses by kind and lossy records, additions apart (records
@@ -360,21 +378,30 @@ def run_shard(
     # fingerprints were just computed from this content): the encoder skips the edit check. Canonical
     # Parquet and source adapters' rows keep it.
     as_decoded = raw_format is not None and not steps
-    writer = ShardWriter(Path(work.run_dir), shard.id, encoded, target=work.target, layout=work.layout)
+    grouping = any(step.name in GROUPING_STEPS for step in steps)
+    writer = ShardWriter(
+        Path(work.run_dir), shard.id, encoded, target=work.target, layout=work.layout, dropped=grouping
+    )
     counts = _Counts()
     started = time.perf_counter()
     try:
         batch: Batch
         batches: Iterable[Batch] = read_shard(shard, work.chunk_bytes, work.batch_rows)
-        if any(step.name in GROUPING_STEPS for step in steps):
+        if grouping:
             batches = whole_shard(batches)
         for batch in batches:
             rejected = batch.rejected
             table = to_disk(batch.table)
             originals = _Originals(table, batch.raw, batch.format or raw_format)
+            dropped: list[pa.Table] | None = [] if grouping else None
             if steps:
-                table, step_rejected = _apply_steps(table, steps, originals)
+                table, step_rejected = _apply_steps(table, steps, originals, dropped)
                 rejected = rejected + step_rejected
+            if dropped:
+                out = to_disk_dropped(dropped)
+                writer.dropped(out)
+                counts.dropped += out.num_rows
+                counts.dropped_reasons.update(dropped_reasons(out))
             if encoded:
                 sets = dict(work.sets)
                 table, data, losses, enc_rejected = _encode(
@@ -398,9 +425,10 @@ def run_shard(
             if progress is not None:
                 progress(batch.read, batch.nbytes)
         rejected_total = sum(counts.by_stage.values())
-        if counts.read != counts.written + rejected_total:
+        if counts.read != counts.written + rejected_total + counts.dropped:
             raise RuntimeError(
                 f"{shard.id}: read {counts.read} != written {counts.written} + rejected {rejected_total}"
+                f" + dropped {counts.dropped}"
             )
         files = writer.commit()
     except BaseException:
@@ -412,6 +440,8 @@ def run_shard(
         "read": counts.read,
         "written": counts.written,
         "rejected": rejected_total,
+        **({"dropped": counts.dropped} if grouping else {}),
+        **({"dropped_by_reason": dict(sorted(counts.dropped_reasons.items()))} if grouping else {}),
         "blank_lines": counts.blank,
         "rejected_by_stage": dict(sorted(counts.by_stage.items())),
         "rejected_by_reason": dict(sorted(counts.by_reason.items())),

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from pipeline import codec
 
-from .local import OnDone, OnProgress
+from .local import OnDone, OnProgress, Task
 from .process import Work, run_shard
 from .shards import Shard
 
@@ -37,10 +37,10 @@ def _same_codec(env: str | None) -> None:
         os.environ[codec.ENV] = env
 
 
-def _run_batch(batch: pa.Table, work: Work, codec_env: str | None) -> pa.Table:
+def _run_batch(batch: pa.Table, work: Work, codec_env: str | None, task: Task = run_shard) -> pa.Table:
     _same_codec(codec_env)
     specs = batch.column("shard").to_pylist()
-    entries = [orjson.dumps(run_shard(orjson.loads(spec), work)).decode() for spec in specs]
+    entries = [orjson.dumps(task(orjson.loads(spec), work)).decode() for spec in specs]
     return pa.table({"entry": pa.array(entries, pa.string())})
 
 
@@ -51,8 +51,11 @@ def execute(
     on_done: OnDone,
     on_progress: OnProgress,
     address: str | None = None,
+    task: Task = run_shard,
 ) -> None:
-    """Run every shard as a Ray Data task (one shard per block); ``on_done`` as each one finishes."""
+    """Run every shard as a Ray Data task (one shard per block); ``on_done`` as each one finishes.
+
+    ``task`` runs one shard (default :func:`run_shard`; the two-stage job passes its stages')."""
     import ray
     import ray.data
 
@@ -71,7 +74,7 @@ def execute(
     weights = {s.id: s.weight for s in specs}
     items = [{"shard": orjson.dumps(s.to_json()).decode()} for s in specs]
     ds = ray.data.from_items(items, override_num_blocks=len(items))
-    run = partial(_run_batch, work=work, codec_env=os.environ.get(codec.ENV))
+    run = partial(_run_batch, work=work, codec_env=os.environ.get(codec.ENV), task=task)
     out = ds.map_batches(run, batch_size=1, batch_format="pyarrow", num_cpus=1, zero_copy_batch=True)
     for batch in out.iter_batches(batch_size=None, batch_format="pyarrow"):
         for text in batch.column("entry").to_pylist():

@@ -246,8 +246,23 @@ def _source(shard: Shard) -> Iterator[Batch]:
     yield Batch(CONVERSATION_SCHEMA.empty_table(), [], 0, nbytes=shard.weight)
 
 
+PARTITION = "partition"  # Shard.container of a partition of the two-stage job (engine/partition.py)
+
+
+def _partition(shard: Shard) -> Iterator[Batch]:
+    """One partition of a grouping job: its partition files (canonical rows, and any columns the
+    steps before the grouping step added) as one batch, with the records stage 1 rejected that
+    were routed to it (``options``: ``files`` and ``rejected``, absolute paths, in stage-1 order)."""
+    tables = [pq.read_table(path) for path in shard.options["files"]]
+    rejected = [r for path in shard.options["rejected"] for r in pq.read_table(path).to_pylist()]
+    table = pa.concat_tables(tables) if tables else CONVERSATION_SCHEMA.empty_table()
+    yield Batch(table, rejected, table.num_rows + len(rejected), nbytes=shard.weight)
+
+
 def read_shard(shard: Shard, chunk_bytes: int, batch_rows: int) -> Iterator[Batch]:
     """The batches of one shard, in input order."""
+    if shard.container == PARTITION:
+        return _partition(shard)
     if shard.container == "jsonl":
         return _jsonl(shard, chunk_bytes)
     if shard.container == "stream":

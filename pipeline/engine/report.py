@@ -33,12 +33,22 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
     """The end-of-run table: counts, rejections by stage and reason, losses by kind, where it went."""
     title = f"chatlake run {summary['job']} -> {summary['target']} ({summary['status']})"
     table = Table(title=title)
-    for col in ("read", "written", "rejected", "shards", "resumed", "seconds"):
+    dropped = "dropped" in summary  # a job with the threads step: read = written + rejected + dropped
+    for col in (
+        "read",
+        "written",
+        "rejected",
+        *(("dropped",) if dropped else ()),
+        "shards",
+        "resumed",
+        "seconds",
+    ):
         table.add_column(col, justify="right")
     table.add_row(
         f"{summary['read']:,}",
         f"{summary['written']:,}",
         f"{summary['rejected']:,}",
+        *((f"{summary['dropped']:,}",) if dropped else ()),
         str(summary["shards"]),
         str(summary.get("shards_resumed", 0)),
         f"{summary.get('timings_s', {}).get('total', 0):.1f}",
@@ -49,6 +59,18 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         console.print(f"rejected by stage: {stages}")
         for reason, n in list(summary["rejected_by_reason"].items())[:5]:
             console.print(f"  {n:,} x {reason}")
+    for row in summary.get("threads") or []:  # a run with the threads step, per dataset
+        name = Path(row["dataset"]).name if row["dataset"] else "?"
+        console.print(
+            f"threads ({name}): {row['threads']:,} threads, {row['requests']:,} requests "
+            f"({row['requests_per_thread']:.1f} per thread), {row['items']:,} items, "
+            f"{row['items_saved_by_dedupe']:,} saved by dedupe to leaves "
+            f"(redundancy {row['redundancy_ratio'] or 0:.2f}x)"
+        )
+    if summary.get("dropped"):
+        # a grouping step's dropped records are not rejected: each is kept inside its leaf (dropped/)
+        reasons = ", ".join(f"{reason} {n:,}" for reason, n in summary["dropped_by_reason"].items())
+        console.print(f"dropped (in their leaves): {summary['dropped']:,} ({reasons})")
     if summary["records_with_losses"]:
         kinds = ", ".join(f"{k} {n:,}" for k, n in list(summary["losses_by_kind"].items())[:6])
         if len(summary["losses_by_kind"]) > 6:
@@ -76,6 +98,16 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
     console.print(f"output: {summary['output']}")  # the single-file layout (convert/transform -o)
     if summary["rejected"]:
         console.print(f"rejected records: {summary['rejected_file']}")
+    for row in summary.get("threads") or []:  # a run with the threads step, per dataset
+        name = Path(row["dataset"]).name if row["dataset"] else "?"
+        console.print(
+            f"threads ({name}): {row['threads']:,} threads, {row['requests']:,} requests "
+            f"({row['requests_per_thread']:.1f} per thread), {row['items']:,} items, "
+            f"{row['items_saved_by_dedupe']:,} saved by dedupe to leaves "
+            f"(redundancy {row['redundancy_ratio'] or 0:.2f}x)"
+        )
+    if summary.get("dropped"):
+        console.print(f"dropped records: {summary['dropped_file']}")
     if summary.get("losses_file") and (summary["records_with_losses"] or summary.get("additions_by_kind")):
         console.print(f"losses: {summary['losses_file']}")
 

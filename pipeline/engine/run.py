@@ -23,10 +23,10 @@ from pipeline.errors import ConfigError
 from pipeline.jobs.resolve import PARQUET, Job
 from pipeline.oserrors import describe
 
-from . import local, rundir
+from . import local, partition, rundir
 from .lock import run_lock
 from .manifest import Manifest, write_atomic
-from .process import Work
+from .process import Work, run_shard
 from .progress import JobProgress
 from .rundir import SUMMARY
 from .shards import Shard, plan
@@ -62,6 +62,11 @@ def _failure(e: Exception, run_dir: Path) -> str:
     return describe(e) if e.filename else f"writing into {run_dir}: {describe(e)}"
 
 
+def _stage1(manifest: Manifest) -> list[dict[str, Any]] | None:
+    """The stage-1 entries of a two-stage job (None for any other job)."""
+    return list(manifest.partitions.values()) if manifest.partitions else None
+
+
 def prepare_run_dir(job: Job, fresh: bool) -> Manifest:
     """Create (or, with ``fresh``, empty of chatlake's files) the run directory; drop temp files
     of a killed run. The caller holds the directory's lock (:func:`run_job`).
@@ -75,6 +80,9 @@ def prepare_run_dir(job: Job, fresh: bool) -> Manifest:
     # run-layout.md: no output/ when the target is parquet; the single-file layout writes fewer folders
     for name in folders(job.layout, job.target != PARQUET):
         (run_dir / name).mkdir(parents=True, exist_ok=True)
+    if job.grouping:  # the stage-1 files of the two-stage job, and the records it drops
+        (run_dir / rundir.PARTITIONS).mkdir(exist_ok=True)
+        (run_dir / rundir.DROPPED).mkdir(exist_ok=True)
     rundir.clean_temp_files(run_dir)
     return manifest
 
@@ -121,14 +129,17 @@ def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: 
 
     redone: dict[str, str] = {}  # listed shards whose files did not match the manifest -> why
 
-    def pending(shards: Iterator[Shard]) -> Iterator[Shard]:
+    def pending(
+        shards: Iterator[Shard], listed: dict[str, dict[str, Any]], input_bytes: bool = True
+    ) -> Iterator[Shard]:
         nonlocal skipped
         for s in shards:
-            if s.id in manifest.shards:
-                problem = manifest.problem(s.id)
+            if s.id in listed:
+                problem = manifest.problem_of(listed[s.id])
                 if problem is None:
                     skipped += 1
-                    bar.skipped(s.weight)
+                    if input_bytes:
+                        bar.skipped(s.weight)
                     continue
                 redone[s.id] = problem
                 bar.note(f"redoing {s.id}: {problem}")
@@ -138,28 +149,50 @@ def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: 
         entry.pop("seconds", None)  # the manifest holds no timings: resumed == uninterrupted
         manifest.add(entry)
 
+    def on_partitioned(entry: dict[str, Any]) -> None:
+        entry.pop("seconds", None)
+        manifest.add_partition(entry)
+
+    def execute(shards: Iterator[Shard], w: Work, task: local.Task, done: Any, advance: Any) -> None:
+        if job.engine == "ray":
+            from . import ray as ray_engine
+
+            ray_engine.execute(shards, w, job.workers, done, advance, job.ray_address, task=task)
+        else:
+            local.execute(shards, w, job.workers, done, advance, job.pool, task=task)
+
+    two_stage = job.grouping
     try:
         with bar:
-            shards = pending(plan(job))
-            if job.engine == "ray":
-                from . import ray as ray_engine
-
-                ray_engine.execute(shards, work, job.workers, on_done, bar.advance, job.ray_address)
+            if two_stage:
+                # docs/transforms.md, "Threads at scale": partition every input shard, then thread
+                # each partition (stage 2 reads no input bytes: the bar counts stage 1's)
+                stage1, stage2, parts = partition.stages(job, work)
+                execute(pending(plan(job), manifest.partitions), stage1, partition.partition_shard,
+                        on_partitioned, bar.advance)  # fmt: skip
+                shards = iter(partition.partition_shards(manifest.partitions, parts))
+                execute(pending(shards, manifest.shards, input_bytes=False), stage2,
+                        partition.thread_partition, on_done, lambda records, nbytes: None)  # fmt: skip
+                partition.link_threads(job.run_dir, manifest, stage1.grouping)
             else:
-                local.execute(shards, work, job.workers, on_done, bar.advance, job.pool)
+                execute(pending(plan(job), manifest.shards), work, run_shard, on_done, bar.advance)
     except BaseException as e:
         if cat is not None:
             failed = summarize(
-                job, list(manifest.shards.values()), run_id=run_id, started_at=started_at,
-                finished_at=_now(), status="failed",
+                job, list(manifest.shards.values()), _stage1(manifest), run_id=run_id,
+                started_at=started_at, finished_at=_now(), status="failed",
             )  # fmt: skip
             cat.finish(run_id, failed, "failed", f"{type(e).__name__}: {e}")
         if isinstance(e, Exception):
             raise JobFailed(_failure(e, job.run_dir)) from e
         raise
+    # a threads job: its threads, requests per thread and what dedupe saves, per dataset
+    threads = {"threads": partition.thread_figures(job.run_dir, manifest)} if job.grouping else {}
     summary = summarize(
         job,
         list(manifest.shards.values()),
+        _stage1(manifest),
+        **threads,
         run_id=run_id,
         started_at=started_at,
         finished_at=_now(),
@@ -173,8 +206,8 @@ def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: 
         summary["status"] = "rejected"
     manifest.save()
     write_atomic(job.run_dir / SUMMARY, orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
-    if summary["read"] != summary["written"] + summary["rejected"]:
-        counts = {k: summary[k] for k in ("read", "written", "rejected")}
+    if summary["read"] != summary["written"] + summary["rejected"] + summary.get("dropped", 0):
+        counts = {k: summary[k] for k in ("read", "written", "rejected", "dropped") if k in summary}
         raise JobFailed(f"counts do not add up: {counts}")
     if cat is not None:
         cat.finish(run_id, summary, summary["status"], summary["verdict"]["message"])

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pipeline.errors import ConfigError
 
+from .dropped import DROPPED
 from .lock import LOCK
 from .manifest import MANIFEST
 from .writers import FOLDERS, TMP_SUFFIX
@@ -18,15 +19,22 @@ SUMMARY = "summary.json"
 TOP_CHATLAKE = re.compile(r"(manifest\.json|summary\.json|\.manifest\.json\.tmp|\.summary\.json\.tmp)$")
 SHARD_FILE = re.compile(r"part-\d{5,}\.(parquet|jsonl|arrow)$")
 TEMP_FILE = re.compile(r"\.part-\d{5,}\.(parquet|jsonl|arrow)\.\d+" + re.escape(TMP_SUFFIX) + "$")
+# stage 1 of a two-stage job (engine/partition.py): partitions/part-NNNNN.pNNNN.parquet, .rejected.parquet
+PARTITIONS = "partitions"
+PARTITION_FILE = re.compile(r"part-\d{5,}\.(p\d{4,}|rejected)\.parquet$")
+PARTITION_TEMP = re.compile(r"\.part-\d{5,}\.(p\d{4,}|rejected)\.parquet\.\d+" + re.escape(TMP_SUFFIX) + "$")
 
 
 def is_chatlake_name(relative: str) -> bool:
     """Whether ``relative`` (a path inside a run directory) is a name chatlake writes."""
     parts = relative.split("/")
     if len(parts) == 1:
-        return parts[0] in FOLDERS or parts[0] == LOCK or bool(TOP_CHATLAKE.match(parts[0]))
-    if len(parts) == 2 and parts[0] in FOLDERS:
+        folder = parts[0] in (*FOLDERS, DROPPED, PARTITIONS)
+        return folder or parts[0] == LOCK or bool(TOP_CHATLAKE.match(parts[0]))
+    if len(parts) == 2 and parts[0] in (*FOLDERS, DROPPED):
         return bool(SHARD_FILE.match(parts[1]) or TEMP_FILE.match(parts[1]))
+    if len(parts) == 2 and parts[0] == PARTITIONS:
+        return bool(PARTITION_FILE.match(parts[1]) or PARTITION_TEMP.match(parts[1]))
     return False
 
 
@@ -52,7 +60,7 @@ def clear(run_dir: Path) -> None:
     A layout folder is removed only when that leaves it empty; the lock file is kept (the caller
     holds it).
     """
-    for name in FOLDERS:
+    for name in (*FOLDERS, DROPPED, PARTITIONS):
         folder = run_dir / name
         if not folder.is_dir():
             continue
@@ -68,7 +76,10 @@ def clear(run_dir: Path) -> None:
 
 def clean_temp_files(run_dir: Path) -> None:
     """Delete the temp files a killed run left (they are never listed in the manifest)."""
-    for name in FOLDERS:
+    for name in (*FOLDERS, DROPPED):
         for tmp in (run_dir / name).glob(f".*{TMP_SUFFIX}"):
             if TEMP_FILE.match(tmp.name):
                 tmp.unlink(missing_ok=True)
+    for tmp in (run_dir / PARTITIONS).glob(f".*{TMP_SUFFIX}"):
+        if PARTITION_TEMP.match(tmp.name):
+            tmp.unlink(missing_ok=True)

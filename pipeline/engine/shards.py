@@ -30,7 +30,6 @@ from pipeline.jobs.files import is_url, open_arrow, open_input
 from pipeline.jobs.resolve import InputFile, Job
 
 SCAN_BYTES = 8 << 20
-WHOLE_FILE = 1 << 62  # shard_records of a job with a grouping step
 
 
 @dataclass(frozen=True)
@@ -134,9 +133,8 @@ def _file_ranges(f: InputFile, records: int) -> Iterator[tuple[int, int, int, in
 def plan(job: Job) -> Iterator[Shard]:
     """Every shard of the job, in order (lazily, file by file: work starts after the first file's scan)."""
     k = 0
-    # a grouping step (threads) needs the records of a thread together: one shard per file
-    records = WHOLE_FILE if job.grouping else job.shard_records
+    # a job with a grouping step (threads) plans the same shards: they are its stage 1 (engine/partition.py)
     for f in job.files:
-        for a, b, first, weight in _file_ranges(f, records):
+        for a, b, first, weight in _file_ranges(f, job.shard_records):
             yield Shard(shard_id(k), f.url, f.container, f.format, f.options, a, b, first, weight, f.name)
             k += 1

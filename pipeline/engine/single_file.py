@@ -31,6 +31,7 @@ from pipeline.io.parquet import writer as canonical_writer
 from pipeline.io.run_tables import REJECTED_SCHEMA
 from pipeline.jobs.resolve import PARQUET, Job
 
+from .dropped import DROPPED
 from .manifest import MANIFEST, Manifest
 from .shards import shard_id
 
@@ -42,20 +43,25 @@ def staging_dir(output: Path) -> Path:
     return output.with_name(output.name + STAGING_SUFFIX)
 
 
-def final_paths(output: Path, target: str) -> dict[str, Path]:
-    """Every file a single-file command puts in place, by role, in the order they are renamed."""
+def final_paths(output: Path, target: str, grouping: bool = False) -> dict[str, Path]:
+    """Every file a single-file command puts in place, by role, in the order they are renamed
+    (``grouping``: a threads job, which also writes ``FILE.dropped.parquet``, engine/dropped.py)."""
+    dropped = {DROPPED: output.with_name(output.name + ".dropped.parquet")} if grouping else {}
     if target == PARQUET:
-        return {"rejected": output.with_name(output.name + ".rejected.parquet"), "output": output}
+        return {"rejected": output.with_name(output.name + ".rejected.parquet"), **dropped, "output": output}
     return {
         "rejected": output.with_name(output.name + ".rejected.jsonl"),
         "losses": output.with_name(output.name + ".losses.jsonl"),
+        **dropped,
         "output": output,
     }
 
 
-def check_paths(output: Path, target: str, inputs: Iterable[str], report: Path | None) -> None:
+def check_paths(
+    output: Path, target: str, inputs: Iterable[str], report: Path | None, grouping: bool = False
+) -> None:
     """Refuse (ConfigError, before any work) a path that collides with another or with an input."""
-    finals = final_paths(output, target)
+    finals = final_paths(output, target, grouping)
     named = {("--output" if role == "output" else f"the {role} file"): p for role, p in finals.items()}
     if report is not None:
         named["--report"] = report
@@ -256,8 +262,10 @@ def finish(job: Job, output: Path) -> dict[str, Path]:
     :class:`_Joiner` into its temp file while the run went on.
     """
     staging = job.run_dir
-    finals = final_paths(output, job.target)
+    finals = final_paths(output, job.target, job.grouping)
     tmp = _temp_paths(job, finals)
+    if job.grouping:
+        _parquet(_shard_files(staging, DROPPED), tmp[DROPPED])
     if job.target == PARQUET:
         _parquet(_shard_files(staging, "rejected"), tmp["rejected"], REJECTED_SCHEMA)
     for role, path in finals.items():  # FILE last: it appears only when everything else is in place
@@ -290,8 +298,11 @@ def run_single_file(job: Job, output: Path, *, progress: bool = False) -> dict[s
     from .run import TooManyRejected, run_job
 
     prepare(job)
-    joiner = _Joiner(job, _temp_paths(job, final_paths(output, job.target)))
-    joiner.start()
+    joiner = _Joiner(job, _temp_paths(job, final_paths(output, job.target, job.grouping)))
+    # a grouping job's last pass may rewrite finished shards (engine/partition.link_threads): join
+    # them once the run is over
+    if not job.grouping:
+        joiner.start()
     verdict: TooManyRejected | None = None
     try:
         summary = run_job(job, progress=progress)
@@ -299,14 +310,19 @@ def run_single_file(job: Job, output: Path, *, progress: bool = False) -> dict[s
         verdict, summary = e, e.summary
     except BaseException:
         joiner.stopped.set()
-        joiner.join()
+        if joiner.is_alive():
+            joiner.join()
         raise
+    if job.grouping:
+        joiner.start()
     joiner.wait()
     finals = finish(job, output)
     summary.pop("run_dir", None)
     summary["output"] = str(finals["output"])
     summary["rejected_file"] = str(finals["rejected"])
     summary["losses_file"] = str(finals["losses"]) if "losses" in finals else None
+    if DROPPED in finals:
+        summary["dropped_file"] = str(finals[DROPPED])
     if verdict is not None:
         raise verdict
     return summary

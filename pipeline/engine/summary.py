@@ -29,8 +29,15 @@ def versions() -> dict[str, str]:
     }
 
 
-def summarize(job: Job, shards: list[dict[str, Any]], **run: Any) -> dict[str, Any]:
-    """The run summary (docs/run-layout.md); ``run`` adds run_id, timestamps, timings, status, ..."""
+def summarize(
+    job: Job, shards: list[dict[str, Any]], partitions: list[dict[str, Any]] | None = None, **run: Any
+) -> dict[str, Any]:
+    """The run summary (docs/run-layout.md); ``run`` adds run_id, timestamps, timings, status, ...
+
+    ``partitions``: the stage-1 entries of a two-stage job (engine/partition.py). Then what was
+    read (by input, blank lines, source counts, codec, fallbacks) comes from them, and what was
+    written, rejected and lost from ``shards`` (the partitions, which read the stage-1 files).
+    """
     by_stage: Counter[str] = Counter()
     by_reason: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
@@ -41,17 +48,21 @@ def summarize(job: Job, shards: list[dict[str, Any]], **run: Any) -> dict[str, A
     inputs: dict[tuple[str, str], int] = {(f.url, f.format): 0 for f in job.files}
     names = {f.url: f.name for f in job.files if f.name}
     detected: dict[tuple[str, str], Counter[str]] = {}
-    read = written = rejected = lossy = blank = 0
+    read = written = rejected = lossy = blank = dropped = 0
+    dropped_by: Counter[str] = Counter()
     for s in sorted(shards, key=lambda s: s["id"]):
         read += s["read"]
         written += s["written"]
         rejected += s["rejected"]
-        blank += s["blank_lines"]
+        dropped += s.get("dropped", 0)
+        dropped_by.update(s.get("dropped_by_reason", {}))
         lossy += s["records_with_losses"]
         by_stage.update(s["rejected_by_stage"])
         by_reason.update(s["rejected_by_reason"])
         kinds.update(s["losses_by_kind"])
         additions.update(s.get("additions_by_kind", {}))  # .get: manifests from before additions
+    for s in sorted(shards if partitions is None else partitions, key=lambda s: s["id"]):
+        blank += s["blank_lines"]
         source_counts.update(s.get("source_counts", {}))
         # .get: manifests written before the codec was recorded resume without these keys
         fallback.update(s.get("native_fallback", {}))
@@ -82,6 +93,8 @@ def summarize(job: Job, shards: list[dict[str, Any]], **run: Any) -> dict[str, A
         "read": read,
         "written": written,
         "rejected": rejected,
+        # a job with a grouping step: records it dropped (dropped/); read == written + rejected + dropped
+        **({"dropped": dropped, "dropped_by_reason": dict(dropped_by.most_common())} if job.grouping else {}),
         "blank_lines": blank,
         "rejected_by_stage": dict(by_stage.most_common()),
         "rejected_by_reason": dict(by_reason.most_common()),

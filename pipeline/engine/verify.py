@@ -25,9 +25,10 @@ from typing import Any
 
 import orjson
 
+from .dropped import DROPPED
 from .lock import LOCK
 from .manifest import MANIFEST, check_files
-from .rundir import SHARD_FILE, SUMMARY
+from .rundir import PARTITIONS, SHARD_FILE, SUMMARY
 from .writers import FOLDERS
 
 _OWN_FILES = frozenset({MANIFEST, SUMMARY, LOCK})
@@ -57,14 +58,15 @@ def load_manifest(run: Path) -> tuple[dict[str, Any] | None, list[str]]:
 
 
 def _listed(doc: dict[str, Any]) -> set[str]:
-    return {f["path"] for s in doc["shards"] for f in _files(s).values()}
+    """Every file the manifest lists: the output shards' and a two-stage job's stage-1 files."""
+    return {f["path"] for s in [*doc["shards"], *doc.get("partitions", [])] for f in _files(s).values()}
 
 
 def _stray(run: Path, listed: set[str]) -> list[str]:
     out = []
     for p in sorted(run.rglob("*")):
         rel = p.relative_to(run).as_posix()
-        if p.is_dir() and rel in FOLDERS:
+        if p.is_dir() and rel in (*FOLDERS, DROPPED, PARTITIONS):
             continue
         if rel in listed or rel in _OWN_FILES:
             continue
@@ -131,9 +133,17 @@ def _shard(run: Path, entry: dict[str, Any], target: str | None, con: Any) -> li
         if folder not in files:
             problems.append(f"{sid}: no {folder}/ file listed (an incomplete shard)")
     read, written, rejected = entry.get("read"), entry.get("written"), entry.get("rejected")
-    if None not in (read, written, rejected) and read != written + rejected:
-        problems.append(f"{sid}: read {read} != written {written} + rejected {rejected}")
-    want = {"conversations": written, "output": written, "rejected": rejected, "records": read}
+    dropped = entry.get("dropped")  # a job with a grouping step (dropped/)
+    if None not in (read, written, rejected) and read != written + rejected + (dropped or 0):
+        also = f" + dropped {dropped}" if dropped is not None else ""
+        problems.append(f"{sid}: read {read} != written {written} + rejected {rejected}{also}")
+    want = {
+        "conversations": written,
+        "output": written,
+        "rejected": rejected,
+        "records": read,
+        DROPPED: dropped,
+    }
     for folder, f in files.items():
         path = run / f["path"]
         actual = _count_lines(path) if path.suffix == ".jsonl" else pq.read_metadata(path).num_rows
@@ -160,6 +170,23 @@ def _verb(folder: str) -> str:
     return {"rejected": "rejected", "records": "read"}.get(folder, "wrote")
 
 
+def _stage1(run: Path, entries: list[dict[str, Any]], read: int) -> list[str]:
+    """A two-stage job's stage-1 shards (engine/partition.py): files as listed, each shard's
+    ``read == partitioned + rejected``, and the partitions read what stage 1 read."""
+    if not entries:
+        return []
+    problems = []
+    for e in entries:
+        problems += check_files(run, {"files": _files(e)})
+        if e["read"] != e["partitioned"] + e["rejected"]:
+            problems.append(f"{MANIFEST}: partitions {e['id']}: read {e['read']} != partitioned "
+                            f"{e['partitioned']} + rejected {e['rejected']}")  # fmt: skip
+    first = sum(e["read"] for e in entries)
+    if first != read:
+        problems.append(f"{MANIFEST}: stage 1 read {first} records, its partitions hold {read}")
+    return problems
+
+
 def verify(run: Path) -> list[str]:
     """Everything wrong with the run directory ``run`` ([] = it is complete and consistent)."""
     import duckdb
@@ -178,6 +205,8 @@ def verify(run: Path) -> list[str]:
     problems += _stray(run, _listed(doc))
     con = duckdb.connect(config={"threads": 1})
     totals = {"read": 0, "written": 0, "rejected": 0}
+    if any("dropped" in e for e in doc["shards"]):
+        totals["dropped"] = 0
     for entry in doc["shards"]:
         for k in totals:
             totals[k] += entry.get(k) or 0
@@ -185,9 +214,11 @@ def verify(run: Path) -> list[str]:
         problems += bad
         if not bad:  # a damaged file is not read: its bytes say nothing
             problems += _shard(run, entry, target, con)
-    if totals["read"] != totals["written"] + totals["rejected"]:
+    problems += _stage1(run, doc.get("partitions", []), totals["read"])
+    if totals["read"] != totals["written"] + totals["rejected"] + totals.get("dropped", 0):
         r, w, j = totals["read"], totals["written"], totals["rejected"]
-        problems.append(f"{MANIFEST}: read {r} != written {w} + rejected {j}")
+        also = f" + dropped {totals['dropped']}" if "dropped" in totals else ""
+        problems.append(f"{MANIFEST}: read {r} != written {w} + rejected {j}{also}")
     if summary is not None:
         for k, v in totals.items():
             if summary.get(k) != v:
@@ -201,8 +232,9 @@ def ok_line(run: Path) -> str:
     """The one line ``chatlake verify`` prints for a good run."""
     doc, _ = load_manifest(run)
     assert doc is not None
-    n = {k: sum(s.get(k) or 0 for s in doc["shards"]) for k in ("read", "written", "rejected")}
+    n = {k: sum(s.get(k) or 0 for s in doc["shards"]) for k in ("read", "written", "rejected", "dropped")}
+    dropped = f" + dropped {n['dropped']}" if any("dropped" in s for s in doc["shards"]) else ""
     return (
         f"OK {run}: {len(doc['shards'])} shards complete and as listed; "
-        f"read {n['read']} = written {n['written']} + rejected {n['rejected']}"
+        f"read {n['read']} = written {n['written']} + rejected {n['rejected']}{dropped}"
     )

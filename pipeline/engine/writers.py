@@ -27,12 +27,18 @@ from pipeline.io.parquet import writer as canonical_writer
 from pipeline.io.record_index import (
     RECORD_INDEX_SCHEMA,
     TOP_LOSSES_COLUMNS,
+    dropped_records,
     rejected_records,
     top_losses,
     written_records,
 )
 from pipeline.io.run_tables import LOSSES_SCHEMA, REJECTED_SCHEMA
 from pipeline.schema import CONVERSATION_SCHEMA
+
+from .dropped import DROPPED, EXTRA
+
+# the columns of an empty dropped/ file (a shard that dropped nothing)
+_DROPPED_EMPTY = pa.schema([*CONVERSATION_SCHEMA, *EXTRA], metadata=CONVERSATION_SCHEMA.metadata)
 
 # records/ and the *_counts/ folders are derived audit facts (docs/run-layout.md)
 FACTS = ("records", "top_losses", *shard_counts.FOLDERS)
@@ -159,10 +165,17 @@ class ShardWriter:
     """
 
     def __init__(
-        self, run_dir: Path, shard: str, encoded: bool, target: str | None = None, layout: str = RUN
+        self,
+        run_dir: Path,
+        shard: str,
+        encoded: bool,
+        target: str | None = None,
+        layout: str = RUN,
+        dropped: bool = False,
     ) -> None:
         self.shard, self.target = shard, target
-        names = folders(layout, encoded)
+        # dropped/: a job with a grouping step (engine/dropped.py)
+        names = folders(layout, encoded) + ((DROPPED,) if dropped else ())
         # beside a single JSONL file, losses and rejections are JSONL too (joined by concatenation);
         # beside a single Parquet file, conversations are Arrow (compressed once, by the join)
         ext = dict.fromkeys(names, "parquet") | {"output": "jsonl"}
@@ -188,6 +201,8 @@ class ShardWriter:
         if "losses" in names:
             self._losses = self._table_writer("losses", LOSSES_SCHEMA)
         self._rejected = self._table_writer("rejected", REJECTED_SCHEMA)
+        self._dropped: pq.ParquetWriter | None = None
+        self._dropped_schema: pa.Schema | None = None
         self._out = HashedFile(self.tmp["output"]) if encoded else None
 
     def _table_writer(self, name: str, schema: pa.Schema) -> pq.ParquetWriter | JsonlTable:
@@ -250,8 +265,23 @@ class ShardWriter:
             if self.facts:
                 self._write_records(rejected_records(rows, self.shard))
 
+    def dropped(self, table: pa.Table) -> None:
+        """Write records a grouping step dropped (engine/dropped.py), and their record-index rows."""
+        if self._dropped is None:
+            self._dropped = canonical_writer(
+                str(self.tmp[DROPPED]), table.schema.with_metadata(CONVERSATION_SCHEMA.metadata)
+            )
+        self._dropped.write_table(table.cast(self._dropped.schema))
+        self.rows[DROPPED] += table.num_rows
+        if self.facts:
+            self._write_records(dropped_records(table, self.shard))
+
     def commit(self) -> dict[str, dict[str, Any]]:
         """Close, hash and rename every file into place; returns ``{folder: {path, rows, bytes, sha256}}``."""
+        if DROPPED in self.tmp and self._dropped is None:  # none dropped: still one (empty) file
+            self._dropped = canonical_writer(str(self.tmp[DROPPED]), _DROPPED_EMPTY)
+        if self._dropped is not None:
+            self._dropped.close()
         if self.keep_conversations:
             if self._conv is None:  # a shard with no batch at all still has its (empty) file
                 self.conversations(CONVERSATION_SCHEMA.empty_table())
@@ -297,7 +327,15 @@ class ShardWriter:
         self.rows["top_losses"] = top.num_rows
 
     def abort(self) -> None:
-        for w in (self._conv, self._items, self._records, self._losses, self._rejected, self._out):
+        for w in (
+            self._conv,
+            self._items,
+            self._records,
+            self._losses,
+            self._rejected,
+            self._out,
+            self._dropped,
+        ):
             if w is not None:
                 # Closing a half-written file after an error: the original error is what matters.
                 with contextlib.suppress(Exception):

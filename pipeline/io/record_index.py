@@ -294,6 +294,22 @@ def rejected_records(rows: list[dict[str, Any]], shard: str) -> pa.Table:
     return pa.table(full).cast(RECORD_INDEX_SCHEMA)
 
 
+def dropped_records(dropped: pa.Table, shard: str) -> pa.Table:
+    """The record-index rows (status ``dropped``) of records a grouping step dropped (``dropped/``
+    rows: engine/dropped.py); ``n_items`` is the record's own."""
+    n = dropped.num_rows
+    columns = {
+        k: dropped.column(k)
+        for k in ("conversation_id", "source_file", "source_line", "source_format", "n_items")
+    }
+    columns["shard"] = pa.repeat(pa.scalar(shard, pa.string()), n)
+    columns["status"] = pa.repeat(pa.scalar("dropped", pa.string()), n)
+    full = {
+        f.name: columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in RECORD_INDEX_SCHEMA
+    }
+    return pa.table(full).cast(RECORD_INDEX_SCHEMA)
+
+
 def top_losses(records: pa.Table, k: int = TOP_LOSSES) -> pa.Table:
     """The ``k`` written records with the most losses (ties: by ``conversation_id``), record-index columns.
 

@@ -99,8 +99,8 @@ class Job:
 
     @property
     def grouping(self) -> bool:
-        """Whether a step relates records to each other (threads): then every input file is one
-        shard, read whole before the steps run (docs/transforms.md, "Threads at scale")."""
+        """Whether a step relates records to each other (threads): then the job runs in two stages,
+        partition and thread (pipeline/engine/partition.py; docs/transforms.md, "Threads at scale")."""
         return any(name in GROUPING_STEPS for name in self.step_names)
 
     def fingerprint(self) -> str:
@@ -301,13 +301,6 @@ def resolve(spec: JobSpec, base: Path, source_text: str = "") -> Job:
     sets = check_sets(spec.sets, target)
     steps = build_steps(spec.steps)
     names = [str(getattr(s, "name", "") or step_name(sp)) for s, sp in zip(steps, spec.steps, strict=True)]
-    grouping = [n for n in names if n in GROUPING_STEPS]
-    if grouping and len(files) > 1:
-        raise ConfigError(
-            f"step {grouping[0]} relates records across the whole input, and this job reads {len(files)} "
-            "files: give it one file (concatenate them first, e.g. cat a.jsonl b.jsonl > log.jsonl), "
-            "see docs/transforms.md, 'Threads at scale'"
-        )
     if is_url(spec.output.path):
         raise ConfigError(
             f"output.path {spec.output.path!r}: write the run directory to a local or mounted path "

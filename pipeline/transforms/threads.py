@@ -153,6 +153,24 @@ def record_hashes(df: pl.DataFrame) -> pl.Series:
     return pl.Series("__top", out.column("h"))
 
 
+def root_keys(items: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Each record's **thread root key** (``uint64``): the first lane of its first item's content
+    hash, 0 for a record without items.
+
+    Every record of one prefix tree shares it (a record and every record whose items are a prefix
+    of its own start with the same item; a compacted record's prefixes start at item 0 too), so a
+    job hashes records to partitions by it (docs/transforms.md, "Threads at scale").
+    """
+    flat = split(items)
+    offsets = flat.offsets.to_numpy()
+    out = np.zeros(len(offsets) - 1, np.uint64)
+    has = np.flatnonzero(np.diff(offsets) > 0)
+    if len(has):
+        h1, _ = item_hashes(flat.values.take(pa.array(offsets[has], pa.int64())))
+        out[has] = h1
+    return out
+
+
 # -- 2. prefix keys -------------------------------------------------------------------------------
 
 
@@ -346,7 +364,7 @@ def _continues(
     """``continues_thread`` of every record: for a thread whose root holds a compaction item, the
     other thread that holds every item the compaction kept (the root's non-system items before
     its last compaction item) and not the compaction item itself. Several: the one whose own root
-    is compacted (the latest window of a chain), then the smallest thread_id.
+    is compacted (the latest window of a chain), then the smallest thread_id (:func:`links`).
 
     Threads are their root node numbers here (integers: no string per item)."""
     n = len(rows)
@@ -355,31 +373,62 @@ def _continues(
     compacted_root = (rows.get_column("node") == rows.get_column("root_node")).to_numpy() & (cut >= 0)
     if not compacted_root.any():
         return none
+    kept, marks = compaction_sides(thread_np, items, parent, idx, h1, h2, cut, flag, compacted_root)
+    if kept.height == 0:
+        return none
+    every = pl.DataFrame({"other": thread_np[parent], "h1": h1, "h2": h2})
+    names = rows.group_by("root_node").agg(pl.col("thread_id").first()).rename({"root_node": "thread"})
+    best = links(kept, marks, every, pl.Series(thread_np[compacted_root]).unique(), names)
+    return (
+        rows.select(pl.col("root_node").alias("thread"))
+        .join(best, on="thread", how="left", maintain_order="left")
+        .get_column("continues_thread")
+    )
+
+
+def compaction_sides(
+    thread: np.ndarray,
+    items: pa.Array,
+    parent: np.ndarray,
+    idx: np.ndarray,
+    h1: np.ndarray,
+    h2: np.ndarray,
+    cut: np.ndarray,
+    flag: np.ndarray,
+    on: np.ndarray,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``(kept, marks)``, each ``(thread, h1, h2)`` unique: the items the compaction kept (non-system
+    items before the record's last compaction item) and that compaction item, of the records
+    ``on`` (a bool per record; ``thread``: each record's thread key). Every record of a compacted
+    thread has the same items up to its last compaction item (a record with a later one starts a
+    thread of its own), so any of its records gives the thread's sides."""
     code = (
         pl.DataFrame([child(items, "type"), child(items, "role")])
         .select(label_code_of(pl.col("type"), pl.col("role")))
         .to_series()
     )
     not_system = code.ne_missing(LABELS.index(SYSTEM)).to_numpy()
-    on_root = compacted_root[parent]
-    kept_at = on_root & (idx < cut[parent]) & ~flag & not_system
-    kept = pl.DataFrame({"thread": thread_np[parent[kept_at]], "h1": h1[kept_at], "h2": h2[kept_at]}).unique()
-    if kept.height == 0:
-        return none
-    need = kept.group_by("thread").agg(pl.len().alias("need"))
+    on_item = on[parent]
+    kept_at = on_item & (idx < cut[parent]) & ~flag & not_system
+    kept = pl.DataFrame({"thread": thread[parent[kept_at]], "h1": h1[kept_at], "h2": h2[kept_at]}).unique()
     # the root's compaction item: a thread holding it is another window of the same compaction
     # (its first request missing from the log), not the history it came from
-    mark_at = on_root & (idx == cut[parent])
-    marks = pl.DataFrame(
-        {"thread": thread_np[parent[mark_at]], "h1": h1[mark_at], "h2": h2[mark_at]}
-    ).unique()
-    # the items of every thread that are one of those kept or compaction items
+    mark_at = on_item & (idx == cut[parent])
+    marks = pl.DataFrame({"thread": thread[parent[mark_at]], "h1": h1[mark_at], "h2": h2[mark_at]}).unique()
+    return kept, marks
+
+
+def links(
+    kept: pl.DataFrame, marks: pl.DataFrame, every: pl.DataFrame, compacted: pl.Series, names: pl.DataFrame
+) -> pl.DataFrame:
+    """``(thread, continues_thread)`` of the compacted threads (``kept``, ``marks``: their
+    :func:`compaction_sides`) found in ``every`` (``other, h1, h2``: the items of every thread;
+    rows whose hash no side holds may be left out). ``compacted``: the compacted threads' keys;
+    ``names``: ``(thread, thread_id)`` of every thread. The same whether the threads come from one
+    frame or from every partition of a job (engine/partition.py)."""
+    need = kept.group_by("thread").agg(pl.len().alias("need"))
     wanted = pl.concat([kept.select("h1", "h2"), marks.select("h1", "h2")]).unique()
-    every = (
-        pl.DataFrame({"other": thread_np[parent], "h1": h1, "h2": h2})
-        .join(wanted, on=["h1", "h2"], how="semi")
-        .unique()
-    )
+    every = every.select("other", "h1", "h2").join(wanted, on=["h1", "h2"], how="semi").unique()
     same_window = marks.join(every, on=["h1", "h2"], how="inner").select("thread", "other")
     # candidates come from each thread's rarest kept item (a common one, e.g. "continue", is in
     # thousands of threads); only those candidates are checked for the other kept items
@@ -404,17 +453,10 @@ def _continues(
         .join(need, on="thread")
         .filter(pl.col("got") == pl.col("need"))
     )
-    names = rows.group_by("root_node").agg(pl.col("thread_id").first())
-    compacted_threads = pl.Series(thread_np[compacted_root]).unique().implode()
-    best = (
-        found.join(names.rename({"root_node": "other"}), on="other")
-        .with_columns(pl.col("other").is_in(compacted_threads).alias("c"))
+    return (
+        found.join(names.rename({"thread": "other"}), on="other")
+        .with_columns(pl.col("other").is_in(compacted.implode()).alias("c"))
         .sort(["thread", "c", "thread_id"], descending=[False, True, False])
         .group_by("thread", maintain_order=True)
         .agg(pl.col("thread_id").first().alias("continues_thread"))
-    )
-    return (
-        rows.select(pl.col("root_node").alias("thread"))
-        .join(best, on="thread", how="left", maintain_order="left")
-        .get_column("continues_thread")
     )

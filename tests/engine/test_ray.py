@@ -40,3 +40,30 @@ def test_ray_engine_output_equals_local_engine(local_ray: Any, tmp_path: Path) -
         assert summaries["ray"][k] == summaries["local"][k], k
     assert summaries["ray"]["engine"] == "ray" and summaries["ray"]["steps"] == ["turns", "role_swap"]
     assert summaries["ray"]["written"] > 0
+
+
+def test_ray_runs_the_two_stage_threads_job_as_local_does(
+    local_ray: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipeline import synth
+    from pipeline.engine import partition
+
+    lines = b"".join(synth.request_log("responses", 12, seed=5, mean_requests=6)).splitlines()
+    write_jsonl(tmp_path / "a.jsonl", lines[::2])
+    write_jsonl(tmp_path / "b.jsonl", lines[1::2])
+    monkeypatch.setattr(partition, "PARTITION_BYTES", 20_000)  # P is chosen by the driver
+    summaries = {}
+    for engine in ("local", "ray"):
+        job = write_job(
+            tmp_path / f"{engine}.toml",
+            [{"path": p, "format": "responses"} for p in ("a.jsonl", "b.jsonl")],
+            {"path": engine, "target": "parquet", "shard_records": 10},
+            steps=["threads:keep=leaves"],
+            engine={"kind": engine, "workers": 2},
+        )
+        summaries[engine] = run_job(load_job(job))
+    local, ray_ = file_hashes(tmp_path / "local"), file_hashes(tmp_path / "ray")
+    assert summaries["local"]["shards"] > 1 and any(p.startswith("partitions/") for p in local)
+    assert ray_ == local
+    for k in ("read", "written", "rejected", "rejected_by_reason", "inputs"):
+        assert summaries["ray"][k] == summaries["local"][k], k
