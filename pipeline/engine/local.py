@@ -101,7 +101,7 @@ def execute(
     on_done: OnDone,
     on_progress: OnProgress,
     pool: str = AUTO,
-    task: Task = run_shard,
+    task: Task | None = None,
 ) -> None:
     """Run every shard; ``on_done(entry)`` is called in the parent as each one finishes.
 
@@ -110,8 +110,10 @@ def execute(
     processes on the pure-Python codec, which holds the GIL and would run two threads on one core
     (200,000 Responses -> Chat records: 97.9 s on threads, README "Conversion end to end").
     ``task`` runs one shard (a module-level function: it is pickled for processes); the default is
-    :func:`run_shard`, the two-stage job passes its stages' (engine/partition.py).
+    :func:`run_shard` (looked up at call time, so a test can patch it), the two-stage job passes its
+    stages' (engine/partition.py).
     """
+    task = task or run_shard
     if pool == AUTO:
         pool = THREADS if codec.status().native else PROCESSES
     if workers == 1:

@@ -51,7 +51,7 @@ def execute(
     on_done: OnDone,
     on_progress: OnProgress,
     address: str | None = None,
-    task: Task = run_shard,
+    task: Task | None = None,
 ) -> None:
     """Run every shard as a Ray Data task (one shard per block); ``on_done`` as each one finishes.
 
@@ -59,6 +59,7 @@ def execute(
     import ray
     import ray.data
 
+    task = task or run_shard
     specs = [s for s in shards]
     if not specs:
         return

@@ -26,7 +26,7 @@ from pipeline.oserrors import describe
 from . import local, partition, rundir
 from .lock import run_lock
 from .manifest import Manifest, write_atomic
-from .process import Work, run_shard
+from .process import Work
 from .progress import JobProgress
 from .rundir import SUMMARY
 from .shards import Shard, plan
@@ -153,7 +153,7 @@ def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: 
         entry.pop("seconds", None)
         manifest.add_partition(entry)
 
-    def execute(shards: Iterator[Shard], w: Work, task: local.Task, done: Any, advance: Any) -> None:
+    def execute(shards: Iterator[Shard], w: Work, task: local.Task | None, done: Any, advance: Any) -> None:
         if job.engine == "ray":
             from . import ray as ray_engine
 
@@ -175,7 +175,7 @@ def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: 
                         partition.thread_partition, on_done, lambda records, nbytes: None)  # fmt: skip
                 partition.link_threads(job.run_dir, manifest, stage1.grouping)
             else:
-                execute(pending(plan(job), manifest.shards), work, run_shard, on_done, bar.advance)
+                execute(pending(plan(job), manifest.shards), work, None, on_done, bar.advance)  # run_shard
     except BaseException as e:
         if cat is not None:
             failed = summarize(
