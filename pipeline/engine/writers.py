@@ -50,16 +50,21 @@ SINGLE_FILE = "single-file"
 
 
 class ArrowTable:
-    """Writes tables to an uncompressed Arrow IPC file (``schema`` like a ParquetWriter's).
+    """Writes tables to a zstd-compressed Arrow IPC file (``schema`` like a ParquetWriter's).
 
     The single-file layout's conversations beside a Parquet output: the join writes the one
-    compressed Parquet file from them, so the shards are not compressed twice.
+    Parquet file from them. Compressed because plain buffers
+    need several times the disk of the final file (a request log of 960,731 requests staged 17 GB
+    for a 1.7 GB Parquet file; 20,000 synthetic Responses records: 121 MB plain, 51 MB LZ4, 33 MB
+    zstd for about 0.2 CPU s more, beside a 30 MB Parquet file).
     """
+
+    OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
 
     def __init__(self, path: Path, schema: pa.Schema) -> None:
         self.schema = schema
         self._sink = pa.OSFile(str(path), "wb")
-        self._w = pa.ipc.new_file(self._sink, schema)
+        self._w = pa.ipc.new_file(self._sink, schema, options=self.OPTIONS)
 
     def write_table(self, table: pa.Table) -> None:
         self._w.write_table(table)
