@@ -200,12 +200,15 @@ def partition_shard(shard_json: dict[str, Any], work: PartitionWork, progress: A
                 flat = split(items)
                 flags = compaction_flags(flat.values, params.markers, params.item_types).to_numpy()
                 compacted += len(np.unique(flat.parent().to_numpy()[flags]))
+                # one take of the batch in partition order, then a slice per partition: a take per
+                # partition costs a pass over the whole batch each (P passes per batch)
                 order = np.argsort(part, kind="stable")
                 bounds = np.searchsorted(part[order], np.arange(work.partitions + 1))
+                grouped = table.take(pa.array(order, pa.int64()))
                 schema = table.schema.with_metadata(CONVERSATION_SCHEMA.metadata)
                 for p in np.flatnonzero(np.diff(bounds)):
-                    rows = pa.array(order[bounds[p] : bounds[p + 1]], pa.int64())
-                    files.write(partition_name(int(p)), table.take(rows), schema)
+                    rows = grouped.slice(bounds[p], bounds[p + 1] - bounds[p])
+                    files.write(partition_name(int(p)), rows, schema)
             if rejected:
                 files.write(REJECTED, pa.Table.from_pylist(rejected, schema=REJECTED_SCHEMA), REJECTED_SCHEMA)
             read += batch.read
