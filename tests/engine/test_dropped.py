@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pytest
 
@@ -31,3 +32,35 @@ def test_rows_at_equals_take(at: list[int]) -> None:
     got = _rows_at(t, idx)
     assert got.equals(t.take(pa.array(at, pa.int64())))
     assert got.column("k").to_pylist() == at
+
+
+def test_equal_items_is_struct_eq_missing() -> None:
+    """Field-by-field equality gives what ``eq_missing`` on the item structs gives, nulls included."""
+    from pipeline.engine.dropped import _equal_items
+
+    item = pa.struct([("type", pa.string()), ("content", pa.list_(pa.struct([("text", pa.string())])))])
+    a = pa.array(
+        [
+            {"type": "message", "content": [{"text": "hi"}]},
+            {"type": "message", "content": [{"text": "hi"}]},
+            {"type": "message", "content": None},
+            None,
+            None,
+            {"type": None, "content": []},
+        ],
+        item,
+    )
+    b = pa.array(
+        [
+            {"type": "message", "content": [{"text": "hi"}]},
+            {"type": "message", "content": [{"text": "ho"}]},
+            {"type": "message", "content": []},
+            None,
+            {"type": None, "content": None},
+            {"type": None, "content": []},
+        ],
+        item,
+    )
+    sa, sb = pl.Series(a), pl.Series(b)
+    got = _equal_items(sa, sb)
+    assert got.tolist() == sa.eq_missing(sb).to_list() == [True, False, False, True, False, True]
