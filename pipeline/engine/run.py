@@ -168,7 +168,8 @@ def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: 
                 # docs/transforms.md, "Threads at scale": partition every input shard, then thread
                 # each partition (stage 2 reads no input bytes: the bar counts stage 1's)
                 stage1, stage2, parts = partition.stages(job, work)
-                execute(pending(plan(job), manifest.partitions), stage1, partition.partition_shard,
+                first = plan(job, partition.stage1_records(job))  # larger shards: fewer stage-1 files
+                execute(pending(first, manifest.partitions), stage1, partition.partition_shard,
                         on_partitioned, bar.advance)  # fmt: skip
                 shards = iter(partition.partition_shards(manifest.partitions, parts))
                 execute(pending(shards, manifest.shards, input_bytes=False), stage2,

@@ -130,11 +130,13 @@ def _file_ranges(f: InputFile, records: int) -> Iterator[tuple[int, int, int, in
         yield 0, -1, 1, f.size
 
 
-def plan(job: Job) -> Iterator[Shard]:
-    """Every shard of the job, in order (lazily, file by file: work starts after the first file's scan)."""
+def plan(job: Job, records: int | None = None) -> Iterator[Shard]:
+    """Every shard of the job, in order (lazily, file by file: work starts after the first file's
+    scan); ``records`` per shard, the job's ``shard_records`` by default."""
     k = 0
-    # a job with a grouping step (threads) plans the same shards: they are its stage 1 (engine/partition.py)
+    # a job with a grouping step (threads) plans its stage 1 here with larger shards
+    # (engine/partition.py, stage1_records)
     for f in job.files:
-        for a, b, first, weight in _file_ranges(f, job.shard_records):
+        for a, b, first, weight in _file_ranges(f, records or job.shard_records):
             yield Shard(shard_id(k), f.url, f.container, f.format, f.options, a, b, first, weight, f.name)
             k += 1

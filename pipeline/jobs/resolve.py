@@ -119,10 +119,20 @@ class Job:
             "batch_rows": self.batch_rows,
             **({"layout": self.layout} if self.layout != "run" else {}),  # run dirs keep their fingerprint
             **({"set": self.sets} if self.sets else {}),  # the same: a job without [set] keeps its own
+            # a grouping job's stage-1 shards (engine/partition.py, stage1_records): a run directory
+            # cut with other stage-1 shards must not resume (its finished shards would not line up)
+            **({"stage1_spread": _stage1_spread()} if self.grouping else {}),
             "chatlake": chatlake_version(),
             "schema_version": SCHEMA_VERSION,
         }
         return hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _stage1_spread() -> int:
+    """``STAGE1_SPREAD`` of the two-stage job (imported here: engine/partition.py imports this module)."""
+    from pipeline.engine.partition import STAGE1_SPREAD
+
+    return STAGE1_SPREAD
 
 
 def build_steps(specs: list[str | dict[str, Any]]) -> list[Any]:

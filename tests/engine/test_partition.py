@@ -249,3 +249,28 @@ def test_partitions_are_sized_by_the_input_as_json(tmp_path: Path) -> None:
     assert partition.partition_count(job_of(parquet)) == 9
     gz = InputFile("a.jsonl.gz", "stream", "responses", {}, 64 * mb)
     assert partition.partition_count(job_of(gz, parquet)) == 15
+
+
+def test_stage1_shards_grow_with_the_partitions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stage-1 shards are ``ceil(P / STAGE1_SPREAD)`` job shards each, so the stage-1 files (one per
+    shard and partition) do not grow as the square of the input; the output is the same."""
+    inputs = _files(tmp_path)
+    monkeypatch.setattr(partition, "PARTITION_BYTES", 2_000)  # P > STAGE1_SPREAD
+    job = load_job(_job(tmp_path, "run", inputs, "threads:keep=leaves"))
+    p = partition.partition_count(job)
+    assert p > partition.STAGE1_SPREAD
+    assert partition.stage1_records(job) == job.shard_records * -(-p // partition.STAGE1_SPREAD)
+    summary = run_job(job)
+    run = tmp_path / "run"
+    stage1 = {f.name.split(".")[0] for f in (run / "partitions").glob("*.parquet")}
+    records = sum(f["read"] for f in summary["inputs"])
+    assert len(stage1) < records / job.shard_records  # fewer stage-1 shards than job shards
+    # the same threads as with one partition (and so one stage-1 shard per job shard)
+    monkeypatch.setattr(partition, "PARTITION_BYTES", 1 << 30)
+    plain = load_job(_job(tmp_path, "one", inputs, "threads:keep=leaves"))
+    assert partition.stage1_records(plain) == plain.shard_records
+    run_job(plain)
+    got = _threads_of(pl.from_arrow(folder(run, "conversations")))  # type: ignore[arg-type]
+    want = _threads_of(pl.from_arrow(folder(tmp_path / "one", "conversations")))  # type: ignore[arg-type]
+    assert got.equals(want)
+    assert verify(run) == []
