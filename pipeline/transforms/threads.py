@@ -40,6 +40,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.fingerprint import run_sql
 from pipeline.transforms._flat import Frame, arrow, child, eager, series, split
@@ -69,10 +70,13 @@ ITEM_HASH_FIELDS = (
     "input",
     "encrypted_content",
     "extra_json",
+    "reference",  # an item_reference's id (its only content), else null: see item_hashes
 )
 _ITEM_TEXT = (
     "concat_ws(chr(31), "
-    + ", ".join(f"coalesce({f}, chr(0))" for f in ITEM_HASH_FIELDS)
+    # concat_ws skips a NULL argument: the reference (null but on item_reference items) leaves every
+    # other item's hash as it was before it was added
+    + ", ".join(f if f == "reference" else f"coalesce({f}, chr(0))" for f in ITEM_HASH_FIELDS)
     + ", "
     + _BLOCKS.format(col="content")
     + ", "
@@ -98,16 +102,22 @@ def item_hashes(items: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
     Hashed (see docs/schema.md, "Item content hash"): ``type``, ``role``, ``name``, ``namespace``,
     ``call_id``, ``arguments``, ``input``, ``encrypted_content``, the item's ``extra_json``, and
-    each content and summary block's type (every text type as ``text``), text and ``extra_json``.
-    Not hashed: ``id``, ``status``, ``phase``, where the item sat (``section``, ``group``, ``part``,
+    each content and summary block's type (every text type as ``text``), text and ``extra_json``,
+    and the ``id`` of an ``item_reference`` (its only content). Not hashed: other items' ``id``,
+    ``status``, ``phase``, where the item sat (``section``, ``group``, ``part``,
     ``native_type``, ``content_form``, ``wrapper_json``), ``signature``, ``fingerprint``, and
     provider metadata (annotations, logprobs, ``cache_control``, citations).
     """
     if len(items) == 0:
         return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
-    scalars = ["type", "role", "name", "namespace", "call_id", "arguments", "input", "encrypted_content",
-               "extra_json"]  # fmt: skip
-    table = pa.Table.from_struct_array(items).select([*scalars, "content", "summary"])
+    scalars = list(ITEM_HASH_FIELDS)
+    struct = pa.Table.from_struct_array(items)
+    # An item_reference is nothing but an id: without it, every reference hashed alike (two requests
+    # opening with different references were one thread, and one partition took them all).
+    ids = struct.column("id").cast(pa.string())  # short strings; Arrow's kernels take no string views
+    is_reference = pc.equal(struct.column("type").cast(pa.string()), "item_reference")
+    reference = pc.if_else(is_reference, ids, pa.nulls(len(ids), pa.string()))
+    table = struct.append_column("reference", reference).select([*scalars, "content", "summary"])
     # A request log repeats each item in every later request (16x on the synthetic log): hash each
     # distinct item once. Equal items are found by exact group-bys (no hash decides equality): the
     # blocks by their hashed fields first, then the items by their fields and their block numbers

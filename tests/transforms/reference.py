@@ -495,7 +495,8 @@ def item_key(it: dict) -> tuple:
         "encrypted_content",
         "extra_json",
     )
-    return (*(it[f] for f in fields), _blocks_key(it["content"]), _blocks_key(it["summary"]))
+    reference = it["id"] if it["type"] == "item_reference" else None  # a reference is its id
+    return (*(it[f] for f in fields), reference, _blocks_key(it["content"]), _blocks_key(it["summary"]))
 
 
 def record_key(row: Row) -> tuple:

@@ -78,6 +78,25 @@ def hashes(table: pa.Table) -> list[tuple[int, int]]:
     return list(zip(h1.tolist(), h2.tolist(), strict=True))
 
 
+def test_an_item_reference_hashes_by_its_id() -> None:
+    """An item_reference is nothing but an id: different references are different items (they once
+    hashed alike, so requests opening with different references were threaded together), the same
+    reference in either spelling is one item, and any other item's id stays out of the hash."""
+    t = table_of([{"input": [
+        {"type": "item_reference", "id": "msg_a"}, {"id": "msg_a"}, {"type": "item_reference", "id": "msg_b"},
+        {"type": "message", "id": "m1", "role": "user", "content": "hi"},
+        {"type": "message", "id": "m2", "role": "user", "content": "hi"},
+    ]}])  # fmt: skip
+    h = hashes(t)
+    assert h[0] == h[1] and h[0] != h[2] and h[3] == h[4]
+    logs = table_of(
+        [{"input": [{"type": "item_reference", "id": r}, user("go")]} for r in ("msg_a", "msg_b")],
+        ids=["a", "b"],
+    )
+    got = check_reference(logs)
+    assert got[0]["thread_id"] != got[1]["thread_id"]
+
+
 def test_item_hash_is_the_same_for_chat_and_responses() -> None:
     chat = table_of(
         [{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}], "chat"
