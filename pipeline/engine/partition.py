@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 from pipeline.errors import reason_of
 from pipeline.io.parquet import writer as canonical_writer
 from pipeline.io.run_tables import REJECTED_SCHEMA
+from pipeline.jobs.model import STAGE1_SPREAD
 from pipeline.jobs.resolve import CANONICAL, Job, build_steps
 from pipeline.schema import CONVERSATION_SCHEMA
 from pipeline.sources.detect import WIRE
@@ -68,9 +69,6 @@ REJECTED = "rejected"
 # Stage 1 writes a file per (stage-1 shard, partition). With the job's shards (a fixed record
 # count) both S and P grow with the input, so the files grow as its square, each with a fixed cost
 # (~3 ms to write, ~7 ms to read: 1,636 files and ~12 CPU s at 193,636 requests, ~42,000 at 1M).
-# Stage 1 holds one batch, not its shard, so its shards are made ceil(P / STAGE1_SPREAD) times the
-# job's: about STAGE1_SPREAD x (a partition's records / shard_records) stage-1 shards, whatever P.
-STAGE1_SPREAD = 8
 
 
 def partition_count(job: Job) -> int:

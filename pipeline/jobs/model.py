@@ -43,6 +43,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 # Arrow calls, one Parquet row group per file): 32 MB batches (~6,000 Responses records) cost ~20 %
 # less CPU per record than 8 MB ones, for ~300 MB more memory per worker (docs/job-profile.md).
 DEFAULT_CHUNK_BYTES = 32 << 20
+# The two-stage (threads) job: stage 1 holds one batch, not its shard, so its shards are made
+# ceil(P / STAGE1_SPREAD) times the job's: about STAGE1_SPREAD x (a partition's records /
+# shard_records) stage-1 shards, whatever P (engine/partition.py; part of a job's fingerprint).
+STAGE1_SPREAD = 8
 
 
 class _Strict(BaseModel):

@@ -32,7 +32,7 @@ from pipeline.jobs.files import (
     is_url,
     spool_stdin,
 )
-from pipeline.jobs.model import DEFAULT_CHUNK_BYTES, JobSpec
+from pipeline.jobs.model import DEFAULT_CHUNK_BYTES, STAGE1_SPREAD, JobSpec
 from pipeline.losses import LossPolicy
 from pipeline.schema import CONVERSATION_SCHEMA, SCHEMA_VERSION
 from pipeline.sources import SOURCES
@@ -121,18 +121,11 @@ class Job:
             **({"set": self.sets} if self.sets else {}),  # the same: a job without [set] keeps its own
             # a grouping job's stage-1 shards (engine/partition.py, stage1_records): a run directory
             # cut with other stage-1 shards must not resume (its finished shards would not line up)
-            **({"stage1_spread": _stage1_spread()} if self.grouping else {}),
+            **({"stage1_spread": STAGE1_SPREAD} if self.grouping else {}),
             "chatlake": chatlake_version(),
             "schema_version": SCHEMA_VERSION,
         }
         return hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()
-
-
-def _stage1_spread() -> int:
-    """``STAGE1_SPREAD`` of the two-stage job (imported here: engine/partition.py imports this module)."""
-    from pipeline.engine.partition import STAGE1_SPREAD
-
-    return STAGE1_SPREAD
 
 
 def build_steps(specs: list[str | dict[str, Any]]) -> list[Any]:
