@@ -65,6 +65,7 @@ setup(
             depends=[
                 "pipeline/_native/vendor/yyjson/yyjson.h",
                 "pipeline/_native/orjson_escape.h",
+                "pipeline/_native/orjson_number.h",
                 "pipeline/_native/encode_common.h",
                 "pipeline/_native/anthropic_turns.h",
                 "pipeline/_native/anthropic_round_trip.h",

@@ -194,11 +194,8 @@ static int request_fields(Enc *e) {
     yyjson_val *root = doc ? yyjson_doc_get_root(doc) : NULL;
     yyjson_val *limit = root ? yyjson_obj_get(root, "max_tokens") : NULL;
     int usable = 0;
-    if (limit && yyjson_is_raw(limit)) { /* an integer (canonical: at most 18 digits) of at least 1 */
-        const char *s = yyjson_get_raw(limit);
-        size_t n = yyjson_get_len(limit);
-        usable = n > 0 && s[0] != '-' && s[0] != '0' && !memchr(s, '.', n);
-    }
+    if (limit && yyjson_is_raw(limit)) /* an integer of at least 1 */
+        usable = orjson_positive_int(yyjson_get_raw(limit), yyjson_get_len(limit), NULL);
     if (!usable)
         lose_s(e, "/max_tokens", 11, "filled_default", "no usable max_tokens: the way back sets " DEFAULT_MAX_TOKENS);
     if (root) {

@@ -25,6 +25,7 @@
 
 #include "vendor/yyjson/yyjson.h"
 #include "orjson_escape.h"
+#include "orjson_number.h"
 #include "blake2b.h"
 
 /* Deepest nesting decoded natively; deeper records go to the Python decoder (whose own limit,
@@ -354,95 +355,11 @@ static const char *REASONS[FB_COUNT] = {
     "ok", "not_bytes", "parse", "duplicate_key", "number", "depth", "big_object", "shape", "validation",
 };
 
-/* The significant digits of a decimal or printf("%e") text, at most `max` of them. */
-static int sig_digits(const char *s, size_t n, char *out, int max) {
-    int k = 0, started = 0;
-    for (size_t j = 0; j < n && s[j] != 'e' && s[j] != 'E'; j++) {
-        char ch = s[j];
-        if (ch < '0' || ch > '9') continue;
-        if (!started && ch == '0') continue;
-        started = 1;
-        if (k == max) return -1;
-        out[k++] = ch;
-    }
-    return k;
-}
-
-/* A number text with 16 or 17 significant digits is what orjson prints for its double exactly
- * when it is that double's shortest round-trip text: no text of sig - 1 digits reads back as the
- * same double, and the text is the double correctly rounded to sig digits (printf's %e is
- * correctly rounded in glibc and every libc CPython supports). A double exactly halfway between two
- * such texts (27628950807049.3125) is rounded to even by printf, by CPython's repr and by orjson
- * alike (tests/native/test_differential.py checks thousands of such ties). */
-static int shortest_ok(const char *s, size_t n, int sig) {
-    char tmp[64], buf[64], a[32], b[32];
-    if (n >= sizeof(tmp)) return 0;
-    memcpy(tmp, s, n);
-    tmp[n] = 0;
-    yyjson_val v;
-    yyjson_read_err err;
-    /* yyjson reads the double exactly and, unlike strtod, whatever the process locale */
-    if (!yyjson_read_number(tmp, &v, 0, NULL, &err) || !yyjson_is_real(&v)) return 0;
-    double d = yyjson_get_real(&v);
-    snprintf(buf, sizeof(buf), "%.*e", sig - 2, d);
-    if (strtod(buf, NULL) == d) return 0; /* a shorter text exists */
-    snprintf(buf, sizeof(buf), "%.*e", sig - 1, d);
-    int na = sig_digits(s, n, a, 32), nb = sig_digits(buf, strlen(buf), b, 32);
-    if (na != sig || nb != sig || memcmp(a, b, (size_t)sig) != 0) return 0;
-    return 1;
-}
-
-/* Number text orjson writes back unchanged. orjson reads an integer into a 64-bit int and a number
- * with a fraction or exponent into a double it prints as the shortest round-trip text, in plain
- * notation for 1e-5 <= |x| < 1e16. So accepted are: integers of at most 18 digits other than "-0";
- * and numbers with a fraction, no exponent, no trailing zero (except a lone ".0"), at most 15
- * significant digits (any two such decimals are distinct doubles, so the text is the shortest) and
- * at most four zeros after "0." (below 1e-5 orjson switches to exponents). */
-static int number_ok(const char *s, size_t n) {
-    size_t k = 0;
-    int neg = 0;
-    if (k < n && s[k] == '-') {
-        neg = 1;
-        k++;
-    }
-    size_t ip = k;
-    while (k < n && s[k] >= '0' && s[k] <= '9') k++;
-    size_t intlen = k - ip;
-    if (intlen == 0) return 0;
-    if (k == n) {
-        if (intlen > 18) return 0;
-        if (neg && intlen == 1 && s[ip] == '0') return 0; /* -0 reads as the integer 0 */
-        return 1;
-    }
-    if (s[k] != '.') return 0;
-    k++;
-    size_t fp = k;
-    while (k < n && s[k] >= '0' && s[k] <= '9') k++;
-    if (k != n) return 0; /* an exponent */
-    size_t flen = n - fp;
-    if (flen == 0) return 0;
-    int frac_zero = (flen == 1 && s[fp] == '0');
-    if (s[n - 1] == '0' && !frac_zero) return 0;
-    size_t sig;
-    if (intlen == 1 && s[ip] == '0') {
-        if (frac_zero) return 1; /* 0.0 and -0.0 */
-        size_t z = 0;
-        while (z < flen && s[fp + z] == '0') z++;
-        if (z > 4) return 0;
-        sig = flen - z;
-    } else {
-        sig = frac_zero ? intlen : intlen + flen;
-    }
-    if (intlen > 15) return 0;
-    if (sig <= 15) return 1;
-    return sig <= 17 && shortest_ok(s, n, (int)sig);
-}
-
 static int check_value(yyjson_val *v, int depth) {
     if (depth > MAX_DEPTH) return FB_DEPTH;
     switch (yyjson_get_type(v)) {
         case YYJSON_TYPE_RAW:
-            return number_ok(yyjson_get_raw(v), yyjson_get_len(v)) ? FB_OK : FB_NUMBER;
+            return orjson_number(yyjson_get_raw(v), yyjson_get_len(v)) ? FB_OK : FB_NUMBER;
         case YYJSON_TYPE_ARR: {
             size_t idx, max;
             yyjson_val *x;

@@ -1882,13 +1882,10 @@ static int top_fields(Enc *e, int64_t *max_tokens, yyjson_doc **doc) {
         yyjson_val *v = yyjson_obj_get(yyjson_doc_get_root(*doc), keys[q]);
         if (!v) continue;
         int ok = 0;
-        if (!found && yyjson_is_raw(v)) { /* an integer >= 1 (canonical: at most 18 digits) */
-            const char *s = yyjson_get_raw(v);
-            size_t m = yyjson_get_len(v);
-            ok = m && s[0] >= '1' && s[0] <= '9' && !memchr(s, '.', m);
+        if (!found && yyjson_is_raw(v)) { /* an integer >= 1 */
+            int64_t t;
+            ok = orjson_positive_int(yyjson_get_raw(v), yyjson_get_len(v), &t);
             if (ok) {
-                int64_t t = 0;
-                for (size_t c = 0; c < m; c++) t = t * 10 + (s[c] - '0');
                 *max_tokens = t;
                 found = 1;
             }

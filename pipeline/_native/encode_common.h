@@ -20,6 +20,7 @@
 
 #include "vendor/yyjson/yyjson.h"
 #include "orjson_escape.h"
+#include "orjson_number.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Arrow C data interface (https://arrow.apache.org/docs/format/CDataInterface.html)           */
@@ -199,48 +200,6 @@ static inline void put_ptr(St *st, Buf *b, const char *s, size_t n) {
 #define MAX_KEYS 256
 #define MAX_DEPTH 64
 
-/* Is this raw number text exactly what orjson writes for the value orjson.loads reads from it?
- * Integers: up to 18 digits, no "-0". Floats: plain decimal notation with 1 to 15 significant
- * digits (those round-trip, so the shortest repr is the text itself), no trailing fraction zero
- * (but "N.0"), no exponent, and not below 1e-4 (orjson switches notation there). */
-static inline int canonical_number(const char *s, size_t n) {
-    size_t k = 0;
-    if (k < n && s[k] == '-') k++;
-    size_t int_start = k;
-    while (k < n && s[k] >= '0' && s[k] <= '9') k++;
-    size_t int_len = k - int_start;
-    if (int_len == 0 || (int_len > 1 && s[int_start] == '0')) return 0;
-    if (k == n) {
-        if (int_len > 18) return 0;
-        if (s[0] == '-' && int_len == 1 && s[int_start] == '0') return 0;
-        return 1;
-    }
-    if (s[k] != '.') return 0;
-    k++;
-    size_t frac_start = k;
-    while (k < n && s[k] >= '0' && s[k] <= '9') k++;
-    size_t frac_len = k - frac_start;
-    if (k != n || frac_len == 0) return 0;
-    if (frac_len > 1 && s[n - 1] == '0') return 0;
-    /* significant digits: from the first non-zero digit to the last non-zero digit */
-    int first = -1, last = -1;
-    for (size_t q = int_start; q < n; q++) {
-        if (s[q] == '.' || s[q] == '0') continue;
-        if (first < 0) first = (int)q;
-        last = (int)q;
-    }
-    if (first < 0) return 1; /* 0.0 / -0.0 */
-    int sig = last - first + 1 - (first < (int)frac_start - 1 && last > (int)frac_start - 1 ? 1 : 0);
-    if (sig > 15) return 0;
-    if (int_len == 1 && s[int_start] == '0') {
-        /* 0.000x: below 1e-4 orjson writes an exponent */
-        size_t zeros = 0;
-        while (frac_start + zeros < n && s[frac_start + zeros] == '0') zeros++;
-        if (zeros > 3) return 0;
-    }
-    return 1;
-}
-
 /* A string yyjson unescaped: refuse a lone surrogate (orjson.loads rejects it). */
 static inline int valid_str(const char *s, size_t n) {
     for (size_t k = 0; k + 1 < n; k++) {
@@ -254,12 +213,12 @@ static inline int keq(yyjson_val *a, yyjson_val *b) {
     return n == yyjson_get_len(b) && memcmp(yyjson_get_str(a), yyjson_get_str(b), n) == 0;
 }
 
-/* Every value under v is one orjson writes back unchanged (see canonical_number), and no object
+/* Every value under v is one orjson writes back unchanged (see orjson_number.h), and no object
  * repeats a key (orjson.loads would keep one). */
 static inline int canonical(yyjson_val *v, int depth) {
     if (depth > MAX_DEPTH) return 0;
     switch (yyjson_get_type(v)) {
-        case YYJSON_TYPE_RAW: return canonical_number(yyjson_get_raw(v), yyjson_get_len(v));
+        case YYJSON_TYPE_RAW: return orjson_number(yyjson_get_raw(v), yyjson_get_len(v));
         case YYJSON_TYPE_STR: return valid_str(yyjson_get_str(v), yyjson_get_len(v));
         case YYJSON_TYPE_NULL:
         case YYJSON_TYPE_BOOL: return 1;

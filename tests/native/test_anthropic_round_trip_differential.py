@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline import codec, synth
-from pipeline.formats import decode_records
+from pipeline.formats import decode_lines, decode_records
 from tests.cases import ANTHROPIC, CASES
 from tests.corpus import corpus_available, corpus_records
 from tests.native.encode_diff import compare_report
@@ -72,3 +72,12 @@ def test_hypothesis_records(records: list[dict[str, Any]]) -> None:
     table = decode_records(records, "anthropic").table
     if table.num_rows:
         compare_report(table)
+
+
+@pytest.mark.parametrize("limit", ["1e-7", "1e+16", "5.0", "7", "0", "-3"])
+def test_max_tokens_must_be_an_int_to_come_back(limit: str) -> None:
+    """Pinned from fuzz_native.py (seed 9090): ``"max_tokens": 1e-7`` is a float, not a usable
+    limit (``type(v) is int``), though its text has no "." or "-": the way back sets the default."""
+    line = b'{"model":"m","max_tokens":%s,"messages":[{"role":"user","content":"hi"}]}' % limit.encode()
+    table = decode_lines([line], "anthropic").table
+    assert compare_report(table).all()

@@ -110,7 +110,9 @@ def test_numbers_print_as_orjson_prints_them() -> None:
     bits, plain = _doubles(2000, 5)
     res = compare(_chunks(plain))
     assert res.native_fallback == {}
-    compare(_chunks(bits))
+    tiny = [rnd * 10.0 ** -e for rnd, e in zip(plain[:400], range(6, 330), strict=False) if rnd]
+    res = compare(_chunks(bits + tiny))  # orjson's exponent notation: "1e-6", "2.5e-7", "1e+16"
+    assert res.native_fallback == {}, "a double as orjson writes it went to the Python decoder"
     texts = [
         "0", "-0", "1", "-1", "0.0", "-0.0", "1.0", "1.50", "100.0", "1e5", "1E5", "1.0e0", "0.00001",
         "0.000001", "0.1", "0.30000000000000004", "0.3000000000000000444", "123456789012345.0",
@@ -119,6 +121,27 @@ def test_numbers_print_as_orjson_prints_them() -> None:
         "0.1234567890123456789", "9.999999999999999", "9.9999999999999999", "1.0000000000000002",
     ]  # fmt: skip
     compare([f'{{"input": [], "x": {t}}}'.encode() for t in texts])
+
+
+@pytest.mark.parametrize(
+    ("text", "fallback"),
+    [
+        ("1e-6", None), ("-8e-6", None), ("2.5e-7", None), ("1e+16", None), ("1.5e+300", None),
+        ("1.2345678901234568e+17", None), ("1.7976931348623157e+308", None), ("0.00001", None),
+        ("1039514241563211.8", None), ("1e-05", "number"), ("1e-5", "number"), ("1E-6", "number"),
+        ("1.0e-7", "number"), ("10e-7", "number"), ("1e16", "number"), ("1e+15", "number"),
+        ("1e+016", "number"), ("1e-06", "number"), ("1.5e3", "number"), ("1e+400", "number"),
+        ("1e-400", "number"), ("5e-324", "number"), ("4e-324", "number"), ("0e-7", "number"),
+        ("1.23456789012345678e-7", "number"), ("1.2e-", "parse"),
+    ],
+)  # fmt: skip
+def test_numbers_in_exponent_notation(text: str, fallback: str | None) -> None:
+    """orjson writes a double below 1e-5 or from 1e16 on as "1e-6" / "1e+16": such a text stays on
+    the compiled path; any other spelling of a number (Python's "1e-05", "1E-6", "1.0e-7") goes to
+    the Python decoder, which writes orjson's text. 5e-324 is a power of two: checked in Python."""
+    ok = b'{"input": "before"}'
+    res = compare([ok, f'{{"input": [], "x": {text}}}'.encode(), ok])
+    assert res.native_fallback == ({} if fallback is None else {fallback: 1})
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline import codec, synth
-from pipeline.formats import decode_records
+from pipeline.formats import decode_lines, decode_records
 from pipeline.schema import cast_to_canonical
 from pipeline.transforms import apply_steps, make_step
 from tests.cases import CASES, RESPONSES
@@ -401,3 +401,12 @@ def test_id_less_tool_messages() -> None:
     assert not decoded.rejected
     res = compare_encode(decoded.table, "anthropic")
     assert res.native.to_pylist() == [True, False, True, False]
+
+
+@pytest.mark.parametrize("limit", ["1e-7", "1e+16", "5.0", "7"])
+@pytest.mark.parametrize("key", ["max_tokens", "max_completion_tokens"])
+def test_token_limit_must_be_an_int(key: str, limit: str) -> None:
+    """A float limit (``1e-7``: no "." or "-" in its text) is not used for Anthropic max_tokens."""
+    line = b'{"messages":[{"role":"user","content":"q"}],"%s":%s}' % (key.encode(), limit.encode())
+    res = compare_encode(decode_lines([line], "chat").table, "anthropic")
+    assert all(res.native.to_pylist())

@@ -266,9 +266,10 @@ def test_rows_left_to_the_per_record_encoder() -> None:
     beside them stay native: numbers orjson would write differently from their stored text."""
     hi = b'{"messages":[{"role":"user","content":"hi"'
     lines = [
-        hi + b'}],"temperature":1e300}',
-        hi + b',"x":1e-7}]}',
-        hi + b'}],"tools":[{"type":"function","function":{"name":"f","parameters":{"n":1e-7}}}]}',
+        hi + b'}],"temperature":18446744073709551615}',  # 20 digits
+        hi + b',"x":5e-324}]}',  # a power of two (2**-1074): orjson_number.h does not guess
+        hi + b'}],"tools":[{"type":"function","function":{"name":"f","parameters":{"n":%s}}}]}'
+        % b"9.313225746154785e-10",
         hi + b"}]}",
     ]
     res = compare_encode(decode_lines(lines, "chat").table, "responses")
