@@ -37,6 +37,7 @@ from typing import Any
 
 from pipeline import codec
 
+from .heap import keep_heap
 from .process import Work, run_shard
 from .shards import Shard
 
@@ -114,6 +115,7 @@ def execute(
     stages' (engine/partition.py).
     """
     task = task or run_shard
+    keep_heap()  # before the worker threads' first allocation: they share the main heap
     if pool == AUTO:
         pool = THREADS if codec.status().native else PROCESSES
     if workers == 1:

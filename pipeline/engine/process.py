@@ -32,6 +32,7 @@ from pipeline.sources.detect import WIRE
 from pipeline.transforms import GROUPING_STEPS, apply_steps
 
 from .dropped import dropped_reasons, dropped_rows, split_dropped
+from .heap import keep_heap
 from .read import Batch, read_shard
 from .shards import Shard
 from .writers import ShardWriter
@@ -368,6 +369,7 @@ def run_shard(
 
     ``progress(records, bytes)`` is called after each batch.
     """
+    keep_heap()  # once per process: batches reuse the heap instead of faulting in fresh pages
     shard = Shard.from_json(shard_json)
     steps = _steps(work)
     policy = LossPolicy(work.on_loss, frozenset(work.allowed))
