@@ -47,6 +47,26 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _mb(paths: list[Path]) -> float:
+    return sum(p.stat().st_size for p in paths) / 1e6
+
+
+def _io_floor(workdir: Path, src: Path, files: list[Path], n: int, whose: str = "chatlake's") -> Measured:
+    """Read the input and write copies of ``files`` (new files, removed after): what the machine's
+    I/O alone costs for a converter that writes those bytes."""
+    dst = workdir / "io-floor"
+    dst.mkdir(exist_ok=True)
+    try:
+        return measure(
+            f"I/O floor: read the input, write {whose} {_mb(files):,.0f} MB (1 core)",
+            [PY, str(HERE / "convert_baseline.py"), "io-floor", str(src), str(dst), *map(str, files)], n,
+        )  # fmt: skip
+    finally:
+        for p in dst.iterdir():
+            p.unlink()
+        dst.rmdir()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=1_000_000)
@@ -91,6 +111,10 @@ def main() -> None:
     same = all(_sha256(ours[role]) == _sha256(theirs[role]) for role in ours)
     if not same:
         raise SystemExit("the compiled and the pure-Python codec wrote different bytes")
+    written = [theirs[role] for role in sorted(theirs) if theirs[role].exists()]
+    floor = _io_floor(args.workdir, src, written, args.n)
+    agents = args.workdir / "agents-chat.jsonl"
+    agents_floor = _io_floor(args.workdir, src, [agents], args.n, "openai-agents'")
 
     def row(label: str, n: int, seconds: float, peak: str, cpu: str = "-") -> str:
         return f"| {label} | {n:,} | {seconds:.1f} | {cpu} | {n / seconds:,.0f} | {peak} |"
@@ -109,6 +133,8 @@ def main() -> None:
         measured(theirs_b),
         measured(ours_before),
         measured(ours_b),
+        measured(floor),
+        measured(agents_floor),
         "",
         f"(a) chatlake / openai-agents speed: {theirs_a / ours_a:.2f}x; (b) end to end: "
         f"{theirs_b.seconds / ours_b.seconds:.2f}x wall, "
@@ -117,6 +143,12 @@ def main() -> None:
         f"1 core: {ours_before.seconds / ours_b.seconds:.2f}x, byte-identical output). "
         "openai-agents raises on records with custom tool "
         "calls, compaction, hosted tools or item references; chatlake converts them and reports losses.",
+        "",
+        f"I/O floor (no conversion: read the input, write the same bytes, 1 core): chatlake's "
+        f"{_mb(written):,.0f} MB of output and losses {floor.seconds:.1f} s / {floor.cpu_seconds:.1f} CPU s; "
+        f"openai-agents' {_mb([args.workdir / 'agents-chat.jsonl']):,.0f} MB {agents_floor.seconds:.1f} s / "
+        f"{agents_floor.cpu_seconds:.1f} CPU s. A 5x convert would have to finish in "
+        f"{theirs_b.seconds / 5:.1f} s.",
     ]
     text = "\n".join(lines)
     (args.workdir / f"convert-{args.n}.md").write_text(text + "\n")
