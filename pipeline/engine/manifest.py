@@ -30,17 +30,22 @@ def write_atomic(path: Path, data: bytes) -> None:
 def check_files(run_dir: Path, entry: dict[str, Any]) -> list[str]:
     """What is wrong with the files of one manifest entry: missing, or bytes / sha256 not as listed.
 
-    Sizes are compared first, so a truncated file is found without reading it.
+    Sizes are compared first, so a truncated file is found without reading it. A single-file
+    layout's staged file that the join appended and deleted is not missing (engine/join_log.py).
     """
+    from .join_log import joined_files
     from .writers import sha256_file  # writers imports pyarrow: only when a resume checks files
 
     problems = []
+    joined: frozenset[str] | None = None
     for f in entry["files"].values():
         path = run_dir / f["path"]
         try:
             size = path.stat().st_size
         except FileNotFoundError:
-            problems.append(f"{f['path']}: missing")
+            joined = joined_files(run_dir) if joined is None else joined
+            if f["path"] not in joined:
+                problems.append(f"{f['path']}: missing")
             continue
         if size != f["bytes"]:
             problems.append(f"{f['path']}: {size} bytes, the manifest says {f['bytes']}")

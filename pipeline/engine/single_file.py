@@ -31,6 +31,7 @@ from pipeline.io.parquet import writer as canonical_writer
 from pipeline.io.run_tables import REJECTED_SCHEMA
 from pipeline.jobs.resolve import PARQUET, Job
 
+from . import join_log
 from .dropped import DROPPED
 from .manifest import MANIFEST, Manifest
 from .shards import shard_id
@@ -129,21 +130,6 @@ def _shard_files(staging: Path, folder: str) -> list[Path]:
     return [staging / s["files"][folder]["path"] for s in sorted(doc["shards"], key=lambda s: s["id"])]
 
 
-def _concat_shards(shards: Iterable[dict[str, Path]], dsts: dict[str, Path]) -> None:
-    """Append each shard's file of each role to that role's file ``dsts[role]``, shard after shard
-    (copied by the kernel where it can: no pass through Python)."""
-    outs: dict[str, BinaryIO] = {}
-    try:
-        for role, dst in dsts.items():
-            outs[role] = open(dst, "wb")  # noqa: SIM115
-        for files in shards:
-            for role, path in files.items():
-                _append(path, outs[role])
-    finally:
-        for out in outs.values():
-            out.close()
-
-
 def _append(part: Path, out: BinaryIO) -> None:
     """Append one file's bytes to ``out`` by ``copy_file_range`` (kernel to kernel), else by reads."""
     out.flush()
@@ -218,12 +204,12 @@ class _Joiner(threading.Thread):
         else:
             self.roles = {role: (job.run_dir / role, "jsonl") for role in ("output", "losses", "rejected")}
         self.dsts = {role: dsts[role] for role in self.roles}
+        self.run_dir = job.run_dir
         self.finished = threading.Event()  # the run is over: every shard is on disk
         self.stopped = threading.Event()  # the run failed: stop
         self.error: BaseException | None = None
 
-    def _shards(self) -> Iterator[dict[str, Path]]:
-        k = 0
+    def _shards(self, k: int = 0) -> Iterator[dict[str, Path]]:
         while not self.stopped.is_set():
             done = self.finished.is_set()  # read before looking: a shard listed before the end is there
             files = {role: folder / f"{shard_id(k)}.{ext}" for role, (folder, ext) in self.roles.items()}
@@ -241,9 +227,41 @@ class _Joiner(threading.Thread):
             if self.parquet:
                 _parquet((files["output"] for files in self._shards()), self.dsts["output"])
             else:
-                _concat_shards(self._shards(), self.dsts)
+                self._concat()
         except BaseException as e:  # handed to the main thread, which raises it
             self.error = e
+
+    def _concat(self) -> None:
+        """Append each shard's JSON Lines files to the temp files, then delete them, logging each
+        step in ``join.json`` (engine/join_log.py): a resumed run goes on where this one stopped."""
+        # the same rule as the resume check's (manifest.check_files): trusted, or started over
+        log = join_log.load(self.run_dir) or join_log.JoinLog()
+        outs: dict[str, BinaryIO] = {}
+        try:
+            for role, dst in self.dsts.items():
+                if log.next:  # cut a half-appended shard off; append after the logged bytes
+                    outs[role] = open(dst, "r+b")  # noqa: SIM115
+                    outs[role].truncate(log.bytes[role])
+                    outs[role].seek(log.bytes[role])
+                else:
+                    outs[role] = open(dst, "wb")  # noqa: SIM115
+            for files in self._shards(log.next):
+                for role, path in files.items():
+                    _append(path, outs[role])
+                for out in outs.values():
+                    out.flush()
+                log.next += 1
+                log.bytes = {role: out.tell() for role, out in outs.items()}
+                log.files += [str(p.relative_to(self.run_dir)) for p in files.values()]
+                log.save(self.run_dir)
+                for path in files.values():  # their pages go back to the page cache's free pool
+                    path.unlink()
+        finally:
+            for out in outs.values():
+                out.close()
+        listed = len(orjson.loads((self.run_dir / MANIFEST).read_bytes())["shards"])
+        if not self.stopped.is_set() and log.next != listed:  # never a short file under a final name
+            raise RuntimeError(f"the join stopped at {shard_id(log.next)}: {listed} shards are finished")
 
     def wait(self) -> None:
         """After the run: join the remaining shards; raise what went wrong in the thread."""
@@ -275,7 +293,7 @@ def finish(job: Job, output: Path) -> dict[str, Path]:
 
 
 def _temp_paths(job: Job, finals: dict[str, Path]) -> dict[str, Path]:
-    return {role: job.run_dir / f".final-{role}.tmp" for role in finals}
+    return {role: join_log.temp_path(job.run_dir, role) for role in finals}
 
 
 def remove_staging(job: Job) -> None:
