@@ -152,6 +152,12 @@ def doctor() -> None:
     help="Set a top-level request field in every record (repeatable): model, and the target's token "
     "limit (max_tokens / max_completion_tokens / max_output_tokens). VALUE is a JSON scalar or text.",
 )  # fmt: skip
+@click.option(
+    "--losses", "losses_format", type=click.Choice(("jsonl", "parquet")), default="jsonl", show_default=True,
+    help="With -o and a wire target: write the losses as OUTPUT.losses.jsonl (one JSON line per loss) or "
+    "OUTPUT.losses.parquet (the same rows, a fraction of the bytes, for DuckDB). A --run-dir always has "
+    "losses/ in Parquet.",
+)  # fmt: skip
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 def convert(
     inputs: tuple[Path, ...],
@@ -164,13 +170,15 @@ def convert(
     on_loss: str,
     allow_loss: str,
     set_fields: tuple[str, ...],
+    losses_format: str,
     quiet: bool,
 ) -> None:
     """Convert conversations: JSONL, a JSON array or document, compressed, a directory, - (stdin), or Parquet.
 
     Bad records go to OUTPUT.rejected.jsonl (OUTPUT.rejected.parquet beside --to parquet) with the
     reason and the original input; the job goes on. Converting between formats writes one line per
-    lost detail to OUTPUT.losses.jsonl. The work is staged in OUTPUT.partial/ and resumes there when
+    lost detail to OUTPUT.losses.jsonl (or, with --losses parquet, one row to OUTPUT.losses.parquet). The
+    work is staged in OUTPUT.partial/ and resumes there when
     interrupted; the files appear only when complete (docs/run-layout.md).
 
     \b
@@ -186,6 +194,11 @@ def convert(
         raise click.UsageError(f"--allow-loss: {e}") from None
     if (output is None) == (run_dir is None):
         raise click.UsageError("give either --output FILE or --run-dir DIR")
+    if losses_format != "jsonl" and (run_dir is not None or target == PARQUET):
+        raise click.UsageError(
+            "--losses parquet goes with -o FILE and a wire target (a --run-dir's losses/ are Parquet "
+            "already; --to parquet reports no losses)"
+        )
     from pipeline.encoders.request_fields import check_sets, parse_sets
 
     try:
@@ -218,8 +231,9 @@ def convert(
         return
     assert output is not None
     summary, verdict = _single_file(
-        names, source, target, output, report, policy=policy, workers=workers, quiet=quiet, sets=sets
-    )
+        names, source, target, output, report, policy=policy, workers=workers, quiet=quiet, sets=sets,
+        losses_format=losses_format,
+    )  # fmt: skip
     summary.update({"from": source, "to": target})
     _write_report(report, summary)
     if not quiet:
@@ -253,7 +267,7 @@ def _write_report(report: Path | None, summary: dict[str, object]) -> None:
 def _single_file(
     inputs: list[str], source: str, target: str, output: Path, report: Path | None, *,
     policy: LossPolicy | None = None, workers: int | None = None, steps: list[str] | None = None,
-    quiet: bool = False, sets: dict[str, object] | None = None,
+    quiet: bool = False, sets: dict[str, object] | None = None, losses_format: str = "jsonl",
 ) -> tuple[dict[str, object], str | None]:  # fmt: skip
     """Run convert/transform -o FILE on the engine (single-file layout, docs/run-layout.md).
 
@@ -268,11 +282,11 @@ def _single_file(
 
     policy = policy or LossPolicy()
     try:
-        check_paths(output, target, inputs, report)
+        check_paths(output, target, inputs, report, losses_format=losses_format)
         job = convert_job(
             inputs, source, target, str(staging_dir(output)), on_loss=policy.on_loss,
             allow=sorted(policy.allowed), workers=workers or 2, steps=steps, layout=SINGLE_FILE,
-            shard_records=SINGLE_FILE_SHARD_RECORDS, sets=sets,
+            shard_records=SINGLE_FILE_SHARD_RECORDS, sets=sets, losses_format=losses_format,
         )  # fmt: skip
         if job.grouping:  # a threads job writes FILE.dropped.parquet too: check it as well
             check_paths(output, target, inputs, report, grouping=True)

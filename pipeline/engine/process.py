@@ -51,6 +51,7 @@ class Work:
     batch_rows: int
     layout: str = "run"  # writers.RUN (every table and audit fact) or writers.SINGLE_FILE
     sets: tuple[tuple[str, Any], ...] = ()  # the job's checked [set] / --set values, in order
+    losses_format: str = "jsonl"  # the single-file layout's losses: staged as JSONL or as Arrow
 
     @classmethod
     def of(cls, job: Any) -> Work:
@@ -64,6 +65,7 @@ class Work:
             job.batch_rows,
             job.layout,
             tuple(job.sets.items()),
+            job.losses_format,
         )
 
 
@@ -382,7 +384,8 @@ def run_shard(
     as_decoded = raw_format is not None and not steps
     grouping = any(step.name in GROUPING_STEPS for step in steps)
     writer = ShardWriter(
-        Path(work.run_dir), shard.id, encoded, target=work.target, layout=work.layout, dropped=grouping
+        Path(work.run_dir), shard.id, encoded, target=work.target, layout=work.layout, dropped=grouping,
+        losses_format=work.losses_format,
     )
     counts = _Counts()
     started = time.perf_counter()

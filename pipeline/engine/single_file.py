@@ -27,8 +27,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.errors import ConfigError
+from pipeline.io.parquet import table_writer
 from pipeline.io.parquet import writer as canonical_writer
-from pipeline.io.run_tables import REJECTED_SCHEMA
+from pipeline.io.run_tables import LOSSES_SCHEMA, REJECTED_SCHEMA
 from pipeline.jobs.resolve import PARQUET, Job
 
 from . import join_log
@@ -44,25 +45,29 @@ def staging_dir(output: Path) -> Path:
     return output.with_name(output.name + STAGING_SUFFIX)
 
 
-def final_paths(output: Path, target: str, grouping: bool = False) -> dict[str, Path]:
+def final_paths(
+    output: Path, target: str, grouping: bool = False, losses_format: str = "jsonl"
+) -> dict[str, Path]:
     """Every file a single-file command puts in place, by role, in the order they are renamed
-    (``grouping``: a threads job, which also writes ``FILE.dropped.parquet``, engine/dropped.py)."""
+    (``grouping``: a threads job, which also writes ``FILE.dropped.parquet``, engine/dropped.py;
+    ``losses_format``: ``FILE.losses.jsonl`` or ``FILE.losses.parquet`` beside a wire target)."""
     dropped = {DROPPED: output.with_name(output.name + ".dropped.parquet")} if grouping else {}
     if target == PARQUET:
         return {"rejected": output.with_name(output.name + ".rejected.parquet"), **dropped, "output": output}
     return {
         "rejected": output.with_name(output.name + ".rejected.jsonl"),
-        "losses": output.with_name(output.name + ".losses.jsonl"),
+        "losses": output.with_name(output.name + f".losses.{losses_format}"),
         **dropped,
         "output": output,
     }
 
 
 def check_paths(
-    output: Path, target: str, inputs: Iterable[str], report: Path | None, grouping: bool = False
+    output: Path, target: str, inputs: Iterable[str], report: Path | None, grouping: bool = False,
+    losses_format: str = "jsonl",
 ) -> None:
     """Refuse (ConfigError, before any work) a path that collides with another or with an input."""
-    finals = final_paths(output, target, grouping)
+    finals = final_paths(output, target, grouping, losses_format)
     named = {("--output" if role == "output" else f"the {role} file"): p for role, p in finals.items()}
     if report is not None:
         named["--report"] = report
@@ -147,7 +152,10 @@ def _append(part: Path, out: BinaryIO) -> None:
             shutil.copyfileobj(f, out, 1 << 20)
 
 
-def _parquet(parts: Iterable[Path], dst: Path, schema: pa.Schema | None = None) -> None:
+def _parquet(
+    parts: Iterable[Path], dst: Path, schema: pa.Schema | None = None,
+    open_writer: Callable[[str, pa.Schema], pq.ParquetWriter] = canonical_writer,
+) -> None:
     """Stream the parts' tables (Arrow IPC or Parquet) into one Parquet file, batch by batch.
 
     The schema is ``schema`` or that of the first part that has rows (a shard that read nothing
@@ -162,12 +170,12 @@ def _parquet(parts: Iterable[Path], dst: Path, schema: pa.Schema | None = None) 
             if not rows:
                 continue
             if w is None:
-                w = canonical_writer(str(dst), schema or part_schema)
+                w = open_writer(str(dst), schema or part_schema)
             for t in tables():
                 w.write_table(t.cast(w.schema))
         if w is None:  # no rows at all: still one (empty) file with the right columns
             schema = schema or first
-            w = canonical_writer(str(dst), schema) if schema is not None else canonical_writer(str(dst))
+            w = open_writer(str(dst), schema) if schema is not None else canonical_writer(str(dst))
     finally:
         if w is not None:
             w.close()
@@ -202,7 +210,10 @@ class _Joiner(threading.Thread):
         if self.parquet:
             self.roles = {"output": (job.run_dir / "conversations", "arrow")}
         else:
-            self.roles = {role: (job.run_dir / role, "jsonl") for role in ("output", "losses", "rejected")}
+            roles = ["output", "losses", "rejected"]
+            if job.losses_format == "parquet":  # finish writes them from their Arrow shards
+                roles.remove("losses")
+            self.roles = {role: (job.run_dir / role, "jsonl") for role in roles}
         self.dsts = {role: dsts[role] for role in self.roles}
         self.run_dir = job.run_dir
         self.finished = threading.Event()  # the run is over: every shard is on disk
@@ -280,10 +291,12 @@ def finish(job: Job, output: Path) -> dict[str, Path]:
     :class:`_Joiner` into its temp file while the run went on.
     """
     staging = job.run_dir
-    finals = final_paths(output, job.target, job.grouping)
+    finals = final_paths(output, job.target, job.grouping, job.losses_format)
     tmp = _temp_paths(job, finals)
     if job.grouping:
         _parquet(_shard_files(staging, DROPPED), tmp[DROPPED])
+    if "losses" in finals and job.losses_format == "parquet":
+        _parquet(_shard_files(staging, "losses"), tmp["losses"], LOSSES_SCHEMA, table_writer)
     if job.target == PARQUET:
         _parquet(_shard_files(staging, "rejected"), tmp["rejected"], REJECTED_SCHEMA)
     for role, path in finals.items():  # FILE last: it appears only when everything else is in place
@@ -316,7 +329,7 @@ def run_single_file(job: Job, output: Path, *, progress: bool = False) -> dict[s
     from .run import TooManyRejected, run_job
 
     prepare(job)
-    joiner = _Joiner(job, _temp_paths(job, final_paths(output, job.target, job.grouping)))
+    joiner = _Joiner(job, _temp_paths(job, final_paths(output, job.target, job.grouping, job.losses_format)))
     # a grouping job's last pass may rewrite finished shards (engine/partition.link_threads): join
     # them once the run is over
     if not job.grouping:

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 from pipeline import codec
 from pipeline.io import shard_counts
 from pipeline.io.item_index import ITEM_INDEX_SCHEMA, item_index
+from pipeline.io.parquet import table_writer
 from pipeline.io.parquet import writer as canonical_writer
 from pipeline.io.record_index import (
     RECORD_INDEX_SCHEMA,
@@ -177,6 +178,7 @@ class ShardWriter:
         target: str | None = None,
         layout: str = RUN,
         dropped: bool = False,
+        losses_format: str = "jsonl",
     ) -> None:
         self.shard, self.target = shard, target
         # dropped/: a job with a grouping step (engine/dropped.py)
@@ -186,6 +188,8 @@ class ShardWriter:
         ext = dict.fromkeys(names, "parquet") | {"output": "jsonl"}
         if layout == SINGLE_FILE:
             ext |= {"losses": "jsonl", "rejected": "jsonl"} if encoded else {"conversations": "arrow"}
+            if losses_format == "parquet":  # FILE.losses.parquet: staged as Arrow, written once by the join
+                ext["losses"] = "arrow"
         self.final = {name: run_dir / name / f"{shard}.{ext[name]}" for name in names}
         # The single-file layout pays for no audit facts, and for no conversations/ with a wire target.
         self.facts = "items" in names
@@ -202,7 +206,7 @@ class ShardWriter:
         self._counts: dict[str, list[pa.Table]] = {name: [] for name in shard_counts.FOLDERS}
         self._top: list[pa.Table] = []  # each batch's top_losses, reduced to the shard's at commit
         self._pending_losses: list[pa.Table] = []
-        self._losses: pq.ParquetWriter | JsonlTable | None = None
+        self._losses: pq.ParquetWriter | JsonlTable | ArrowTable | None = None
         if "losses" in names:
             self._losses = self._table_writer("losses", LOSSES_SCHEMA)
         self._rejected = self._table_writer("rejected", REJECTED_SCHEMA)
@@ -210,10 +214,12 @@ class ShardWriter:
         self._dropped_schema: pa.Schema | None = None
         self._out = HashedFile(self.tmp["output"]) if encoded else None
 
-    def _table_writer(self, name: str, schema: pa.Schema) -> pq.ParquetWriter | JsonlTable:
+    def _table_writer(self, name: str, schema: pa.Schema) -> pq.ParquetWriter | JsonlTable | ArrowTable:
         if self.final[name].suffix == ".jsonl":
             return JsonlTable(self.tmp[name])
-        return pq.ParquetWriter(self.tmp[name], schema, compression="zstd")
+        if self.final[name].suffix == ".arrow":
+            return ArrowTable(self.tmp[name], schema)
+        return table_writer(self.tmp[name], schema)
 
     def conversations(self, table: pa.Table) -> None:
         if not self.keep_conversations:

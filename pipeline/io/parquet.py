@@ -33,3 +33,9 @@ DICTIONARY_COLUMNS = [
 def writer(where: Any, schema: pa.Schema = CONVERSATION_SCHEMA) -> pq.ParquetWriter:
     """A zstd Parquet writer for canonical tables (``where``: a path or a binary file object)."""
     return pq.ParquetWriter(where, schema, compression="zstd", use_dictionary=DICTIONARY_COLUMNS)
+
+
+def table_writer(where: Any, schema: pa.Schema) -> pq.ParquetWriter:
+    """A zstd Parquet writer for the run's other tables (losses, rejected, facts): every column
+    dictionary-encoded, as their few distinct values (kinds, paths, details, file names) repeat."""
+    return pq.ParquetWriter(where, schema, compression="zstd")

@@ -92,6 +92,8 @@ class Job:
     pool: str = "auto"  # the local engine's workers: auto, threads or processes (EngineSpec.pool)
     ray_address: str | None = None
     layout: str = "run"  # engine.writers.RUN, or SINGLE_FILE for convert/transform -o FILE
+    # the single-file layout's FILE.losses: "jsonl" (one JSON line per loss) or "parquet"
+    losses_format: str = "jsonl"
     max_rejected_share: float | None = None  # None: fail only when every record read was rejected
     sets: dict[str, Any] = field(default_factory=dict)  # [set] / --set: request fields, checked
     source_text: str = ""  # the job file as given (kept in the catalog)
@@ -118,6 +120,7 @@ class Job:
             "chunk_bytes": self.chunk_bytes,
             "batch_rows": self.batch_rows,
             **({"layout": self.layout} if self.layout != "run" else {}),  # run dirs keep their fingerprint
+            **({"losses_format": self.losses_format} if self.losses_format != "jsonl" else {}),
             **({"set": self.sets} if self.sets else {}),  # the same: a job without [set] keeps its own
             # a grouping job's stage-1 shards (engine/partition.py, stage1_records): a run directory
             # cut with other stage-1 shards must not resume (its finished shards would not line up)
@@ -424,6 +427,7 @@ def convert_job(
     shard_records: int | None = None,
     max_rejected_share: float | None = None,
     sets: dict[str, Any] | None = None,
+    losses_format: str = "jsonl",
 ) -> Job:
     """``chatlake convert`` / ``transform``: a job (steps optional) from command-line flags.
 
@@ -446,6 +450,7 @@ def convert_job(
         raise ConfigError(_pydantic_message(e)) from None
     job = resolve(spec, base or Path.cwd())
     job.layout = layout
+    job.losses_format = losses_format
     if layout != "run":
         given = {str(Path(p).resolve()): p for p in inputs if not is_url(p)}
         job.files = [replace(f, url=given.get(f.url, f.url)) for f in job.files]

@@ -229,3 +229,30 @@ def test_a_run_that_rejects_everything_writes_its_files_and_exits_1(command: str
     assert out.is_file() and not (tmp_path / f"{out.name}.partial").exists()
     rejected = out.with_name(out.name + (".rejected.jsonl" if command == "convert" else ".rejected.parquet"))
     assert rejected.is_file()
+
+
+def test_losses_as_parquet(tmp_path: Path) -> None:
+    """``--losses parquet``: the same output bytes, and the very rows of the JSONL losses file in
+    ``OUTPUT.losses.parquet`` (same columns and order)."""
+    records = [rec for _, rec in CASES["responses"]] * 2
+    src = _write_jsonl(tmp_path / "in.jsonl", [orjson.dumps(r) for r in records])
+    a = run_convert([src], "responses", "chat", tmp_path / "a.jsonl")
+    b = run_convert([src], "responses", "chat", tmp_path / "b.jsonl", "--losses", "parquet", "--workers", "2")
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    assert b["losses_file"] == str(tmp_path / "b.jsonl.losses.parquet")
+    assert not (tmp_path / "b.jsonl.losses.jsonl").exists()
+    jsonl = _read_jsonl(tmp_path / "a.jsonl.losses.jsonl")
+    table = pq.read_table(tmp_path / "b.jsonl.losses.parquet")
+    assert jsonl and table.to_pylist() == jsonl
+    assert table.schema.names == list(jsonl[0])
+    assert a["losses_by_kind"] == b["losses_by_kind"]
+
+
+@pytest.mark.parametrize(
+    "args", [["--to", "parquet", "-o", "x.parquet"], ["--to", "chat", "--run-dir", "runs/x"]]
+)
+def test_losses_parquet_needs_a_single_wire_file(args: list[str], tmp_path: Path) -> None:
+    src = _write_jsonl(tmp_path / "in.jsonl", [orjson.dumps(CASES["responses"][0][1])])
+    res = CliRunner().invoke(cli, ["convert", str(src), "--from", "responses", *args, "--losses", "parquet"])
+    assert res.exit_code == 2
+    assert "--losses parquet goes with -o FILE and a wire target" in res.output
