@@ -94,9 +94,9 @@ def main() -> None:
         args.n,
     )
 
-    def chatlake(label: str, out: Path, native: int) -> Measured:
+    def chatlake(label: str, out: Path, native: int, *more: str) -> Measured:
         cmd = [PY, "-m", "pipeline", "convert", "--quiet", str(src), "--from", "responses", "--to", "chat",
-               "-o", str(out)]  # fmt: skip
+               "-o", str(out), *more]  # fmt: skip
         os.environ["CHATLAKE_NATIVE"] = "1" if native else "0"  # inherited by the workers
         try:
             return measure(label, cmd, args.n)
@@ -111,6 +111,11 @@ def main() -> None:
     same = all(_sha256(ours[role]) == _sha256(theirs[role]) for role in ours)
     if not same:
         raise SystemExit("the compiled and the pure-Python codec wrote different bytes")
+    parquet_out = args.workdir / "chatlake-chat-parquet-losses.jsonl"
+    ours_p = chatlake("chatlake convert --to chat --losses parquet, compiled codec (2 workers)",
+                      parquet_out, 1, "--losses", "parquet")  # fmt: skip
+    if _sha256(parquet_out) != _sha256(native_out):
+        raise SystemExit("--losses parquet changed the output")
     written = [theirs[role] for role in sorted(theirs) if theirs[role].exists()]
     floor = _io_floor(args.workdir, src, written, args.n)
     agents = args.workdir / "agents-chat.jsonl"
@@ -133,6 +138,7 @@ def main() -> None:
         measured(theirs_b),
         measured(ours_before),
         measured(ours_b),
+        measured(ours_p),
         measured(floor),
         measured(agents_floor),
         "",
@@ -148,7 +154,10 @@ def main() -> None:
         f"{_mb(written):,.0f} MB of output and losses {floor.seconds:.1f} s / {floor.cpu_seconds:.1f} CPU s; "
         f"openai-agents' {_mb([args.workdir / 'agents-chat.jsonl']):,.0f} MB {agents_floor.seconds:.1f} s / "
         f"{agents_floor.cpu_seconds:.1f} CPU s. A 5x convert would have to finish in "
-        f"{theirs_b.seconds / 5:.1f} s.",
+        f"{theirs_b.seconds / 5:.1f} s. With the losses as Parquet (`--losses parquet`, "
+        f"{_mb([final_paths(parquet_out, 'chat', losses_format='parquet')['losses']]):,.1f} MB): "
+        f"{theirs_b.seconds / ours_p.seconds:.2f}x openai-agents' wall time, "
+        f"{theirs_b.cpu_seconds / max(ours_p.cpu_seconds, 1e-9):.2f}x by CPU.",
     ]
     text = "\n".join(lines)
     (args.workdir / f"convert-{args.n}.md").write_text(text + "\n")
