@@ -45,20 +45,6 @@ static int image_survives(Enc *e, int64_t j) {
     return ok;
 }
 
-/* A text Blk for the segment being built (its path in e->paths: b + suffix). */
-static int text_blk(Enc *e, const char *text, size_t n, const Buf *path, const char *suffix) {
-    Blk *b = at_new_blk(e);
-    if (!b) return FALLBACK;
-    b->type = B_TEXT;
-    b->text = text;
-    b->len = n;
-    b->path_off = e->paths.len;
-    put(&e->st, &e->paths, path->p, path->len);
-    if (suffix) puts_(&e->st, &e->paths, suffix);
-    b->path_len = e->paths.len - b->path_off;
-    return 0;
-}
-
 /* _message_seg: the blocks of message item i that come back (text with a non-blank text, user images). */
 static int message_seg(Enc *e, int64_t i, int role, int64_t *out) {
     Buf *p = &e->p2;
@@ -74,7 +60,7 @@ static int message_seg(Enc *e, int64_t i, int role, int64_t *out) {
         const char *text = string_content(e, i, &n);
         if (!text || at_content_ptr(e, p, i, -1)) return FALLBACK;
         if (!at_blank(text, n)) {
-            if (text_blk(e, text, n, p, NULL)) return FALLBACK;
+            if (at_text_blk(e, text, n, p, NULL)) return FALLBACK;
             e->seg[s].nb = 1;
             e->seg[s].string = 1;
         } else {
@@ -91,7 +77,7 @@ static int message_seg(Enc *e, int64_t i, int role, int64_t *out) {
         if (str_eq(t, tl, "text")) {
             const char *text = col_str(&e->btext, j, &n);
             if (text && !at_blank(text, n)) {
-                if (text_blk(e, text, n, p, "/text")) return FALLBACK;
+                if (at_text_blk(e, text, n, p, "/text")) return FALLBACK;
                 e->seg[s].nb++;
             } else {
                 at_lose_p(e, p, "empty_text", "an empty or blank text block is not sent back to Anthropic");
@@ -103,9 +89,7 @@ static int message_seg(Enc *e, int64_t i, int role, int64_t *out) {
                 Blk *b = at_new_blk(e); /* {"type": "image"}: not text (the prefill trim stops at it) */
                 if (!b) return FALLBACK;
                 b->type = B_FRAG;
-                b->path_off = e->paths.len;
-                put(&e->st, &e->paths, p->p, p->len);
-                b->path_len = p->len;
+                at_blk_path(e, b, p, NULL);
                 e->seg[s].nb++;
             } else {
                 at_lose_p(e, p, "image", "this image source does not convert back to an Anthropic image");

@@ -215,6 +215,38 @@ Blk *at_new_blk(Enc *e) {
     return b;
 }
 
+void at_blk_path(Enc *e, Blk *b, const Buf *path, const char *suffix) {
+    b->path_off = e->paths.len;
+    put(&e->st, &e->paths, path->p, path->len);
+    if (suffix) puts_(&e->st, &e->paths, suffix);
+    b->path_len = e->paths.len - b->path_off;
+}
+
+int at_text_blk(Enc *e, const char *text, size_t n, const Buf *path, const char *suffix) {
+    Blk *b = at_new_blk(e);
+    if (!b) return FALLBACK;
+    b->type = B_TEXT;
+    b->text = text;
+    b->len = n;
+    at_blk_path(e, b, path, suffix);
+    return 0;
+}
+
+/* Segment s's one block: the JSON fragment scratch[off, off + len) from source pointer path, with the
+ * call id cid (a tool_use or tool_result segment). */
+static int frag_seg(Enc *e, int64_t s, size_t off, size_t len, const Buf *path, const char *cid, size_t cl) {
+    Blk *b = at_new_blk(e);
+    if (!b) return FALLBACK;
+    b->type = B_FRAG;
+    b->off = off;
+    b->flen = len;
+    at_blk_path(e, b, path, NULL);
+    e->seg[s].nb = 1;
+    e->seg[s].cid = cid;
+    e->seg[s].cid_len = cl;
+    return 0;
+}
+
 int64_t at_new_seg(Enc *e, int kind, int role, int64_t i) {
     if (grow(e, (void **)&e->seg, &e->capseg, e->nseg + 1, sizeof(Seg))) return -1;
     Seg *s = &e->seg[e->nseg];
@@ -518,7 +550,6 @@ static int image_block(Enc *e, int64_t j, const Buf *path, int *made) {
 /* to_anthropic._content_blocks: item i's content into seg's blocks (where: the Anthropic role, or
  * "tool" for an output's content). */
 static int content_blocks(Enc *e, int64_t i, const char *where, int64_t s) {
-    St *st = &e->st;
     size_t fl;
     const char *form = col_str(&e->content_form, i, &fl);
     Buf *path = &e->p2;
@@ -528,14 +559,7 @@ static int content_blocks(Enc *e, int64_t i, const char *where, int64_t s) {
         if (!text) return FALLBACK;
         if (at_content_ptr(e, path, i, -1)) return FALLBACK;
         if (!at_blank(text, n)) {
-            Blk *b = at_new_blk(e);
-            if (!b) return FALLBACK;
-            b->type = B_TEXT;
-            b->text = text;
-            b->len = n;
-            b->path_off = e->paths.len;
-            put(st, &e->paths, path->p, path->len);
-            b->path_len = path->len;
+            if (at_text_blk(e, text, n, path, NULL)) return FALLBACK;
             e->seg[s].nb++;
             e->seg[s].string = 1;
         } else {
@@ -565,11 +589,7 @@ static int content_blocks(Enc *e, int64_t i, const char *where, int64_t s) {
             lose_part(e, path, t, tl, where);
         }
         if (!made) continue;
-        Blk *b = &e->blk[e->nblk - 1];
-        b->path_off = e->paths.len;
-        put(st, &e->paths, path->p, path->len);
-        if (text) puts_(st, &e->paths, "/text");
-        b->path_len = e->paths.len - b->path_off;
+        at_blk_path(e, &e->blk[e->nblk - 1], path, text ? "/text" : NULL);
         e->seg[s].nb++;
     }
     return 0;
@@ -691,9 +711,7 @@ static int message_seg(Enc *e, int64_t i, int64_t *out) {
                 b->off = e->scratch.len;
                 put(st, &e->scratch, rt, rn);
                 b->len = rn;
-                b->path_off = e->paths.len;
-                put(st, &e->paths, p->p, p->len);
-                b->path_len = p->len;
+                at_blk_path(e, b, p, NULL);
                 e->seg[s].nb++;
                 e->seg[s].string = 0;
             }
@@ -841,18 +859,7 @@ static int call_seg(Enc *e, int64_t i, int64_t *out) {
     if (e->chat ? chat_call_keys_lost(e, i) : item_keys_lost(e, i, "name")) return FALLBACK;
     int64_t s = at_new_seg(e, S_CALL, R_ASSISTANT, i);
     if (s < 0) return FALLBACK;
-    Blk *b = at_new_blk(e);
-    if (!b) return FALLBACK;
-    b->type = B_FRAG;
-    b->off = off;
-    b->flen = e->scratch.len - off;
-    if (at_item_ptr(e, base, i)) return FALLBACK;
-    b->path_off = e->paths.len;
-    put(st, &e->paths, base->p, base->len);
-    b->path_len = base->len;
-    e->seg[s].nb = 1;
-    e->seg[s].cid = cid;
-    e->seg[s].cid_len = cl;
+    if (at_item_ptr(e, base, i) || frag_seg(e, s, off, e->scratch.len - off, base, cid, cl)) return FALLBACK;
     *out = s;
     return 0;
 }
@@ -969,18 +976,9 @@ static int result_seg(Enc *e, int64_t i, int64_t *out) {
     output_fields_lost(e, i, base);
     int64_t s = at_new_seg(e, S_RESULT, R_USER, i);
     if (s < 0) return FALLBACK;
-    Blk *b = at_new_blk(e);
-    if (!b) return FALLBACK;
-    b->type = B_FRAG;
-    b->off = e->scratch.len;
+    size_t off = e->scratch.len;
     put(st, &e->scratch, frag->p, frag->len);
-    b->flen = frag->len;
-    b->path_off = e->paths.len;
-    put(st, &e->paths, base->p, base->len);
-    b->path_len = base->len;
-    e->seg[s].nb = 1;
-    e->seg[s].cid = cid;
-    e->seg[s].cid_len = cl;
+    if (frag_seg(e, s, off, frag->len, base, cid, cl)) return FALLBACK;
     *out = s;
     return 0;
 }
