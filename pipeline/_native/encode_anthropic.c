@@ -779,41 +779,11 @@ static int tool_input(Enc *e, int64_t i) {
  * for Chat). */
 static int chat_call_keys_lost(Enc *e, int64_t i) {
     St *st = &e->st;
-    Buf *base = &e->p1, *p = &e->p3;
+    Buf *base = &e->p1;
     if (at_item_ptr(e, base, i)) return FALLBACK;
-    size_t n, tl;
+    size_t tl;
     const char *t = col_str(&e->type, i, &tl);
-    const char *sub_key = str_eq(t, tl, "custom_tool_call") ? "custom" : "function";
-    const char *x = col_str(&e->iextra, i, &n);
-    if (x) {
-        yyjson_doc *doc = parse(x, n);
-        if (!doc) return FALLBACK;
-        yyjson_val *root = yyjson_doc_get_root(doc);
-        yyjson_val *sub = yyjson_is_obj(root) ? yyjson_obj_get(root, sub_key) : NULL;
-        if (!yyjson_is_obj(root) || (sub && !yyjson_is_obj(sub))) { /* Python iterates what is there */
-            yyjson_doc_free(doc);
-            return FALLBACK;
-        }
-        size_t idx, max;
-        yyjson_val *k, *v;
-        for (int pass = 0; pass < 2; pass++) {
-            yyjson_val *obj = pass ? root : sub;
-            if (!obj) continue;
-            yyjson_obj_foreach(obj, idx, max, k, v) {
-                if (pass && key_is(k, sub_key)) continue;
-                p->len = 0;
-                put(st, p, base->p, base->len);
-                if (!pass) put_ptr(st, p, sub_key, strlen(sub_key));
-                put_ptr(st, p, yyjson_get_str(k), yyjson_get_len(k));
-                e->tmp.len = 0;
-                puts_(st, &e->tmp, "'");
-                put(st, &e->tmp, yyjson_get_str(k), yyjson_get_len(k));
-                puts_(st, &e->tmp, "' has no slot in tool_use");
-                lose_b(e, p, "unknown_field", &e->tmp);
-            }
-        }
-        yyjson_doc_free(doc);
-    }
+    if (lose_chat_call_keys(e, i, base, str_eq(t, tl, "custom_tool_call"), "' has no slot in tool_use")) return FALLBACK;
     if (!col_valid(&e->native_type, i)) {
         puts_(st, base, "/type");
         at_lose_p(e, base, "content_form", "a tool call without type comes back with one");

@@ -638,6 +638,33 @@ static inline int lose_extra(Enc *e, int64_t i, const Buf *base) {
     return 0;
 }
 
+/* Ctx.lose_chat_call_keys: the keys of the `function` / `custom` object of a Chat call's extra_json
+ * (item i), then its other keys, each an unknown_field with no slot (`tail`: "' has no slot in ...").
+ * FALLBACK when the extra_json or that object is not an object (Python iterates what is there). */
+static inline int lose_chat_call_keys(Enc *e, int64_t i, const Buf *base, int custom, const char *tail) {
+    yyjson_doc *doc;
+    if (col_json(&e->iextra, i, &doc)) return FALLBACK;
+    if (!doc) return 0;
+    yyjson_val *root = yyjson_doc_get_root(doc);
+    const char *sub_key = custom ? "custom" : "function";
+    yyjson_val *sub = yyjson_is_obj(root) ? yyjson_obj_get(root, sub_key) : NULL;
+    if (!yyjson_is_obj(root) || (sub && !yyjson_is_obj(sub))) {
+        yyjson_doc_free(doc);
+        return FALLBACK;
+    }
+    size_t idx, max;
+    yyjson_val *k, *v;
+    if (sub) {
+        const char *pre = custom ? "/custom" : "/function";
+        yyjson_obj_foreach(sub, idx, max, k, v) lose_key(e, base, pre, k, "unknown_field", "", tail);
+    }
+    yyjson_obj_foreach(root, idx, max, k, v) {
+        if (!key_is(k, sub_key)) lose_key(e, base, NULL, k, "unknown_field", "", tail);
+    }
+    yyjson_doc_free(doc);
+    return 0;
+}
+
 /* The key names of source block j in the order ContentBlocks.block rebuilds them; 0 or FALLBACK.
  * Reports each one not in `carried` as Ctx.lose_block_keys does. */
 static inline int lose_block_keys(Enc *e, int64_t j, const Buf *path, const char *const *carried) {

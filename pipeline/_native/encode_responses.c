@@ -255,32 +255,6 @@ static int content(Enc *e, int64_t i, int assistant, Buf *out, int *state, int *
     return 0;
 }
 
-/* The `function` / `custom` object of a Chat call's extra_json, then its other keys: no slot
- * (Ctx.lose_chat_call_keys). */
-static int lose_chat_call_keys(Enc *e, int64_t i, const Buf *base, int custom) {
-    yyjson_doc *doc;
-    if (col_json(&e->iextra, i, &doc)) return FALLBACK;
-    if (!doc) return 0;
-    yyjson_val *root = yyjson_doc_get_root(doc);
-    const char *sub_key = custom ? "custom" : "function";
-    yyjson_val *sub = yyjson_is_obj(root) ? yyjson_obj_get(root, sub_key) : NULL;
-    if (!yyjson_is_obj(root) || (sub && !yyjson_is_obj(sub))) { /* iterating a non-object: not modelled */
-        yyjson_doc_free(doc);
-        return FALLBACK;
-    }
-    size_t idx, max;
-    yyjson_val *k, *v;
-    if (sub) {
-        const char *pre = custom ? "/custom" : "/function";
-        yyjson_obj_foreach(sub, idx, max, k, v) lose_key(e, base, pre, k, "unknown_field", "", "' has no slot in Responses");
-    }
-    yyjson_obj_foreach(root, idx, max, k, v) {
-        if (!key_is(k, sub_key)) lose_key(e, base, NULL, k, "unknown_field", "", "' has no slot in Responses");
-    }
-    yyjson_doc_free(doc);
-    return 0;
-}
-
 static const char *const FN_KEYS[] = {"name", "description", "parameters", "strict", NULL};
 
 /* to_responses._tools for a Chat or (e->anthropic) Anthropic source: `,"tools":[...]` into b, or nothing with the "no tool
@@ -858,7 +832,7 @@ static int call(Enc *e, int64_t i, const Buf *base, Buf *out, const Cid *cids) {
     put_json_str(st, out, value ? value : "", value ? vl : 0);
     put(st, out, "}", 1);
     if (e->anthropic) return lose_extra(e, i, base);
-    return lose_chat_call_keys(e, i, base, custom);
+    return lose_chat_call_keys(e, i, base, custom, "' has no slot in Responses");
 }
 
 /* ------------------------------------------------------------------------------------------ */
