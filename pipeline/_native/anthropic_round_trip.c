@@ -23,28 +23,10 @@ static int role_of(const char *s, size_t n) {
     return R_USER; /* "user", and any role outside ROLES */
 }
 
-/* The block's extra_json as an object (*doc NULL: none); FALLBACK when not canonical or not an object
- * (ctx.block_extra(j).get would raise). */
-static int extra_obj(Enc *e, const Col *c, int64_t j, yyjson_doc **doc) {
-    size_t n;
-    const char *x = col_str(c, j, &n);
-    *doc = NULL;
-    if (!x) return 0;
-    *doc = parse(x, n);
-    if (!*doc) return FALLBACK;
-    if (!yyjson_is_obj(yyjson_doc_get_root(*doc))) {
-        yyjson_doc_free(*doc);
-        *doc = NULL;
-        return FALLBACK;
-    }
-    (void)e;
-    return 0;
-}
-
 /* _image_survives: 1 / 0, or -1 (fall back: a value the Python would raise on). */
 static int image_survives(Enc *e, int64_t j) {
     yyjson_doc *doc;
-    if (extra_obj(e, &e->bextra, j, &doc)) return -1;
+    if (col_json_obj(&e->bextra, j, &doc)) return -1;
     yyjson_val *src = doc ? yyjson_obj_get(yyjson_doc_get_root(doc), "source") : NULL;
     int ok = 0;
     if (src && yyjson_is_obj(src)) {
@@ -63,20 +45,6 @@ static int image_survives(Enc *e, int64_t j) {
     return ok;
 }
 
-/* A text Blk for the segment being built (its path in e->paths: b + suffix). */
-static int text_blk(Enc *e, const char *text, size_t n, const Buf *path, const char *suffix) {
-    Blk *b = at_new_blk(e);
-    if (!b) return FALLBACK;
-    b->type = B_TEXT;
-    b->text = text;
-    b->len = n;
-    b->path_off = e->paths.len;
-    put(&e->st, &e->paths, path->p, path->len);
-    if (suffix) puts_(&e->st, &e->paths, suffix);
-    b->path_len = e->paths.len - b->path_off;
-    return 0;
-}
-
 /* _message_seg: the blocks of message item i that come back (text with a non-blank text, user images). */
 static int message_seg(Enc *e, int64_t i, int role, int64_t *out) {
     Buf *p = &e->p2;
@@ -89,11 +57,10 @@ static int message_seg(Enc *e, int64_t i, int role, int64_t *out) {
     col_list(&e->content, i, &a, &z);
     if (str_eq(form, fl, "string")) {
         size_t n;
-        const char *text = a < z ? col_str(&e->btext, a, &n) : NULL;
-        if (!text) return FALLBACK;
-        if (at_content_ptr(e, p, i, -1)) return FALLBACK;
+        const char *text = string_content(e, i, &n);
+        if (!text || at_content_ptr(e, p, i, -1)) return FALLBACK;
         if (!at_blank(text, n)) {
-            if (text_blk(e, text, n, p, NULL)) return FALLBACK;
+            if (at_text_blk(e, text, n, p, NULL)) return FALLBACK;
             e->seg[s].nb = 1;
             e->seg[s].string = 1;
         } else {
@@ -110,7 +77,7 @@ static int message_seg(Enc *e, int64_t i, int role, int64_t *out) {
         if (str_eq(t, tl, "text")) {
             const char *text = col_str(&e->btext, j, &n);
             if (text && !at_blank(text, n)) {
-                if (text_blk(e, text, n, p, "/text")) return FALLBACK;
+                if (at_text_blk(e, text, n, p, "/text")) return FALLBACK;
                 e->seg[s].nb++;
             } else {
                 at_lose_p(e, p, "empty_text", "an empty or blank text block is not sent back to Anthropic");
@@ -122,9 +89,7 @@ static int message_seg(Enc *e, int64_t i, int role, int64_t *out) {
                 Blk *b = at_new_blk(e); /* {"type": "image"}: not text (the prefill trim stops at it) */
                 if (!b) return FALLBACK;
                 b->type = B_FRAG;
-                b->path_off = e->paths.len;
-                put(&e->st, &e->paths, p->p, p->len);
-                b->path_len = p->len;
+                at_blk_path(e, b, p, NULL);
                 e->seg[s].nb++;
             } else {
                 at_lose_p(e, p, "image", "this image source does not convert back to an Anthropic image");
@@ -145,9 +110,8 @@ static int result_content(Enc *e, int64_t i, int media) {
     col_list(&e->content, i, &a, &z);
     if (str_eq(form, fl, "string")) {
         size_t n;
-        const char *text = a < z ? col_str(&e->btext, a, &n) : NULL;
-        if (!text) return FALLBACK;
-        if (at_content_ptr(e, p, i, -1)) return FALLBACK;
+        const char *text = string_content(e, i, &n);
+        if (!text || at_content_ptr(e, p, i, -1)) return FALLBACK;
         if (!n) at_lose_p(e, p, "content_form", "an empty output comes back without content");
         else if (at_blank(text, n)) at_lose_p(e, p, "empty_text", "a blank output comes back without content");
         return 0;
@@ -172,7 +136,7 @@ static int result_content(Enc *e, int64_t i, int media) {
             kept += ok;
         } else if (str_eq(t, tl, "tool_reference")) {
             yyjson_doc *doc;
-            if (extra_obj(e, &e->bextra, j, &doc)) return FALLBACK;
+            if (col_json_obj(&e->bextra, j, &doc)) return FALLBACK;
             yyjson_val *name = doc ? yyjson_obj_get(yyjson_doc_get_root(doc), "tool_name") : NULL;
             if (name && yyjson_is_str(name)) kept++; /* its text placeholder comes back */
             if (doc) yyjson_doc_free(doc);
@@ -190,7 +154,7 @@ static int result_content(Enc *e, int64_t i, int media) {
 static int request_fields(Enc *e) {
     St *st = &e->st;
     yyjson_doc *doc;
-    if (extra_obj(e, &e->extra, e->r, &doc)) return FALLBACK;
+    if (col_json_obj(&e->extra, e->r, &doc)) return FALLBACK;
     yyjson_val *root = doc ? yyjson_doc_get_root(doc) : NULL;
     yyjson_val *limit = root ? yyjson_obj_get(root, "max_tokens") : NULL;
     int usable = 0;
@@ -417,7 +381,7 @@ int at_lose_wrapper(Enc *e, int64_t i) {
 
 int at_tool_reference(Enc *e, int64_t j, Buf *path, Buf *text) {
     yyjson_doc *doc;
-    if (extra_obj(e, &e->bextra, j, &doc)) return -1;
+    if (col_json_obj(&e->bextra, j, &doc)) return -1;
     yyjson_val *name = doc ? yyjson_obj_get(yyjson_doc_get_root(doc), "tool_name") : NULL;
     int got = 0;
     if (name && yyjson_is_str(name)) {
@@ -441,7 +405,7 @@ int at_tool_reference(Enc *e, int64_t j, Buf *path, Buf *text) {
 int at_image_url(Enc *e, int64_t j, Buf *path, Buf *url) {
     St *st = &e->st;
     yyjson_doc *doc;
-    if (extra_obj(e, &e->bextra, j, &doc)) return -1;
+    if (col_json_obj(&e->bextra, j, &doc)) return -1;
     yyjson_val *src = doc ? yyjson_obj_get(yyjson_doc_get_root(doc), "source") : NULL;
     int got = 0;
     if (src && yyjson_is_obj(src)) {

@@ -59,6 +59,9 @@ int at_has_loss_at(struct Enc *e, const char *p, size_t n, int64_t from);
 int at_blank(const char *s, size_t n);
 /* A new block / segment (its blocks start at the next new block); turns */
 Blk *at_new_blk(struct Enc *e);
+/* Block b's source pointer: path + suffix (NULL: none), kept in e->paths; a new text block from path */
+void at_blk_path(struct Enc *e, Blk *b, const Buf *path, const char *suffix);
+int at_text_blk(struct Enc *e, const char *text, size_t n, const Buf *path, const char *suffix);
 int64_t at_new_seg(struct Enc *e, int kind, int role, int64_t i);
 int at_turn_push(struct Enc *e, Turn *t, int64_t s);
 Turn *at_turn_insert(struct Enc *e, int64_t k, int role);

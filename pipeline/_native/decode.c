@@ -1498,6 +1498,24 @@ typedef struct {
     const char *items_form;
 } RowEnd;
 
+/* The form of a Responses instructions / Anthropic system value that is absent, null or a string (a
+ * string is the instructions' one text block, *valid set); NULL for any other value: the caller's. */
+static const char *instr_scalar(Ctx *c, yyjson_val *v, int *valid) {
+    *valid = 0;
+    if (!v) return "absent";
+    if (yyjson_is_null(v)) return "null";
+    if (!yyjson_is_str(v)) return NULL;
+    text_block(c, LEVEL_INSTR, v);
+    *valid = 1;
+    return "string";
+}
+
+/* The row's instructions form and the end of its instruction block list (valid: it has one). */
+static void instr_close(Ctx *c, const char *iform, int valid) {
+    push_str(c, S_IFORM, iform);
+    list_close(c, L_INSTR_CONTENT, c->s[S_BLOCKS + 8 * LEVEL_INSTR].n, valid);
+}
+
 /* responses._walk. Returns FB_OK or FB_SHAPE. */
 static int walk_responses(Ctx *c, yyjson_val *rec, RowEnd *end) {
     yyjson_val *input = yyjson_obj_get(rec, "input");
@@ -1507,28 +1525,18 @@ static int walk_responses(Ctx *c, yyjson_val *rec, RowEnd *end) {
 
     /* instructions: absent, null, string, or items (which go to the items column) */
     yyjson_val *instr = yyjson_obj_get(rec, "instructions");
-    const char *iform;
-    int instr_valid = 0;
-    if (!instr) {
-        iform = "absent";
-    } else if (yyjson_is_null(instr)) {
-        iform = "null";
-    } else if (yyjson_is_str(instr)) {
-        iform = "string";
-        text_block(c, LEVEL_INSTR, instr);
-        instr_valid = 1;
-    } else if (yyjson_is_arr(instr)) {
+    int instr_valid;
+    const char *iform = instr_scalar(c, instr, &instr_valid);
+    if (!iform) { /* items, or not modelled */
+        if (!yyjson_is_arr(instr)) return FB_SHAPE;
         iform = "items";
         size_t idx, max;
         yyjson_val *it;
         yyjson_arr_foreach(instr, idx, max, it) {
             if (decode_item(c, it, "instructions", (int32_t)idx)) return FB_SHAPE;
         }
-    } else {
-        return FB_SHAPE;
     }
-    push_str(c, S_IFORM, iform);
-    list_close(c, L_INSTR_CONTENT, c->s[S_BLOCKS + 8 * LEVEL_INSTR].n, instr_valid);
+    instr_close(c, iform, instr_valid);
 
     const char *items_form;
     if (!value) {
@@ -1560,8 +1568,7 @@ static int walk_responses(Ctx *c, yyjson_val *rec, RowEnd *end) {
 static int walk_chat(Ctx *c, yyjson_val *rec, RowEnd *end) {
     int response = yyjson_obj_get(rec, "choices") && !yyjson_obj_get(rec, "messages");
     const char *key = response ? "choices" : "messages";
-    push_str(c, S_IFORM, "absent");
-    list_close(c, L_INSTR_CONTENT, c->s[S_BLOCKS + 8 * LEVEL_INSTR].n, 0);
+    instr_close(c, "absent", 0);
     yyjson_val *value = yyjson_obj_get(rec, key);
     if (!value || !yyjson_is_arr(value)) return FB_SHAPE;
     size_t idx, max;
@@ -1585,25 +1592,14 @@ static int walk_chat(Ctx *c, yyjson_val *rec, RowEnd *end) {
 static int walk_anthropic(Ctx *c, yyjson_val *rec, RowEnd *end) {
     int response = !yyjson_obj_get(rec, "messages") && yyjson_obj_get(rec, "content");
     yyjson_val *system = yyjson_obj_get(rec, "system");
-    const char *iform;
-    int instr_valid = 0;
-    if (!system) {
-        iform = "absent";
-    } else if (yyjson_is_null(system)) {
-        iform = "null";
-    } else if (yyjson_is_str(system)) {
-        iform = "string";
-        text_block(c, LEVEL_INSTR, system);
-        instr_valid = 1;
-    } else if (yyjson_is_arr(system)) {
+    int instr_valid;
+    const char *iform = instr_scalar(c, system, &instr_valid);
+    if (!iform) { /* blocks, or not modelled */
+        if (!yyjson_is_arr(system) || add_blocks(c, LEVEL_INSTR, system)) return FB_SHAPE;
         iform = "parts";
-        if (add_blocks(c, LEVEL_INSTR, system)) return FB_SHAPE;
         instr_valid = 1;
-    } else {
-        return FB_SHAPE;
     }
-    push_str(c, S_IFORM, iform);
-    list_close(c, L_INSTR_CONTENT, c->s[S_BLOCKS + 8 * LEVEL_INSTR].n, instr_valid);
+    instr_close(c, iform, instr_valid);
     if (response) {
         yyjson_val *content = yyjson_obj_get(rec, "content");
         if (!yyjson_is_arr(content)) return FB_SHAPE;

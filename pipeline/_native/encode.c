@@ -356,11 +356,9 @@ static int add_call(Enc *e, size_t off, size_t len) {
  * "no tool survives" loss). */
 static int tools_json_once(Enc *e, Buf *b) {
     St *st = &e->st;
-    size_t n;
-    const char *text = col_str(&e->tools, e->r, &n);
-    if (!text) return 0;
-    yyjson_doc *doc = parse(text, n);
-    if (!doc) return FALLBACK;
+    yyjson_doc *doc;
+    if (col_json(&e->tools, e->r, &doc)) return FALLBACK;
+    if (!doc) return 0;
     yyjson_val *raw = yyjson_doc_get_root(doc);
     Buf out = {0};
     int kept = 0;
@@ -369,9 +367,7 @@ static int tools_json_once(Enc *e, Buf *b) {
         size_t idx, max;
         yyjson_val *tool;
         yyjson_arr_foreach(raw, idx, max, tool) {
-            path.len = 0;
-            puts_(st, &path, "/tools/");
-            put_i64(st, &path, (int64_t)idx);
+            tool_ptr(st, &path, idx);
             if (!yyjson_is_obj(tool)) {
                 lose_s(e, path.p, path.len, "tools", "not a tool object");
                 continue;
@@ -385,14 +381,7 @@ static int tools_json_once(Enc *e, Buf *b) {
                 yyjson_val *key, *val;
                 yyjson_obj_foreach(tool, k2, m2, key, val) {
                     if (key_in(key, a_known)) continue;
-                    e->tmp2.len = 0;
-                    put(st, &e->tmp2, path.p, path.len);
-                    put_ptr(st, &e->tmp2, yyjson_get_str(key), yyjson_get_len(key));
-                    e->tmp.len = 0;
-                    puts_(st, &e->tmp, "tool '");
-                    put(st, &e->tmp, yyjson_get_str(key), yyjson_get_len(key));
-                    puts_(st, &e->tmp, "' has no slot in Chat");
-                    lose(e, e->tmp2.p, e->tmp2.len, "tools", e->tmp.p, e->tmp.len);
+                    lose_key(e, &path, NULL, key, "tools", "tool ", "' has no slot in Chat");
                 }
                 if (t) lose_s(e, path.p, path.len, "tools", "the tool's 'type' tag is not kept");
                 put(st, &out, kept ? "," : "", kept ? 1 : 0);
@@ -438,14 +427,7 @@ static int tools_json_once(Enc *e, Buf *b) {
             yyjson_val *key, *val;
             yyjson_obj_foreach(tool, k2, m2, key, val) {
                 if (key_in(key, function ? fn_known : cu_known)) continue;
-                e->tmp2.len = 0;
-                put(st, &e->tmp2, path.p, path.len);
-                put_ptr(st, &e->tmp2, yyjson_get_str(key), yyjson_get_len(key));
-                e->tmp.len = 0;
-                puts_(st, &e->tmp, "tool '");
-                put(st, &e->tmp, yyjson_get_str(key), yyjson_get_len(key));
-                puts_(st, &e->tmp, "' has no slot in Chat");
-                lose(e, e->tmp2.p, e->tmp2.len, "tools", e->tmp.p, e->tmp.len);
+                lose_key(e, &path, NULL, key, "tools", "tool ", "' has no slot in Chat");
             }
             if (function) { /* the way back sets them (required on Responses): to_chat._tools */
                 static const char *const required[] = {"parameters", "strict", NULL};
@@ -578,14 +560,7 @@ static int anthropic_tool_choice(Enc *e, yyjson_val *raw, Buf *b) {
             if (!key_is(key, "type") && !key_is(key, "name")) other = 1;
             if (key_is(key, "type") || key_is(key, "disable_parallel_tool_use") || (tool && key_is(key, "name")))
                 continue;
-            e->tmp2.len = 0;
-            puts_(st, &e->tmp2, "/tool_choice");
-            put_ptr(st, &e->tmp2, yyjson_get_str(key), yyjson_get_len(key));
-            e->tmp.len = 0;
-            puts_(st, &e->tmp, "tool_choice '");
-            put(st, &e->tmp, yyjson_get_str(key), yyjson_get_len(key));
-            puts_(st, &e->tmp, "' has no slot in Chat");
-            lose(e, e->tmp2.p, e->tmp2.len, "tools", e->tmp.p, e->tmp.len);
+            lose_key(e, NULL, "/tool_choice", key, "tools", "tool_choice ", "' has no slot in Chat");
         }
         if (other) lose_s(e, "/tool_choice", 12, "tools", "disable_parallel_tool_use has no slot in Chat tool_choice");
         const char *mapped = is_str(t, "auto") ? "auto" : is_str(t, "any") ? "required" : is_str(t, "none") ? "none" : NULL;
@@ -597,9 +572,7 @@ static int anthropic_tool_choice(Enc *e, yyjson_val *raw, Buf *b) {
         }
         if (tool) {
             puts_(st, b, ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":");
-            yyjson_val *name = yyjson_obj_get(raw, "name");
-            if (name) put_value(st, b, name);
-            else puts_(st, b, "null");
+            put_get(st, b, raw, "name");
             puts_(st, b, "}}");
             return 0;
         }
@@ -611,11 +584,9 @@ static int anthropic_tool_choice(Enc *e, yyjson_val *raw, Buf *b) {
 /* to_chat._tool_choice for a Responses source, written as `,"tool_choice":...` into b or dropped. */
 static int tool_choice_json(Enc *e, Buf *b) {
     St *st = &e->st;
-    size_t n;
-    const char *text = col_str(&e->tool_choice, e->r, &n);
-    if (!text) return 0;
-    yyjson_doc *doc = parse(text, n);
-    if (!doc) return FALLBACK;
+    yyjson_doc *doc;
+    if (col_json(&e->tool_choice, e->r, &doc)) return FALLBACK;
+    if (!doc) return 0;
     yyjson_val *raw = yyjson_doc_get_root(doc);
     if (e->anthropic) {
         int rc = anthropic_tool_choice(e, raw, b);
@@ -629,14 +600,7 @@ static int tool_choice_json(Enc *e, Buf *b) {
         yyjson_val *key, *val;
         yyjson_obj_foreach(raw, idx, max, key, val) {
             if (key_in(key, known)) continue;
-            e->tmp2.len = 0;
-            puts_(st, &e->tmp2, "/tool_choice");
-            put_ptr(st, &e->tmp2, yyjson_get_str(key), yyjson_get_len(key));
-            e->tmp.len = 0;
-            puts_(st, &e->tmp, "tool_choice '");
-            put(st, &e->tmp, yyjson_get_str(key), yyjson_get_len(key));
-            puts_(st, &e->tmp, "' has no slot in Chat");
-            lose(e, e->tmp2.p, e->tmp2.len, "tools", e->tmp.p, e->tmp.len);
+            lose_key(e, NULL, "/tool_choice", key, "tools", "tool_choice ", "' has no slot in Chat");
         }
     }
     if (is_str(raw, "none") || is_str(raw, "auto") || is_str(raw, "required")) {
@@ -647,9 +611,7 @@ static int tool_choice_json(Enc *e, Buf *b) {
         int function = is_str(yyjson_obj_get(raw, "type"), "function");
         puts_(st, b, function ? ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":"
                               : ",\"tool_choice\":{\"type\":\"custom\",\"custom\":{\"name\":");
-        yyjson_val *name = yyjson_obj_get(raw, "name");
-        if (name) put_value(st, b, name);
-        else puts_(st, b, "null");
+        put_get(st, b, raw, "name");
         puts_(st, b, "}}");
     } else {
         lose_s(e, "/tool_choice", 12, "tools", "tool_choice has no equivalent in Chat");
@@ -662,32 +624,11 @@ static int tool_choice_json(Enc *e, Buf *b) {
  * renamed or dropped, written into b. */
 static int top_extra_json(Enc *e, Buf *b) {
     St *st = &e->st;
-    if (col_valid(&e->nulls, e->r)) {
-        int64_t a, z;
-        col_list(&e->nulls, e->r, &a, &z);
-        for (int64_t q = a; q < z; q++) {
-            size_t n;
-            const char *s = col_str(&e->null_names, q, &n);
-            if (!s) return FALLBACK;
-            e->tmp2.len = 0;
-            put_ptr(st, &e->tmp2, s, n);
-            e->tmp.len = 0;
-            puts_(st, &e->tmp, "explicit null '");
-            put(st, &e->tmp, s, n);
-            puts_(st, &e->tmp, "' dropped");
-            lose(e, e->tmp2.p, e->tmp2.len, "request_field", e->tmp.p, e->tmp.len);
-        }
-    }
-    size_t n;
-    const char *text = col_str(&e->extra, e->r, &n);
-    if (!text) return 0;
-    yyjson_doc *doc = parse(text, n);
-    if (!doc) return FALLBACK;
+    if (lose_null_fields(e)) return FALLBACK;
+    yyjson_doc *doc;
+    if (col_json_obj(&e->extra, e->r, &doc)) return FALLBACK;
+    if (!doc) return 0;
     yyjson_val *root = yyjson_doc_get_root(doc);
-    if (!yyjson_is_obj(root)) {
-        yyjson_doc_free(doc);
-        return FALLBACK;
-    }
     static const char *const same[] = {"temperature", "top_p", "parallel_tool_calls", "metadata", "store",
                                        "user", "n", "seed", NULL};
     static const char *const renamed[] = {"max_output_tokens", "max_tokens", NULL};
@@ -713,13 +654,7 @@ static int top_extra_json(Enc *e, Buf *b) {
             puts_(st, b, ",\"max_completion_tokens\":");
             put_value(st, b, val);
         } else {
-            e->tmp2.len = 0;
-            put_ptr(st, &e->tmp2, yyjson_get_str(key), yyjson_get_len(key));
-            e->tmp.len = 0;
-            puts_(st, &e->tmp, "'");
-            put(st, &e->tmp, yyjson_get_str(key), yyjson_get_len(key));
-            puts_(st, &e->tmp, "' is not carried to Chat");
-            lose(e, e->tmp2.p, e->tmp2.len, "request_field", e->tmp.p, e->tmp.len);
+            lose_key(e, NULL, NULL, key, "request_field", "", "' is not carried to Chat");
         }
     }
     yyjson_doc_free(doc);

@@ -190,13 +190,6 @@ int at_content_ptr(Enc *e, Buf *b, int64_t i, int64_t k) {
     return 0;
 }
 
-/* Item i's first content block (its text when the content is a string). */
-static int64_t first_block(Enc *e, int64_t i) {
-    int64_t a, z;
-    col_list(&e->content, i, &a, &z);
-    return a < z ? a : -1;
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* Growing arrays                                                                               */
 
@@ -220,6 +213,38 @@ Blk *at_new_blk(Enc *e) {
     Blk *b = &e->blk[e->nblk++];
     memset(b, 0, sizeof *b);
     return b;
+}
+
+void at_blk_path(Enc *e, Blk *b, const Buf *path, const char *suffix) {
+    b->path_off = e->paths.len;
+    put(&e->st, &e->paths, path->p, path->len);
+    if (suffix) puts_(&e->st, &e->paths, suffix);
+    b->path_len = e->paths.len - b->path_off;
+}
+
+int at_text_blk(Enc *e, const char *text, size_t n, const Buf *path, const char *suffix) {
+    Blk *b = at_new_blk(e);
+    if (!b) return FALLBACK;
+    b->type = B_TEXT;
+    b->text = text;
+    b->len = n;
+    at_blk_path(e, b, path, suffix);
+    return 0;
+}
+
+/* Segment s's one block: the JSON fragment scratch[off, off + len) from source pointer path, with the
+ * call id cid (a tool_use or tool_result segment). */
+static int frag_seg(Enc *e, int64_t s, size_t off, size_t len, const Buf *path, const char *cid, size_t cl) {
+    Blk *b = at_new_blk(e);
+    if (!b) return FALLBACK;
+    b->type = B_FRAG;
+    b->off = off;
+    b->flen = len;
+    at_blk_path(e, b, path, NULL);
+    e->seg[s].nb = 1;
+    e->seg[s].cid = cid;
+    e->seg[s].cid_len = cl;
+    return 0;
 }
 
 int64_t at_new_seg(Enc *e, int kind, int role, int64_t i) {
@@ -298,23 +323,6 @@ static void lose_part(Enc *e, const Buf *path, const char *t, size_t tl, const c
     lose_b(e, path, kind, &e->tmp);
 }
 
-/* The block's extra_json as a parsed object (*doc NULL when it has none); FALLBACK when it is not
- * canonical. */
-static int block_extra(Enc *e, int64_t j, yyjson_doc **doc) {
-    size_t n;
-    const char *x = col_str(&e->bextra, j, &n);
-    *doc = NULL;
-    if (!x) return 0;
-    *doc = parse(x, n);
-    if (!*doc) return FALLBACK;
-    if (!yyjson_is_obj(yyjson_doc_get_root(*doc))) {
-        yyjson_doc_free(*doc);
-        *doc = NULL;
-        return FALLBACK;
-    }
-    return 0;
-}
-
 /* to_anthropic._text_block: block j (text or refusal) as a text Blk (with its path), or dropped. */
 static int text_block(Enc *e, int64_t j, const Buf *path, const char *where, int *made) {
     St *st = &e->st;
@@ -376,7 +384,7 @@ static int text_block(Enc *e, int64_t j, const Buf *path, const char *where, int
         }
     }
     yyjson_doc *doc;
-    if (block_extra(e, j, &doc)) return FALLBACK;
+    if (col_json_obj(&e->bextra, j, &doc)) return FALLBACK;
     if (doc) {
         size_t idx, max;
         yyjson_val *k, *v;
@@ -460,7 +468,7 @@ static int image_block(Enc *e, int64_t j, const Buf *path, int *made) {
     St *st = &e->st;
     *made = 0;
     yyjson_doc *doc;
-    if (block_extra(e, j, &doc)) return FALLBACK;
+    if (col_json_obj(&e->bextra, j, &doc)) return FALLBACK;
     yyjson_val *root = doc ? yyjson_doc_get_root(doc) : NULL;
     yyjson_val *url = root ? yyjson_obj_get(root, "image_url") : NULL, *inner = NULL;
     if (e->chat) { /* Chat nests it: {"image_url": {"url": ..., "detail": ...}} */
@@ -542,26 +550,16 @@ static int image_block(Enc *e, int64_t j, const Buf *path, int *made) {
 /* to_anthropic._content_blocks: item i's content into seg's blocks (where: the Anthropic role, or
  * "tool" for an output's content). */
 static int content_blocks(Enc *e, int64_t i, const char *where, int64_t s) {
-    St *st = &e->st;
     size_t fl;
     const char *form = col_str(&e->content_form, i, &fl);
     Buf *path = &e->p2;
     if (str_eq(form, fl, "string")) {
-        int64_t j = first_block(e, i);
-        if (j < 0) return FALLBACK;
         size_t n;
-        const char *text = col_str(&e->btext, j, &n);
+        const char *text = string_content(e, i, &n);
         if (!text) return FALLBACK;
         if (at_content_ptr(e, path, i, -1)) return FALLBACK;
         if (!at_blank(text, n)) {
-            Blk *b = at_new_blk(e);
-            if (!b) return FALLBACK;
-            b->type = B_TEXT;
-            b->text = text;
-            b->len = n;
-            b->path_off = e->paths.len;
-            put(st, &e->paths, path->p, path->len);
-            b->path_len = path->len;
+            if (at_text_blk(e, text, n, path, NULL)) return FALLBACK;
             e->seg[s].nb++;
             e->seg[s].string = 1;
         } else {
@@ -591,11 +589,7 @@ static int content_blocks(Enc *e, int64_t i, const char *where, int64_t s) {
             lose_part(e, path, t, tl, where);
         }
         if (!made) continue;
-        Blk *b = &e->blk[e->nblk - 1];
-        b->path_off = e->paths.len;
-        put(st, &e->paths, path->p, path->len);
-        if (text) puts_(st, &e->paths, "/text");
-        b->path_len = e->paths.len - b->path_off;
+        at_blk_path(e, &e->blk[e->nblk - 1], path, text ? "/text" : NULL);
         e->seg[s].nb++;
     }
     return 0;
@@ -634,19 +628,12 @@ static int item_keys_lost(Enc *e, int64_t i, const char *skip) {
     }
     if (has_null(&e->inulls, &e->inull_names, i, "native_type"))
         at_lose_p(e, base, "content_form", "an explicit null type tag is not kept");
-    size_t n;
-    const char *x = col_str(&e->iextra, i, &n);
-    if (!x) return 0;
-    yyjson_doc *doc = parse(x, n);
-    if (!doc) return FALLBACK;
-    yyjson_val *root = yyjson_doc_get_root(doc);
-    if (!yyjson_is_obj(root)) {
-        yyjson_doc_free(doc);
-        return FALLBACK;
-    }
+    yyjson_doc *doc;
+    if (col_json_obj(&e->iextra, i, &doc)) return FALLBACK;
+    if (!doc) return 0;
     size_t idx, max;
     yyjson_val *k, *v;
-    yyjson_obj_foreach(root, idx, max, k, v) {
+    yyjson_obj_foreach(yyjson_doc_get_root(doc), idx, max, k, v) {
         const char *key = yyjson_get_str(k);
         size_t kl = yyjson_get_len(k);
         if (skip && str_eq(key, kl, skip)) continue;
@@ -724,9 +711,7 @@ static int message_seg(Enc *e, int64_t i, int64_t *out) {
                 b->off = e->scratch.len;
                 put(st, &e->scratch, rt, rn);
                 b->len = rn;
-                b->path_off = e->paths.len;
-                put(st, &e->paths, p->p, p->len);
-                b->path_len = p->len;
+                at_blk_path(e, b, p, NULL);
                 e->seg[s].nb++;
                 e->seg[s].string = 0;
             }
@@ -794,41 +779,11 @@ static int tool_input(Enc *e, int64_t i) {
  * for Chat). */
 static int chat_call_keys_lost(Enc *e, int64_t i) {
     St *st = &e->st;
-    Buf *base = &e->p1, *p = &e->p3;
+    Buf *base = &e->p1;
     if (at_item_ptr(e, base, i)) return FALLBACK;
-    size_t n, tl;
+    size_t tl;
     const char *t = col_str(&e->type, i, &tl);
-    const char *sub_key = str_eq(t, tl, "custom_tool_call") ? "custom" : "function";
-    const char *x = col_str(&e->iextra, i, &n);
-    if (x) {
-        yyjson_doc *doc = parse(x, n);
-        if (!doc) return FALLBACK;
-        yyjson_val *root = yyjson_doc_get_root(doc);
-        yyjson_val *sub = yyjson_is_obj(root) ? yyjson_obj_get(root, sub_key) : NULL;
-        if (!yyjson_is_obj(root) || (sub && !yyjson_is_obj(sub))) { /* Python iterates what is there */
-            yyjson_doc_free(doc);
-            return FALLBACK;
-        }
-        size_t idx, max;
-        yyjson_val *k, *v;
-        for (int pass = 0; pass < 2; pass++) {
-            yyjson_val *obj = pass ? root : sub;
-            if (!obj) continue;
-            yyjson_obj_foreach(obj, idx, max, k, v) {
-                if (pass && key_is(k, sub_key)) continue;
-                p->len = 0;
-                put(st, p, base->p, base->len);
-                if (!pass) put_ptr(st, p, sub_key, strlen(sub_key));
-                put_ptr(st, p, yyjson_get_str(k), yyjson_get_len(k));
-                e->tmp.len = 0;
-                puts_(st, &e->tmp, "'");
-                put(st, &e->tmp, yyjson_get_str(k), yyjson_get_len(k));
-                puts_(st, &e->tmp, "' has no slot in tool_use");
-                lose_b(e, p, "unknown_field", &e->tmp);
-            }
-        }
-        yyjson_doc_free(doc);
-    }
+    if (lose_chat_call_keys(e, i, base, str_eq(t, tl, "custom_tool_call"), "' has no slot in tool_use")) return FALLBACK;
     if (!col_valid(&e->native_type, i)) {
         puts_(st, base, "/type");
         at_lose_p(e, base, "content_form", "a tool call without type comes back with one");
@@ -874,18 +829,7 @@ static int call_seg(Enc *e, int64_t i, int64_t *out) {
     if (e->chat ? chat_call_keys_lost(e, i) : item_keys_lost(e, i, "name")) return FALLBACK;
     int64_t s = at_new_seg(e, S_CALL, R_ASSISTANT, i);
     if (s < 0) return FALLBACK;
-    Blk *b = at_new_blk(e);
-    if (!b) return FALLBACK;
-    b->type = B_FRAG;
-    b->off = off;
-    b->flen = e->scratch.len - off;
-    if (at_item_ptr(e, base, i)) return FALLBACK;
-    b->path_off = e->paths.len;
-    put(st, &e->paths, base->p, base->len);
-    b->path_len = base->len;
-    e->seg[s].nb = 1;
-    e->seg[s].cid = cid;
-    e->seg[s].cid_len = cl;
+    if (at_item_ptr(e, base, i) || frag_seg(e, s, off, e->scratch.len - off, base, cid, cl)) return FALLBACK;
     *out = s;
     return 0;
 }
@@ -948,10 +892,8 @@ static int result_seg(Enc *e, int64_t i, int64_t *out) {
     const char *form = col_str(&e->content_form, i, &fl);
     Buf *cp = &e->p2;
     if (str_eq(form, fl, "string")) {
-        int64_t j = first_block(e, i);
-        if (j < 0) return FALLBACK;
         size_t n;
-        const char *text = col_str(&e->btext, j, &n);
+        const char *text = string_content(e, i, &n);
         if (!text) return FALLBACK;
         if (!at_blank(text, n)) {
             puts_(st, frag, ",\"content\":");
@@ -1004,18 +946,9 @@ static int result_seg(Enc *e, int64_t i, int64_t *out) {
     output_fields_lost(e, i, base);
     int64_t s = at_new_seg(e, S_RESULT, R_USER, i);
     if (s < 0) return FALLBACK;
-    Blk *b = at_new_blk(e);
-    if (!b) return FALLBACK;
-    b->type = B_FRAG;
-    b->off = e->scratch.len;
+    size_t off = e->scratch.len;
     put(st, &e->scratch, frag->p, frag->len);
-    b->flen = frag->len;
-    b->path_off = e->paths.len;
-    put(st, &e->paths, base->p, base->len);
-    b->path_len = base->len;
-    e->seg[s].nb = 1;
-    e->seg[s].cid = cid;
-    e->seg[s].cid_len = cl;
+    if (frag_seg(e, s, off, frag->len, base, cid, cl)) return FALLBACK;
     *out = s;
     return 0;
 }
@@ -1418,6 +1351,28 @@ static int ambiguous_list(Enc *e, Elem *el, int64_t n, const Buf *buf, int64_t a
     return 0;
 }
 
+/* el grown to hold at least `need` elements (*cap: what it holds); FALLBACK when out of memory. */
+static int elems_reserve(Enc *e, Elem **el, int64_t *cap, int64_t need) {
+    if (need <= *cap) return 0;
+    Elem *q = (Elem *)realloc(*el, (size_t)need * sizeof(Elem));
+    if (!q) {
+        e->st.oom = 1;
+        return FALLBACK;
+    }
+    *el = q;
+    *cap = need;
+    return 0;
+}
+
+/* Element x cleared, its pointer p appended to buf (x's off and len name it there); x. */
+static Elem *elem_at(Enc *e, Elem *x, Buf *buf, const Buf *p) {
+    memset(x, 0, sizeof *x);
+    x->off = buf->len;
+    x->len = p->len;
+    put(&e->st, buf, p->p, p->len);
+    return x;
+}
+
 /* to_anthropic._ambiguous_neighbours for Responses: the items, then each content list. */
 static int ambiguous(Enc *e) {
     int64_t above_end = e->nloss;
@@ -1441,10 +1396,7 @@ static int ambiguous(Enc *e) {
             goto out;
         }
         if (m && el[m - 1].len == p->len && memcmp(buf->p + el[m - 1].off, p->p, p->len) == 0) continue;
-        Elem *x = &el[m++];
-        x->off = buf->len;
-        x->len = p->len;
-        put(&e->st, buf, p->p, p->len);
+        Elem *x = elem_at(e, &el[m++], buf, p); /* every field is set below */
         size_t tl;
         const char *t = col_str(&e->type, i, &tl);
         if (str_eq(t, tl, "message")) x->kind = "message", x->kind_len = 7;
@@ -1464,15 +1416,9 @@ static int ambiguous(Enc *e) {
         if (!str_eq(form, fl, "parts") || str_eq(t, tl, "reasoning")) continue;
         int64_t a, z;
         col_list(&e->content, i, &a, &z);
-        if (z - a > cap) {
-            Elem *q = (Elem *)realloc(el, (size_t)(z - a) * sizeof(Elem));
-            if (!q) {
-                e->st.oom = 1;
-                rc = FALLBACK;
-                goto out;
-            }
-            el = q;
-            cap = z - a;
+        if (elems_reserve(e, &el, &cap, z - a)) {
+            rc = FALLBACK;
+            goto out;
         }
         buf->len = 0;
         for (int64_t j = a; j < z; j++) {
@@ -1480,11 +1426,7 @@ static int ambiguous(Enc *e) {
                 rc = FALLBACK;
                 goto out;
             }
-            Elem *x = &el[j - a];
-            memset(x, 0, sizeof *x);
-            x->off = buf->len;
-            x->len = p->len;
-            put(&e->st, buf, p->p, p->len);
+            Elem *x = elem_at(e, &el[j - a], buf, p);
             size_t bl;
             const char *bt = col_str(&e->btype, j, &bl);
             int text = !bt || str_eq(bt, bl, "input_text") || str_eq(bt, bl, "output_text") || str_eq(bt, bl, "text") ||
@@ -1516,15 +1458,9 @@ static int ambiguous(Enc *e) {
                 goto out;
             }
         }
-        if (z - i > cap) {
-            Elem *q = (Elem *)realloc(el, (size_t)(z - i) * sizeof(Elem));
-            if (!q) {
-                e->st.oom = 1;
-                rc = FALLBACK;
-                goto out;
-            }
-            el = q;
-            cap = z - i;
+        if (elems_reserve(e, &el, &cap, z - i)) {
+            rc = FALLBACK;
+            goto out;
         }
         buf->len = 0;
         for (int64_t q = i; q < z; q++) {
@@ -1532,11 +1468,7 @@ static int ambiguous(Enc *e) {
                 rc = FALLBACK;
                 goto out;
             }
-            Elem *x = &el[q - i];
-            memset(x, 0, sizeof *x);
-            x->off = buf->len;
-            x->len = p->len;
-            put(&e->st, buf, p->p, p->len);
+            Elem *x = elem_at(e, &el[q - i], buf, p);
             x->kind = "call", x->kind_len = 4;
         }
         if (e->st.oom || ambiguous_list(e, el, z - i, buf, above_end)) {
@@ -1635,11 +1567,9 @@ static int function_tool(Enc *e, yyjson_val *tool, const Buf *tpath, Buf *b) {
 /* to_anthropic._tools: the "tools" key and value written to out (or nothing). */
 static int tools_json(Enc *e, Buf *out) {
     St *st = &e->st;
-    size_t n;
-    const char *x = col_str(&e->tools, e->r, &n);
-    if (!x) return 0;
-    yyjson_doc *doc = parse(x, n);
-    if (!doc) return FALLBACK;
+    yyjson_doc *doc;
+    if (col_json(&e->tools, e->r, &doc)) return FALLBACK;
+    if (!doc) return 0;
     yyjson_val *raw = yyjson_doc_get_root(doc);
     Buf *b = &e->tmp2, *path = &e->p2;
     b->len = 0;
@@ -1648,9 +1578,7 @@ static int tools_json(Enc *e, Buf *out) {
         size_t idx, max;
         yyjson_val *tool;
         yyjson_arr_foreach(raw, idx, max, tool) {
-            path->len = 0;
-            puts_(st, path, "/tools/");
-            put_i64(st, path, (int64_t)idx);
+            tool_ptr(st, path, idx);
             yyjson_val *t = yyjson_is_obj(tool) ? yyjson_obj_get(tool, "type") : NULL;
             if (t && !yyjson_is_str(t) && !yyjson_is_null(t)) {
                 rc = FALLBACK; /* the loss quotes Python's str of the value */
@@ -1712,11 +1640,9 @@ static int tools_json(Enc *e, Buf *out) {
 /* to_anthropic._tool_choice for Responses. */
 static int tool_choice_json(Enc *e, Buf *out) {
     St *st = &e->st;
-    size_t n;
-    const char *x = col_str(&e->tool_choice, e->r, &n);
-    if (!x) return 0;
-    yyjson_doc *doc = parse(x, n);
-    if (!doc) return FALLBACK;
+    yyjson_doc *doc;
+    if (col_json(&e->tool_choice, e->r, &doc)) return FALLBACK;
+    if (!doc) return 0;
     yyjson_val *raw = yyjson_doc_get_root(doc);
     const char *simple = NULL;
     if (is_str(raw, "auto")) simple = "auto";
@@ -2073,23 +1999,9 @@ static int encode_row(Enc *e) {
         goto done;
     }
     /* lose_nulls, then every other top-level key */
-    if (col_valid(&e->nulls, r)) {
-        int64_t a, z;
-        col_list(&e->nulls, r, &a, &z);
-        for (int64_t q = a; q < z; q++) {
-            const char *s = col_str(&e->null_names, q, &n);
-            if (!s) {
-                if (doc) yyjson_doc_free(doc);
-                goto done;
-            }
-            e->p1.len = 0;
-            put_ptr(st, &e->p1, s, n);
-            e->tmp.len = 0;
-            puts_(st, &e->tmp, "explicit null '");
-            put(st, &e->tmp, s, n);
-            puts_(st, &e->tmp, "' dropped");
-            lose_b(e, &e->p1, "request_field", &e->tmp);
-        }
+    if (lose_null_fields(e)) {
+        if (doc) yyjson_doc_free(doc);
+        goto done;
     }
     if (doc) {
         size_t idx, max;
@@ -2100,13 +2012,7 @@ static int encode_row(Enc *e) {
                 lose_c(e, "/stop", "request_field", "kept as stop_sequences, which does not map back to Chat");
                 continue;
             }
-            e->p1.len = 0;
-            put_ptr(st, &e->p1, yyjson_get_str(k), yyjson_get_len(k));
-            e->tmp.len = 0;
-            puts_(st, &e->tmp, "'");
-            put(st, &e->tmp, yyjson_get_str(k), yyjson_get_len(k));
-            puts_(st, &e->tmp, "' is not carried to Anthropic");
-            lose_b(e, &e->p1, "request_field", &e->tmp);
+            lose_key(e, NULL, NULL, k, "request_field", "", "' is not carried to Anthropic");
         }
         yyjson_doc_free(doc);
     }

@@ -50,6 +50,24 @@ struct ArrowArray {
     void *private_data;
 };
 
+/* The C data interface export of a pyarrow object (array or record batch) into arr and sch (zeroed
+ * first, so release_c is safe whatever happens); -1 with the Python error set when it fails. */
+static inline int export_c(PyObject *obj, struct ArrowArray *arr, struct ArrowSchema *sch) {
+    memset(arr, 0, sizeof *arr);
+    memset(sch, 0, sizeof *sch);
+    PyObject *ok = PyObject_CallMethod(obj, "_export_to_c", "KK", (unsigned long long)(uintptr_t)arr,
+                                       (unsigned long long)(uintptr_t)sch);
+    if (!ok) return -1;
+    Py_DECREF(ok);
+    return 0;
+}
+
+/* Release what export_c exported (nothing when it exported nothing). */
+static inline void release_c(struct ArrowArray *arr, struct ArrowSchema *sch) {
+    if (arr->release) arr->release(arr);
+    if (sch->release) sch->release(sch);
+}
+
 /* A column as read here: validity bitmap (NULL: no nulls), int32 offsets or values, data, and the
  * index of logical slot 0 in those buffers (the array's own offset plus its parents'). */
 typedef struct {
@@ -294,6 +312,20 @@ static inline void put_value(St *st, Buf *b, yyjson_val *v) {
     }
 }
 
+/* path = "/tools/N", tool N's pointer (the path of its losses). */
+static inline void tool_ptr(St *st, Buf *path, size_t idx) {
+    path->len = 0;
+    puts_(st, path, "/tools/");
+    put_i64(st, path, (int64_t)idx);
+}
+
+/* Python's obj.get(key) written as JSON: the value, or null when obj has no such key. */
+static inline void put_get(St *st, Buf *b, yyjson_val *obj, const char *key) {
+    yyjson_val *v = yyjson_obj_get(obj, key);
+    if (v) put_value(st, b, v);
+    else puts_(st, b, "null");
+}
+
 static inline int is_str(yyjson_val *v, const char *s) { return v && yyjson_is_str(v) && yyjson_equals_str(v, s); }
 
 static inline int key_is(yyjson_val *k, const char *s) { return yyjson_equals_str(k, s); }
@@ -417,6 +449,29 @@ typedef struct Enc {
 
 #define FALLBACK 1
 
+/* Value i of JSON-text column c (tools, tool_choice, an extra_json) parsed into *doc (NULL when the
+ * value is null, nothing to do); FALLBACK when it is not canonical JSON (see parse). */
+static inline int col_json(const Col *c, int64_t i, yyjson_doc **doc) {
+    size_t n;
+    const char *x = col_str(c, i, &n);
+    *doc = NULL;
+    if (!x) return 0;
+    *doc = parse(x, n);
+    return *doc ? 0 : FALLBACK;
+}
+
+/* col_json for a value the Python iterates as a dict (an extra_json): FALLBACK also when it is not
+ * an object (.items() / .get would raise). */
+static inline int col_json_obj(const Col *c, int64_t i, yyjson_doc **doc) {
+    if (col_json(c, i, doc)) return FALLBACK;
+    if (*doc && !yyjson_is_obj(yyjson_doc_get_root(*doc))) {
+        yyjson_doc_free(*doc);
+        *doc = NULL;
+        return FALLBACK;
+    }
+    return 0;
+}
+
 static inline void lose_n(Enc *e, const char *path, size_t path_len, const char *kind, size_t kind_len,
                    const char *detail, size_t detail_len) {
     St *st = &e->st;
@@ -456,6 +511,45 @@ static inline int has_null(Col *lists, Col *names, int64_t i, const char *name) 
     return 0;
 }
 
+/* Report `path` + `pre` + /KEY with `kind` and `lead` + "'KEY" + `tail` for a key of a JSON object
+ * (path NULL: none; the path and detail are built in tmp2 and tmp). */
+static inline void lose_key(Enc *e, const Buf *path, const char *pre, yyjson_val *k, const char *kind,
+                            const char *lead, const char *tail) {
+    e->tmp2.len = 0;
+    if (path) put(&e->st, &e->tmp2, path->p, path->len);
+    if (pre) puts_(&e->st, &e->tmp2, pre);
+    put_ptr(&e->st, &e->tmp2, yyjson_get_str(k), yyjson_get_len(k));
+    e->tmp.len = 0;
+    puts_(&e->st, &e->tmp, lead);
+    puts_(&e->st, &e->tmp, "'");
+    put(&e->st, &e->tmp, yyjson_get_str(k), yyjson_get_len(k));
+    puts_(&e->st, &e->tmp, tail);
+    lose(e, e->tmp2.p, e->tmp2.len, kind, e->tmp.p, e->tmp.len);
+}
+
+/* openai_top_extra's and to_anthropic's lose_nulls: for each name in row r's null_fields, in order, a
+ * request_field loss "explicit null 'X' dropped" at /X (every target drops them all: none has a slot
+ * for an explicit null). 0, or FALLBACK when a name is null. */
+static inline int lose_null_fields(Enc *e) {
+    St *st = &e->st;
+    if (!col_valid(&e->nulls, e->r)) return 0;
+    int64_t a, z;
+    col_list(&e->nulls, e->r, &a, &z);
+    for (int64_t q = a; q < z; q++) {
+        size_t n;
+        const char *s = col_str(&e->null_names, q, &n);
+        if (!s) return FALLBACK;
+        e->tmp2.len = 0;
+        put_ptr(st, &e->tmp2, s, n);
+        e->tmp.len = 0;
+        puts_(st, &e->tmp, "explicit null '");
+        put(st, &e->tmp, s, n);
+        puts_(st, &e->tmp, "' dropped");
+        lose(e, e->tmp2.p, e->tmp2.len, "request_field", e->tmp.p, e->tmp.len);
+    }
+    return 0;
+}
+
 /* The item fields a target may have no slot for: name, loss kind (Ctx.FIELD_KINDS), column, and the
  * source's key when it is not the field's name (Ctx.wire_key: Chat's tool_call_id; NULL: the name). */
 typedef struct {
@@ -488,30 +582,43 @@ static inline void lose_fields(Enc *e, int64_t i, const Buf *base, const Field *
 /* Ctx.lose_extra: every unmodelled key of item i (an Anthropic source's is_error and cache_control
  * have kinds of their own: Ctx.ANTHROPIC_KEY_KINDS). */
 static inline int lose_extra(Enc *e, int64_t i, const Buf *base) {
-    size_t n;
-    const char *x = col_str(&e->iextra, i, &n);
-    if (!x) return 0;
-    yyjson_doc *doc = parse(x, n);
-    if (!doc) return FALLBACK;
+    yyjson_doc *doc;
+    if (col_json_obj(&e->iextra, i, &doc)) return FALLBACK;
+    if (!doc) return 0;
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(yyjson_doc_get_root(doc), idx, max, k, v) {
+        const char *kind = !e->anthropic ? "unknown_field"
+                           : key_is(k, "is_error") ? "tool_error"
+                           : key_is(k, "cache_control") ? "cache_control" : "unknown_field";
+        lose_key(e, base, NULL, k, kind, "", "' has no slot in the target");
+    }
+    yyjson_doc_free(doc);
+    return 0;
+}
+
+/* Ctx.lose_chat_call_keys: the keys of the `function` / `custom` object of a Chat call's extra_json
+ * (item i), then its other keys, each an unknown_field with no slot (`tail`: "' has no slot in ...").
+ * FALLBACK when the extra_json or that object is not an object (Python iterates what is there). */
+static inline int lose_chat_call_keys(Enc *e, int64_t i, const Buf *base, int custom, const char *tail) {
+    yyjson_doc *doc;
+    if (col_json(&e->iextra, i, &doc)) return FALLBACK;
+    if (!doc) return 0;
     yyjson_val *root = yyjson_doc_get_root(doc);
-    if (!yyjson_is_obj(root)) {
+    const char *sub_key = custom ? "custom" : "function";
+    yyjson_val *sub = yyjson_is_obj(root) ? yyjson_obj_get(root, sub_key) : NULL;
+    if (!yyjson_is_obj(root) || (sub && !yyjson_is_obj(sub))) {
         yyjson_doc_free(doc);
         return FALLBACK;
     }
     size_t idx, max;
     yyjson_val *k, *v;
+    if (sub) {
+        const char *pre = custom ? "/custom" : "/function";
+        yyjson_obj_foreach(sub, idx, max, k, v) lose_key(e, base, pre, k, "unknown_field", "", tail);
+    }
     yyjson_obj_foreach(root, idx, max, k, v) {
-        e->tmp2.len = 0;
-        put(&e->st, &e->tmp2, base->p, base->len);
-        put_ptr(&e->st, &e->tmp2, yyjson_get_str(k), yyjson_get_len(k));
-        e->tmp.len = 0;
-        put(&e->st, &e->tmp, "'", 1);
-        put(&e->st, &e->tmp, yyjson_get_str(k), yyjson_get_len(k));
-        puts_(&e->st, &e->tmp, "' has no slot in the target");
-        const char *kind = !e->anthropic ? "unknown_field"
-                           : key_is(k, "is_error") ? "tool_error"
-                           : key_is(k, "cache_control") ? "cache_control" : "unknown_field";
-        lose(e, e->tmp2.p, e->tmp2.len, kind, e->tmp.p, e->tmp.len);
+        if (!key_is(k, sub_key)) lose_key(e, base, NULL, k, "unknown_field", "", tail);
     }
     yyjson_doc_free(doc);
     return 0;
@@ -625,6 +732,14 @@ static inline int plain_repr(const char *s, size_t n) {
     for (size_t k = 0; k < n; k++)
         if (s[k] < 0x20 || s[k] > 0x7e || s[k] == '\'' || s[k] == '\\') return 0;
     return 1;
+}
+
+/* The text of item i's string-form content as the Anthropic encoders read it (its first block's);
+ * NULL when it has none (the row falls back). */
+static inline const char *string_content(Enc *e, int64_t i, size_t *n) {
+    int64_t a, z;
+    col_list(&e->content, i, &a, &z);
+    return a < z ? col_str(&e->btext, a, n) : NULL;
 }
 
 /* Call and output item types (to_*.py: CALLS, OUTPUTS). */
@@ -751,12 +866,7 @@ static inline void enc_free(Enc *e) {
 static inline PyObject *run_encoder(PyObject *batch, int (*row)(Enc *), const char *name) {
     struct ArrowArray arr;
     struct ArrowSchema sch;
-    memset(&arr, 0, sizeof arr);
-    memset(&sch, 0, sizeof sch);
-    PyObject *ok = PyObject_CallMethod(batch, "_export_to_c", "KK", (unsigned long long)(uintptr_t)&arr,
-                                       (unsigned long long)(uintptr_t)&sch);
-    if (!ok) return NULL;
-    Py_DECREF(ok);
+    if (export_c(batch, &arr, &sch)) return NULL;
     Enc *e = (Enc *)calloc(1, sizeof(Enc));
     PyObject *result = NULL;
     if (!e) {
@@ -819,8 +929,7 @@ out:
         enc_free(e);
         free(e);
     }
-    if (arr.release) arr.release(&arr);
-    if (sch.release) sch.release(&sch);
+    release_c(&arr, &sch);
     return result;
 }
 

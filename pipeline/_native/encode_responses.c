@@ -72,21 +72,6 @@ static int content_ptr(Enc *e, Buf *b, int64_t i) {
     return 0;
 }
 
-/* Report `path` + `pre` + /KEY with `kind` and `lead` + "'KEY" + `tail` for a key of a JSON object. */
-static void lose_key(Enc *e, const Buf *path, const char *pre, yyjson_val *k, const char *kind, const char *lead,
-                     const char *tail) {
-    e->tmp2.len = 0;
-    put(&e->st, &e->tmp2, path->p, path->len);
-    if (pre) puts_(&e->st, &e->tmp2, pre);
-    put_ptr(&e->st, &e->tmp2, yyjson_get_str(k), yyjson_get_len(k));
-    e->tmp.len = 0;
-    puts_(&e->st, &e->tmp, lead);
-    puts_(&e->st, &e->tmp, "'");
-    put(&e->st, &e->tmp, yyjson_get_str(k), yyjson_get_len(k));
-    puts_(&e->st, &e->tmp, tail);
-    lose(e, e->tmp2.p, e->tmp2.len, kind, e->tmp.p, e->tmp.len);
-}
-
 /* to_responses._part's Anthropic image (anthropic_image_url) and tool_reference (Ctx.tool_reference_text)
  * blocks: written (*wrote 1), or not (*wrote 0: the caller reports the part as dropped). */
 static int anthropic_part(Enc *e, int64_t j, const char *t, size_t tl, Buf *path, Buf *out, int first, int *wrote) {
@@ -270,45 +255,15 @@ static int content(Enc *e, int64_t i, int assistant, Buf *out, int *state, int *
     return 0;
 }
 
-/* The `function` / `custom` object of a Chat call's extra_json, then its other keys: no slot
- * (Ctx.lose_chat_call_keys). */
-static int lose_chat_call_keys(Enc *e, int64_t i, const Buf *base, int custom) {
-    size_t n;
-    const char *x = col_str(&e->iextra, i, &n);
-    if (!x) return 0;
-    yyjson_doc *doc = parse(x, n);
-    if (!doc) return FALLBACK;
-    yyjson_val *root = yyjson_doc_get_root(doc);
-    const char *sub_key = custom ? "custom" : "function";
-    yyjson_val *sub = yyjson_is_obj(root) ? yyjson_obj_get(root, sub_key) : NULL;
-    if (!yyjson_is_obj(root) || (sub && !yyjson_is_obj(sub))) { /* iterating a non-object: not modelled */
-        yyjson_doc_free(doc);
-        return FALLBACK;
-    }
-    size_t idx, max;
-    yyjson_val *k, *v;
-    if (sub) {
-        const char *pre = custom ? "/custom" : "/function";
-        yyjson_obj_foreach(sub, idx, max, k, v) lose_key(e, base, pre, k, "unknown_field", "", "' has no slot in Responses");
-    }
-    yyjson_obj_foreach(root, idx, max, k, v) {
-        if (!key_is(k, sub_key)) lose_key(e, base, NULL, k, "unknown_field", "", "' has no slot in Responses");
-    }
-    yyjson_doc_free(doc);
-    return 0;
-}
-
 static const char *const FN_KEYS[] = {"name", "description", "parameters", "strict", NULL};
 
 /* to_responses._tools for a Chat or (e->anthropic) Anthropic source: `,"tools":[...]` into b, or nothing with the "no tool
  * survives" loss. */
 static int tools_json(Enc *e, Buf *b) {
     St *st = &e->st;
-    size_t n;
-    const char *x = col_str(&e->tools, e->r, &n);
-    if (!x) return 0;
-    yyjson_doc *doc = parse(x, n);
-    if (!doc) return FALLBACK;
+    yyjson_doc *doc;
+    if (col_json(&e->tools, e->r, &doc)) return FALLBACK;
+    if (!doc) return 0;
     yyjson_val *raw = yyjson_doc_get_root(doc);
     size_t start = b->len;
     puts_(st, b, ",\"tools\":[");
@@ -318,9 +273,7 @@ static int tools_json(Enc *e, Buf *b) {
     yyjson_val *tool;
     if (yyjson_is_arr(raw)) {
         yyjson_arr_foreach(raw, idx, max, tool) {
-            path->len = 0;
-            puts_(st, path, "/tools/");
-            put_i64(st, path, (int64_t)idx);
+            tool_ptr(st, path, idx);
             if (!yyjson_is_obj(tool)) {
                 lose_s(e, path->p, path->len, "tools", "not a tool object");
                 continue;
@@ -451,11 +404,9 @@ static int tools_json(Enc *e, Buf *b) {
 /* to_responses._top's tool_choice: `,"tool_choice":...` into b, or dropped with a loss. */
 static int tool_choice_json(Enc *e, Buf *b) {
     St *st = &e->st;
-    size_t n;
-    const char *x = col_str(&e->tool_choice, e->r, &n);
-    if (!x) return 0;
-    yyjson_doc *doc = parse(x, n);
-    if (!doc) return FALLBACK;
+    yyjson_doc *doc;
+    if (col_json(&e->tool_choice, e->r, &doc)) return FALLBACK;
+    if (!doc) return 0;
     yyjson_val *raw = yyjson_doc_get_root(doc);
     yyjson_val *type = yyjson_is_obj(raw) ? yyjson_obj_get(raw, "type") : NULL;
     if (type && (yyjson_is_arr(type) || yyjson_is_obj(type))) { /* raw.get(raw.get("type")): TypeError */
@@ -510,15 +461,11 @@ static int tool_choice_json(Enc *e, Buf *b) {
         yyjson_val *obj = is_str(type, "function") ? fn : custom;
         puts_(st, b, is_str(type, "function") ? ",\"tool_choice\":{\"type\":\"function\",\"name\":"
                                               : ",\"tool_choice\":{\"type\":\"custom\",\"name\":");
-        yyjson_val *name = yyjson_obj_get(obj, "name");
-        if (name) put_value(st, b, name);
-        else puts_(st, b, "null");
+        put_get(st, b, obj, "name");
         put(st, b, "}", 1);
     } else if (is_str(type, "tool")) {
         puts_(st, b, ",\"tool_choice\":{\"type\":\"function\",\"name\":");
-        yyjson_val *name = yyjson_obj_get(raw, "name");
-        if (name) put_value(st, b, name);
-        else puts_(st, b, "null");
+        put_get(st, b, raw, "name");
         put(st, b, "}", 1);
     } else {
         lose_s(e, "/tool_choice", 12, "tools", "tool_choice has no equivalent in Responses");
@@ -531,33 +478,11 @@ static int tool_choice_json(Enc *e, Buf *b) {
  * carried (renamed for the max-token keys) or reported. */
 static int top_extra_json(Enc *e, Buf *b) {
     St *st = &e->st;
-    int64_t r = e->r;
-    if (col_valid(&e->nulls, r)) {
-        int64_t a, z;
-        col_list(&e->nulls, r, &a, &z);
-        for (int64_t q = a; q < z; q++) {
-            size_t n;
-            const char *s = col_str(&e->null_names, q, &n);
-            if (!s) return FALLBACK;
-            e->tmp2.len = 0;
-            put_ptr(st, &e->tmp2, s, n);
-            e->tmp.len = 0;
-            puts_(st, &e->tmp, "explicit null '");
-            put(st, &e->tmp, s, n);
-            puts_(st, &e->tmp, "' dropped");
-            lose(e, e->tmp2.p, e->tmp2.len, "request_field", e->tmp.p, e->tmp.len);
-        }
-    }
-    size_t n;
-    const char *x = col_str(&e->extra, r, &n);
-    if (!x) return 0;
-    yyjson_doc *doc = parse(x, n);
-    if (!doc) return FALLBACK;
+    if (lose_null_fields(e)) return FALLBACK;
+    yyjson_doc *doc;
+    if (col_json_obj(&e->extra, e->r, &doc)) return FALLBACK;
+    if (!doc) return 0;
     yyjson_val *root = yyjson_doc_get_root(doc);
-    if (!yyjson_is_obj(root)) {
-        yyjson_doc_free(doc);
-        return FALLBACK;
-    }
     static const char *const same[] = {"temperature", "top_p", "parallel_tool_calls", "metadata", "store", "user", NULL};
     static const char *const renamed[] = {"max_completion_tokens", "max_tokens", NULL};
     Buf *path = &e->aux[2];
@@ -798,18 +723,11 @@ static int message(Enc *e, int64_t i, const Buf *base, Buf *out, int *kept, int 
     if (content(e, i, assistant, cbuf, &state, &truthy, &empty_str)) return FALLBACK;
     lose_fields(e, i, base, e->anthropic ? A_MSG_UNUSED : MSG_UNUSED);
     /* extra: a refusal (a value: an output message's refusal part; null: a loss), then the rest */
-    size_t n;
-    const char *x = col_str(&e->iextra, i, &n);
-    yyjson_doc *doc = NULL;
+    yyjson_doc *doc;
     yyjson_val *refusal = NULL; /* a non-null refusal value (in doc) */
-    if (x) {
-        doc = parse(x, n);
-        if (!doc) return FALLBACK;
+    if (col_json_obj(&e->iextra, i, &doc)) return FALLBACK;
+    if (doc) {
         yyjson_val *root = yyjson_doc_get_root(doc);
-        if (!yyjson_is_obj(root)) {
-            yyjson_doc_free(doc);
-            return FALLBACK;
-        }
         refusal = e->anthropic ? NULL : yyjson_obj_get(root, "refusal"); /* a Chat message's field */
         if (refusal && yyjson_is_null(refusal)) {
             refusal = NULL;
@@ -877,16 +795,10 @@ static int output(Enc *e, int64_t i, const Buf *base, Buf *out, const Cid *cids)
     }
     put(st, out, "}", 1);
     lose_fields(e, i, base, OUT_UNUSED);
-    size_t xn;
-    const char *x = col_str(&e->iextra, i, &xn);
-    if (x) {
-        yyjson_doc *doc = parse(x, xn);
-        if (!doc) return FALLBACK;
+    yyjson_doc *doc;
+    if (col_json_obj(&e->iextra, i, &doc)) return FALLBACK;
+    if (doc) {
         yyjson_val *root = yyjson_doc_get_root(doc);
-        if (!yyjson_is_obj(root)) {
-            yyjson_doc_free(doc);
-            return FALLBACK;
-        }
         if (yyjson_obj_get(root, "is_error")) {
             p->len = 0;
             put(st, p, base->p, base->len);
@@ -920,7 +832,7 @@ static int call(Enc *e, int64_t i, const Buf *base, Buf *out, const Cid *cids) {
     put_json_str(st, out, value ? value : "", value ? vl : 0);
     put(st, out, "}", 1);
     if (e->anthropic) return lose_extra(e, i, base);
-    return lose_chat_call_keys(e, i, base, custom);
+    return lose_chat_call_keys(e, i, base, custom, "' has no slot in Responses");
 }
 
 /* ------------------------------------------------------------------------------------------ */

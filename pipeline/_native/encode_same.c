@@ -670,12 +670,7 @@ static PyObject *run_same(PyObject *args, int (*row)(Enc *), const char *name) {
     if (!PyArg_ParseTuple(args, "O", &batch)) return NULL;
     struct ArrowArray arr;
     struct ArrowSchema sch;
-    memset(&arr, 0, sizeof arr);
-    memset(&sch, 0, sizeof sch);
-    PyObject *ok = PyObject_CallMethod(batch, "_export_to_c", "KK", (unsigned long long)(uintptr_t)&arr,
-                                       (unsigned long long)(uintptr_t)&sch);
-    if (!ok) return NULL;
-    Py_DECREF(ok);
+    if (export_c(batch, &arr, &sch)) return NULL;
     Same x;
     memset(&x, 0, sizeof x);
     PyObject *result = NULL;
@@ -687,8 +682,7 @@ static PyObject *run_same(PyObject *args, int (*row)(Enc *), const char *name) {
         result = run_encoder(batch, row, name);
         SAME = prev;
     }
-    if (arr.release) arr.release(&arr);
-    if (sch.release) sch.release(&sch);
+    release_c(&arr, &sch);
     return result;
 }
 

@@ -111,12 +111,7 @@ PyObject *chatlake_fingerprints(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O", &items)) return NULL;
     struct ArrowArray arr;
     struct ArrowSchema sch;
-    memset(&arr, 0, sizeof arr);
-    memset(&sch, 0, sizeof sch);
-    PyObject *ok = PyObject_CallMethod(items, "_export_to_c", "KK", (unsigned long long)(uintptr_t)&arr,
-                                       (unsigned long long)(uintptr_t)&sch);
-    if (!ok) return NULL;
-    Py_DECREF(ok);
+    if (export_c(items, &arr, &sch)) return NULL;
     PyObject *result = NULL;
     Items it;
     Buf valid = {0}, off = {0}, data = {0};
@@ -179,8 +174,7 @@ out:
     free(valid.p);
     free(off.p);
     free(data.p);
-    if (arr.release) arr.release(&arr);
-    if (sch.release) sch.release(&sch);
+    release_c(&arr, &sch);
     return result;
 }
 

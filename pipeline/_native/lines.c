@@ -15,22 +15,6 @@
  */
 #include "encode_common.h"
 
-/* The C data interface export of a pyarrow object (array or record batch); -1 with an exception. */
-static int export_c(PyObject *obj, struct ArrowArray *arr, struct ArrowSchema *sch) {
-    memset(arr, 0, sizeof *arr);
-    memset(sch, 0, sizeof *sch);
-    PyObject *ok = PyObject_CallMethod(obj, "_export_to_c", "KK", (unsigned long long)(uintptr_t)arr,
-                                       (unsigned long long)(uintptr_t)sch);
-    if (!ok) return -1;
-    Py_DECREF(ok);
-    return 0;
-}
-
-static void release_c(struct ArrowArray *arr, struct ArrowSchema *sch) {
-    if (arr->release) arr->release(arr);
-    if (sch->release) sch->release(sch);
-}
-
 #define MAX_COLS 64
 
 typedef struct {

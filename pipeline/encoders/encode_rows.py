@@ -214,34 +214,7 @@ def encode_rows(
     """
     table = cast_to_canonical(table).combine_chunks()
     table, added = apply_sets(table, sets or {}, target)
-    n = table.num_rows
-    fast = np.zeros(n, bool)
-    natives = codec.native_encoder(target) if n else None
-    active = [encode for encode, sources in natives or () if _any_row_of(table, sources, target)]
-    parts: list[tuple[np.ndarray, pa.Array, pa.Array, pa.Table]] = []
-    if active:
-        if as_decoded:
-            cleaned, edited, not_plain = table, ROW_LOSSES.empty_table(), np.zeros(0, np.int64)
-        else:
-            cleaned, edited, not_plain = _edited_losses(table)
-        for encode in active:  # their source formats do not overlap: each row is one encoder's at most
-            records, losses, mine = _native(encode, cleaned)
-            mine &= ~fast
-            mine[not_plain] = False
-            rows = np.flatnonzero(mine)
-            if not len(rows):
-                continue
-            fast |= mine
-            if len(rows) < n:
-                records = records.filter(pa.array(mine))
-                losses = losses.filter(pa.array(mine[losses.column("row").to_numpy()]))
-            parts.append((rows, records, pa.nulls(len(rows), pa.string()), losses))
-        if parts and edited.num_rows:
-            # convert_table puts a row's edited losses before the encoder's: first here (the losses
-            # are sorted by row, stably, below)
-            edited = edited.filter(pa.array(fast[edited.column("row").to_numpy()]))
-            rows, records, errors, losses = parts[0]
-            parts[0] = (rows, records, errors, pa.concat_tables([edited, losses]))
+    parts, fast = _native_parts(table, target, as_decoded)
     slow_rows = np.flatnonzero(~fast)
     if len(slow_rows):
         parts.append(_per_record(table, slow_rows, target))
@@ -251,13 +224,7 @@ def encode_rows(
             pa.array([], pa.large_string()), pa.array([], pa.string()), ROW_LOSSES.empty_table(),
             pa.array([], pa.bool_()),
         )  # fmt: skip
-    if len(parts) == 1:  # one encoder took every row, in order: nothing to interleave
-        _, records, errors, losses = parts[0]
-    else:
-        order = np.argsort(np.concatenate([p[0] for p in parts]), kind="stable")
-        records = pa.concat_arrays([p[1] for p in parts]).take(pa.array(order))
-        errors = pa.concat_arrays([p[2] for p in parts]).take(pa.array(order))
-        losses = pa.concat_tables([p[3] for p in parts])
+    records, errors, losses = _interleave(parts)
     if fast.any():  # convert_table reported the per-record rows' model_provider losses itself
         model = model_provider_losses(table, target)
         losses = pa.concat_tables([losses, model.filter(pa.array(fast[model.column("row").to_numpy()]))])
@@ -266,6 +233,58 @@ def encode_rows(
     if ordered_losses and (len(parts) > 1 or fast.any() or added.num_rows):
         losses = losses.take(np.argsort(losses.column("row").to_numpy(), kind="stable"))
     return EncodedRows(records, errors, losses, pa.array(fast))
+
+
+# One encoded part of a table: its rows (ascending), their records and errors (null: encoded), and
+# their losses (row numbers of the whole table).
+_Part = tuple[np.ndarray, pa.Array, pa.Array, pa.Table]
+
+
+def _native_parts(table: pa.Table, target: str, as_decoded: bool) -> tuple[list[_Part], np.ndarray]:
+    """The rows the compiled encoders for ``target`` take, one part per encoder that took any, and
+    the mask of those rows (the rest go to the per-record path). See :func:`encode_rows`."""
+    n = table.num_rows
+    fast = np.zeros(n, bool)
+    natives = codec.native_encoder(target) if n else None
+    active = [encode for encode, sources in natives or () if _any_row_of(table, sources, target)]
+    parts: list[_Part] = []
+    if not active:
+        return parts, fast
+    if as_decoded:
+        cleaned, edited, not_plain = table, ROW_LOSSES.empty_table(), np.zeros(0, np.int64)
+    else:
+        cleaned, edited, not_plain = _edited_losses(table)
+    for encode in active:  # their source formats do not overlap: each row is one encoder's at most
+        records, losses, mine = _native(encode, cleaned)
+        mine &= ~fast
+        mine[not_plain] = False
+        rows = np.flatnonzero(mine)
+        if not len(rows):
+            continue
+        fast |= mine
+        if len(rows) < n:
+            records = records.filter(pa.array(mine))
+            losses = losses.filter(pa.array(mine[losses.column("row").to_numpy()]))
+        parts.append((rows, records, pa.nulls(len(rows), pa.string()), losses))
+    if parts and edited.num_rows:
+        # convert_table puts a row's edited losses before the encoder's: first here (the losses
+        # are sorted by row, stably, in encode_rows)
+        edited = edited.filter(pa.array(fast[edited.column("row").to_numpy()]))
+        rows, records, errors, losses = parts[0]
+        parts[0] = (rows, records, errors, pa.concat_tables([edited, losses]))
+    return parts, fast
+
+
+def _interleave(parts: list[_Part]) -> tuple[pa.Array, pa.Array, pa.Table]:
+    """The parts' records and errors back in row order, and their losses (in part order: the caller
+    sorts them by row when it needs to)."""
+    if len(parts) == 1:  # one encoder took every row, in order: nothing to interleave
+        _, records, errors, losses = parts[0]
+        return records, errors, losses
+    order = np.argsort(np.concatenate([p[0] for p in parts]), kind="stable")
+    records = pa.concat_arrays([p[1] for p in parts]).take(pa.array(order))
+    errors = pa.concat_arrays([p[2] for p in parts]).take(pa.array(order))
+    return records, errors, pa.concat_tables([p[3] for p in parts])
 
 
 def _with_sets(losses: pa.Table, added: pa.Table, errors: pa.Array) -> pa.Table:

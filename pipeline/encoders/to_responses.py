@@ -217,14 +217,10 @@ def _instructions(ctx: Ctx, body: dict[str, Any]) -> None:
         body["instructions"] = "".join(c.text[j] or "" for j in idx)
 
 
-def encode(ctx: Ctx) -> dict[str, Any]:
-    """Convert one canonical row to a Responses request body."""
+def _leading_system(ctx: Ctx, body: dict[str, Any]) -> int:
+    """A Chat / HF row's leading plain system message as ``body``'s instructions; the first item
+    :func:`encode` writes as an item (the one after it, or the row's first)."""
     v = ctx.v
-    body: dict[str, Any] = {}
-    request = ctx.kind == "request"  # a response object's envelope is response_objects.py's
-    if request:
-        _instructions(ctx, body)
-    items: list[dict[str, Any]] = []
     first = ctx.start
     if (
         ctx.source in ("chat", "hf")
@@ -242,6 +238,18 @@ def encode(ctx: Ctx) -> dict[str, Any]:
             ctx.item_ptr(first), "instruction_position", "the leading system message became instructions"
         )
         first += 1
+    return first
+
+
+def encode(ctx: Ctx) -> dict[str, Any]:
+    """Convert one canonical row to a Responses request body."""
+    v = ctx.v
+    body: dict[str, Any] = {}
+    request = ctx.kind == "request"  # a response object's envelope is response_objects.py's
+    if request:
+        _instructions(ctx, body)
+    items: list[dict[str, Any]] = []
+    first = _leading_system(ctx, body)
     emitted: set[int] = set()  # the items that have an item in the output
     calls = from_dataset.DatasetCalls(ctx) if ctx.source in from_dataset.DATASETS else None
     # Responses requires call_id on calls and outputs: an id-less call (any source) gets the id every

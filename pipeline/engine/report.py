@@ -31,42 +31,13 @@ def auto_choices(summary: dict[str, Any]) -> str:
 
 def print_summary(summary: dict[str, Any], console: Console) -> None:
     """The end-of-run table: counts, rejections by stage and reason, losses by kind, where it went."""
-    title = f"chatlake run {summary['job']} -> {summary['target']} ({summary['status']})"
-    table = Table(title=title)
-    dropped = "dropped" in summary  # a job with the threads step: read = written + rejected + dropped
-    for col in (
-        "read",
-        "written",
-        "rejected",
-        *(("dropped",) if dropped else ()),
-        "shards",
-        "resumed",
-        "seconds",
-    ):
-        table.add_column(col, justify="right")
-    table.add_row(
-        f"{summary['read']:,}",
-        f"{summary['written']:,}",
-        f"{summary['rejected']:,}",
-        *((f"{summary['dropped']:,}",) if dropped else ()),
-        str(summary["shards"]),
-        str(summary.get("shards_resumed", 0)),
-        f"{summary.get('timings_s', {}).get('total', 0):.1f}",
-    )
-    console.print(table)
+    console.print(_counts_table(summary))
     if summary["rejected"]:
         stages = ", ".join(f"{k} {n:,}" for k, n in summary["rejected_by_stage"].items())
         console.print(f"rejected by stage: {stages}")
         for reason, n in list(summary["rejected_by_reason"].items())[:5]:
             console.print(f"  {n:,} x {reason}")
-    for row in summary.get("threads") or []:  # a run with the threads step, per dataset
-        name = Path(row["dataset"]).name if row["dataset"] else "?"
-        console.print(
-            f"threads ({name}): {row['threads']:,} threads, {row['requests']:,} requests "
-            f"({row['requests_per_thread']:.1f} per thread), {row['items']:,} items, "
-            f"{row['items_saved_by_dedupe']:,} saved by dedupe to leaves "
-            f"(redundancy {row['redundancy_ratio'] or 0:.2f}x)"
-        )
+    _print_threads(summary, console)
     if summary.get("dropped"):
         # a grouping step's dropped records are not rejected: each is kept inside its leaf (dropped/)
         reasons = ", ".join(f"{reason} {n:,}" for reason, n in summary["dropped_by_reason"].items())
@@ -92,13 +63,40 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         console.print(f"{len(redone)} finished shards were redone: their files did not match manifest.json")
         for shard, why in list(redone.items())[:5]:
             console.print(f"  {shard}: {why}", markup=False, highlight=False)
-    if "run_dir" in summary:
-        console.print(f"run directory: {summary['run_dir']}")
-        return
-    console.print(f"output: {summary['output']}")  # the single-file layout (convert/transform -o)
-    if summary["rejected"]:
-        console.print(f"rejected records: {summary['rejected_file']}")
-    for row in summary.get("threads") or []:  # a run with the threads step, per dataset
+    _print_where(summary, console)
+
+
+def _counts_table(summary: dict[str, Any]) -> Table:
+    """The summary's counts as one table row (read, written, rejected, dropped when the job has a
+    grouping step, shards, resumed, seconds)."""
+    title = f"chatlake run {summary['job']} -> {summary['target']} ({summary['status']})"
+    table = Table(title=title)
+    dropped = "dropped" in summary  # a job with the threads step: read = written + rejected + dropped
+    for col in (
+        "read",
+        "written",
+        "rejected",
+        *(("dropped",) if dropped else ()),
+        "shards",
+        "resumed",
+        "seconds",
+    ):
+        table.add_column(col, justify="right")
+    table.add_row(
+        f"{summary['read']:,}",
+        f"{summary['written']:,}",
+        f"{summary['rejected']:,}",
+        *((f"{summary['dropped']:,}",) if dropped else ()),
+        str(summary["shards"]),
+        str(summary.get("shards_resumed", 0)),
+        f"{summary.get('timings_s', {}).get('total', 0):.1f}",
+    )
+    return table
+
+
+def _print_threads(summary: dict[str, Any], console: Console) -> None:
+    """One line per dataset of a run with the threads step: threads, requests, items, dedupe."""
+    for row in summary.get("threads") or []:
         name = Path(row["dataset"]).name if row["dataset"] else "?"
         console.print(
             f"threads ({name}): {row['threads']:,} threads, {row['requests']:,} requests "
@@ -106,6 +104,18 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
             f"{row['items_saved_by_dedupe']:,} saved by dedupe to leaves "
             f"(redundancy {row['redundancy_ratio'] or 0:.2f}x)"
         )
+
+
+def _print_where(summary: dict[str, Any], console: Console) -> None:
+    """Where the run's output went: its run directory, or (the single-file layout of convert /
+    transform -o) each file it wrote."""
+    if "run_dir" in summary:
+        console.print(f"run directory: {summary['run_dir']}")
+        return
+    console.print(f"output: {summary['output']}")  # the single-file layout (convert/transform -o)
+    if summary["rejected"]:
+        console.print(f"rejected records: {summary['rejected_file']}")
+    _print_threads(summary, console)  # a second time in this layout, as before this function was split
     if summary.get("dropped"):
         console.print(f"dropped records: {summary['dropped_file']}")
     if summary.get("losses_file") and (summary["records_with_losses"] or summary.get("additions_by_kind")):

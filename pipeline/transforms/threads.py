@@ -247,6 +247,8 @@ def threads(
 def _threads(
     df: pl.DataFrame, keep: str, markers: tuple[str, ...], item_types: tuple[str, ...]
 ) -> pl.DataFrame:
+    """:func:`threads` on an eager frame: the thread columns of every record, and with
+    ``keep="leaves"`` the ``__error`` of every record it drops."""
     n = len(df)
     flat = split(arrow(df.get_column("items")))
     offsets = flat.offsets.to_numpy()
@@ -254,42 +256,95 @@ def _threads(
     lengths = np.diff(offsets)
     h1, h2 = item_hashes(flat.values)
     k1, k2, idx = prefix_keys(h1, h2, offsets, parent)
+    flag, cut = _compaction_cuts(flat.values, markers, item_types, n, parent, idx)
+    rows, nodes = _nodes(df, offsets, lengths, k1, k2)
+    rows, cand = _tree(rows, nodes, parent, idx, cut, lengths, k1, k2)
+    rows = _duplicates(rows)
+    rows = rows.with_columns(
+        _continues(rows, flat.values, parent, idx, h1, h2, cut, flag).alias("continues_thread")
+    )
+    out = df.with_columns(
+        rows.get_column("thread_id"),
+        rows.get_column("parent_id"),
+        rows.get_column("shared_items"),
+        rows.get_column("is_leaf"),
+        rows.get_column("duplicate_of"),
+        rows.get_column("continues_thread"),
+    )
+    if keep == "leaves":
+        out = out.with_columns(_dropped(rows, cand).alias(ERROR))
+    return out
 
-    # the last compaction item of each record: its prefixes start there (a compacted history
-    # starts a new thread, never a branch of the thread it came from)
-    flag = compaction_flags(flat.values, markers, item_types).to_numpy()
+
+# the node key of a record or a prefix: its item list's two hash lanes and its length
+_KEY = ["k1", "k2", "len"]
+
+
+def _compaction_cuts(
+    items: pa.Array,
+    markers: tuple[str, ...],
+    item_types: tuple[str, ...],
+    n: int,
+    parent: np.ndarray,
+    idx: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which flat items are compactions, and per record the position of its last one (-1: none).
+
+    A record's prefixes start there: a compacted history starts a new thread, never a branch of
+    the thread it came from."""
+    flag = compaction_flags(items, markers, item_types).to_numpy()
     cut = np.full(n, -1, np.int64)
     at = np.flatnonzero(flag)
     cut[parent[at]] = idx[at]  # ascending positions: the last write per record is its last compaction
+    return flag, cut
 
-    cid = df.get_column("conversation_id")
+
+def _nodes(
+    df: pl.DataFrame, offsets: np.ndarray, lengths: np.ndarray, k1: np.ndarray, k2: np.ndarray
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One row per record (its number, conversation_id, item-list key, top-level hash and node),
+    and the nodes: one per distinct item list, its record the smallest conversation_id, then the
+    first row."""
+    n = len(df)
     last = offsets[1:] - 1
     has = lengths > 0
     rows = pl.DataFrame(
         {
             "row": np.arange(n, dtype=np.int64),
-            "cid": cid,
+            "cid": df.get_column("conversation_id"),
             "len": lengths.astype(np.int64),
             "k1": np.where(has, k1[np.where(has, last, 0)] if len(k1) else 0, 0).astype(np.uint64),
             "k2": np.where(has, k2[np.where(has, last, 0)] if len(k2) else 0, 0).astype(np.uint64),
             "top": record_hashes(df),
         }
     )
-    key = ["k1", "k2", "len"]
-    # one node per distinct item list; its record is the smallest conversation_id, then first row
     ordered = rows.sort(["cid", "row"], nulls_last=True)
     nodes = (
-        ordered.group_by(key, maintain_order=True)
+        ordered.group_by(_KEY, maintain_order=True)
         .agg(pl.col("cid").first().alias("rep"))
         .with_row_index("node")
     )
-    rows = rows.join(nodes, on=key, how="left", maintain_order="left")
+    return rows.join(nodes, on=_KEY, how="left", maintain_order="left"), nodes
 
-    # every prefix of every record that has the length of some record, from its last compaction on
+
+def _tree(
+    rows: pl.DataFrame,
+    nodes: pl.DataFrame,
+    parent: np.ndarray,
+    idx: np.ndarray,
+    cut: np.ndarray,
+    lengths: np.ndarray,
+    k1: np.ndarray,
+    k2: np.ndarray,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The rows (in row order) with thread_id, root_node, parent_id, shared_items and is_leaf, and
+    the candidate prefixes: every prefix of every record that is some record's item list (has its
+    length and key), from its last compaction on."""
+    has = lengths > 0
     keep_at = (idx >= cut[parent]) & np.isin(idx + 1, np.unique(lengths[has]))
     cand = pl.DataFrame(
         {"row": parent[keep_at], "len": idx[keep_at] + 1, "k1": k1[keep_at], "k2": k2[keep_at]}
-    ).join(nodes, on=key, how="inner")
+    ).join(nodes, on=_KEY, how="inner")
     root = cand.group_by("row").agg(
         pl.col("rep").sort_by("len").first().alias("thread_id"),
         pl.col("node").sort_by("len").first().alias("root_node"),
@@ -313,29 +368,20 @@ def _threads(
             (~pl.col("node").is_in(par.get_column("parent_node").unique().implode())).alias("is_leaf"),
         )
     )
-    # duplicates: same node, same top-level fields; the first by (conversation_id, row) is kept
+    return rows, cand
+
+
+def _duplicates(rows: pl.DataFrame) -> pl.DataFrame:
+    """The rows with duplicate_of: a record with the same node and the same top-level fields as an
+    earlier one by (conversation_id, row) names that one's conversation_id (the first is kept)."""
     first = (
         rows.sort(["cid", "row"], nulls_last=True)
         .group_by(["node", "top"], maintain_order=True)
         .agg(pl.col("row").first().alias("first_row"), pl.col("cid").first().alias("first_cid"))
     )
-    rows = rows.join(first, on=["node", "top"], how="left", maintain_order="left").with_columns(
+    return rows.join(first, on=["node", "top"], how="left", maintain_order="left").with_columns(
         pl.when(pl.col("row") != pl.col("first_row")).then(pl.col("first_cid")).alias("duplicate_of")
     )
-    rows = rows.with_columns(
-        _continues(rows, flat.values, parent, idx, h1, h2, cut, flag).alias("continues_thread")
-    )
-    out = df.with_columns(
-        rows.get_column("thread_id"),
-        rows.get_column("parent_id"),
-        rows.get_column("shared_items"),
-        rows.get_column("is_leaf"),
-        rows.get_column("duplicate_of"),
-        rows.get_column("continues_thread"),
-    )
-    if keep == "leaves":
-        out = out.with_columns(_dropped(rows, cand).alias(ERROR))
-    return out
 
 
 def _dropped(rows: pl.DataFrame, cand: pl.DataFrame) -> pl.Series:
