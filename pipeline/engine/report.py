@@ -115,7 +115,6 @@ def _print_where(summary: dict[str, Any], console: Console) -> None:
     console.print(f"output: {summary['output']}")  # the single-file layout (convert/transform -o)
     if summary["rejected"]:
         console.print(f"rejected records: {summary['rejected_file']}")
-    _print_threads(summary, console)  # a second time in this layout, as before this function was split
     if summary.get("dropped"):
         console.print(f"dropped records: {summary['dropped_file']}")
     if summary.get("losses_file") and (summary["records_with_losses"] or summary.get("additions_by_kind")):

@@ -109,3 +109,24 @@ def test_ray_workers_use_the_drivers_codec(
     python = run_job(load_job(_job(tmp_path, {"kind": "ray", "workers": 2}, "python")))
     assert python["codec"] == "python" and python["native_fallback"] == 0
     assert python["codec_shards"] == {"python": python["shards"]}
+
+
+def test_threads_lines_are_printed_once_for_a_single_file(tmp_path: Path) -> None:
+    """The summary of ``transform -o FILE --step threads``: one threads line per dataset (the
+    single-file layout printed them twice)."""
+    from click.testing import CliRunner
+
+    from pipeline.cli import _single_file, cli
+
+    src = write_jsonl(tmp_path / "in.jsonl", [orjson.dumps(r) for _, r in CASES["responses"]])
+    canonical = tmp_path / "c.parquet"
+    res = CliRunner().invoke(cli, ["convert", str(src), "--from", "responses", "--to", "parquet", "-o",
+                                   str(canonical), "-q"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    summary, _ = _single_file([str(canonical)], "parquet", "parquet", tmp_path / "t.parquet", None,
+                              steps=["threads"], quiet=True)  # fmt: skip
+    assert summary["threads"] and "output" in summary
+    text = io.StringIO()
+    print_summary(summary, Console(file=text, width=200))
+    lines = text.getvalue().splitlines()
+    assert sum(line.startswith("threads (") for line in lines) == len(summary["threads"]), lines
