@@ -31,6 +31,8 @@ from pathlib import Path
 
 import orjson
 
+from .atomic import write_atomic
+
 JOIN_LOG = "join.json"
 
 
@@ -46,8 +48,6 @@ class JoinLog:
     files: list[str] = field(default_factory=list)
 
     def save(self, run_dir: Path) -> None:
-        from .manifest import write_atomic
-
         doc = {"next": self.next, "bytes": self.bytes, "files": self.files}
         write_atomic(run_dir / JOIN_LOG, orjson.dumps(doc))
 

@@ -6,7 +6,6 @@ uninterrupted one end with the same manifest.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -14,17 +13,11 @@ import orjson
 
 from pipeline.errors import ConfigError
 
+from .atomic import write_atomic
+from .join_log import joined_files
+
 MANIFEST = "manifest.json"
 VERSION = 1
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def check_files(run_dir: Path, entry: dict[str, Any]) -> list[str]:
@@ -33,7 +26,6 @@ def check_files(run_dir: Path, entry: dict[str, Any]) -> list[str]:
     Sizes are compared first, so a truncated file is found without reading it. A single-file
     layout's staged file that the join appended and deleted is not missing (engine/join_log.py).
     """
-    from .join_log import joined_files
     from .writers import sha256_file  # writers imports pyarrow: only when a resume checks files
 
     problems = []

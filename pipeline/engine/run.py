@@ -24,8 +24,9 @@ from pipeline.jobs.resolve import PARQUET, Job
 from pipeline.oserrors import describe
 
 from . import local, partition, rundir
+from .atomic import write_atomic
 from .lock import run_lock
-from .manifest import Manifest, write_atomic
+from .manifest import Manifest
 from .process import Work
 from .progress import JobProgress
 from .rundir import SUMMARY
