@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -249,11 +250,22 @@ def _source(shard: Shard) -> Iterator[Batch]:
 PARTITION = "partition"  # Shard.container of a partition of the two-stage job (engine/partition.py)
 
 
+def read_table(path: str | Path, columns: list[str] | None = None) -> pa.Table:
+    """A table file the engine wrote: Arrow IPC (``.arrow``: stage-1 partitions, the single-file
+    layout's conversations) or Parquet; all columns, or ``columns``."""
+    if Path(path).suffix == ".arrow":
+        with pa.memory_map(str(path)) as src:
+            table = pa.ipc.open_file(src).read_all()
+        return table.select(columns) if columns else table
+    return pq.read_table(path, columns=columns)
+
+
 def _partition(shard: Shard) -> Iterator[Batch]:
     """One partition of a grouping job: its partition files (canonical rows, and any columns the
     steps before the grouping step added) as one batch, with the records stage 1 rejected that
     were routed to it (``options``: ``files`` and ``rejected``, absolute paths, in stage-1 order)."""
-    tables = [pq.read_table(path) for path in shard.options["files"]]
+    # .arrow since stage 1 writes IPC (engine/partition.py, _Files); .parquet in older runs
+    tables = [read_table(path) for path in shard.options["files"]]
     rejected = [r for path in shard.options["rejected"] for r in pq.read_table(path).to_pylist()]
     table = pa.concat_tables(tables) if tables else CONVERSATION_SCHEMA.empty_table()
     yield Batch(table, rejected, table.num_rows + len(rejected), nbytes=shard.weight)
