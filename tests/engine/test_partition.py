@@ -285,3 +285,30 @@ def test_stage1_shards_grow_with_the_partitions(tmp_path: Path, monkeypatch: pyt
     want = _threads_of(pl.from_arrow(folder(tmp_path / "one", "conversations")))  # type: ignore[arg-type]
     assert got.equals(want)
     assert verify(run) == []
+
+
+def test_stage1_batches_do_not_change_an_output_byte(tmp_path: Path, small_partitions: None) -> None:
+    """Stage 1 writes each batch's rows of a partition as one piece of that partition's Arrow IPC
+    file (engine/partition.py, ``_Files``: no Parquet writer holding a row group's metadata per
+    piece). One record per batch (a piece per record) and one batch for the whole shard give
+    byte-identical outputs: the pieces' boundaries do not reach stage 2's files."""
+    inputs = _files(tmp_path)
+    runs = {}
+    for name, size in (("small", 1024), ("large", 1 << 24)):  # JSONL batches: chunk_bytes of input
+        run_job(load_job(_job(tmp_path, name, inputs, "threads:keep=leaves", chunk_bytes=size)))
+        runs[name] = tmp_path / name
+        assert verify(runs[name]) == []
+    pieces = {
+        name: sum(pa.ipc.open_file(p).num_record_batches for p in _stage1_files(run))
+        for name, run in runs.items()
+    }
+    assert pieces["small"] > 2 * pieces["large"]  # many more, smaller pieces
+    outputs = {
+        name: {
+            k: v
+            for k, v in file_hashes(run).items()
+            if k.split("/")[0] in ("conversations", "dropped", "rejected")
+        }
+        for name, run in runs.items()
+    }
+    assert outputs["small"] and outputs["small"] == outputs["large"]

@@ -36,3 +36,23 @@ def test_every_line_once_with_its_number(tmp_path: Path, chunk: int, tail: bytes
     assert sum(b.nbytes for b in batches) == len(data) - start
     assert sum(b.read for b in batches) == len(lines) - 1 - 2  # two blank lines are not records
     assert sum(b.blank for b in batches) == 2
+
+
+def test_read_table_reads_arrow_and_parquet_alike(tmp_path: Path) -> None:
+    """``read_table`` (stage-1 partition files are Arrow IPC; a run staged before they were, and the
+    job's Parquet files, are Parquet): the same table from either container, all or some columns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline.engine.read import read_table
+    from pipeline.engine.writers import ArrowTable
+
+    table = pa.table({"a": [1, 2, 3], "b": ["x", None, "z"], "c": [[1], [], [2, 3]]})
+    pq.write_table(table, tmp_path / "t.parquet")
+    w = ArrowTable(tmp_path / "t.arrow", table.schema)
+    w.write_table(table.slice(0, 1))
+    w.write_table(table.slice(1))
+    w.close()
+    for name in ("t.parquet", "t.arrow"):
+        assert read_table(tmp_path / name).equals(table), name
+        assert read_table(tmp_path / name, ["c", "a"]).equals(table.select(["c", "a"])), name
