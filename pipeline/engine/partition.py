@@ -186,6 +186,25 @@ class _Files:
             tmp.unlink(missing_ok=True)
 
 
+def _compacted(items: pa.ChunkedArray, params: Any) -> int:
+    """How many records hold a compaction item: their thread's continues_thread link may cross
+    partitions (link_threads runs only when some record has one). A function of its own so the
+    flat items and flags (about as large as the batch's items) are freed before the batch's take."""
+    flat = split(items)
+    flags = compaction_flags(flat.values, params.markers, params.item_types).to_numpy()
+    return len(np.unique(flat.parent().to_numpy()[flags]))
+
+
+def _grouped(table: pa.Table, partitions: int) -> tuple[pa.Table, np.ndarray]:
+    """The batch's rows in partition order, and where each partition's rows start (``bounds[p]``
+    to ``bounds[p + 1]``). One take of the batch, then a slice per partition: a take per partition
+    costs a pass over the whole batch each (P passes per batch)."""
+    part = (root_keys(table.column("items")) % np.uint64(partitions)).astype(np.int64)
+    order = np.argsort(part, kind="stable")
+    bounds = np.searchsorted(part[order], np.arange(partitions + 1))
+    return table.take(pa.array(order, pa.int64())), bounds
+
+
 def partition_shard(shard_json: dict[str, Any], work: PartitionWork, progress: Any = None) -> dict[str, Any]:
     """Stage 1 for one input shard: read it batch by batch, run the steps before the grouping step,
     write each record to its partition file; returns its manifest entry (``partitions``)."""
@@ -212,22 +231,13 @@ def partition_shard(shard_json: dict[str, Any], work: PartitionWork, progress: A
                 )
                 rejected = rejected + step_rejected
             if table.num_rows:
-                items = table.column("items")
-                part = (root_keys(items) % np.uint64(work.partitions)).astype(np.int64)
-                # records with a compaction item: their thread's continues_thread link may cross
-                # partitions (link_threads runs only when some record has one)
-                flat = split(items)
-                flags = compaction_flags(flat.values, params.markers, params.item_types).to_numpy()
-                compacted += len(np.unique(flat.parent().to_numpy()[flags]))
-                # one take of the batch in partition order, then a slice per partition: a take per
-                # partition costs a pass over the whole batch each (P passes per batch)
-                order = np.argsort(part, kind="stable")
-                bounds = np.searchsorted(part[order], np.arange(work.partitions + 1))
-                grouped = table.take(pa.array(order, pa.int64()))
+                compacted += _compacted(table.column("items"), params)
+                grouped, bounds = _grouped(table, work.partitions)
                 schema = table.schema.with_metadata(CONVERSATION_SCHEMA.metadata)
                 for p in np.flatnonzero(np.diff(bounds)):
                     rows = grouped.slice(bounds[p], bounds[p + 1] - bounds[p])
                     files.write(partition_name(int(p)), rows, schema)
+                del grouped, rows  # before the next batch is read
             if rejected:
                 files.write(REJECTED, pa.Table.from_pylist(rejected, schema=REJECTED_SCHEMA), REJECTED_SCHEMA)
             read += batch.read
