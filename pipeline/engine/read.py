@@ -193,7 +193,7 @@ def _rows(shard: Shard, batch_rows: int) -> Iterator[pa.Table]:
                 offset += rows
             if groups:
                 assert first is not None
-                batches = pf.iter_batches(batch_size=batch_rows, row_groups=groups)
+                batches = _exact(_windowed(pf, groups, batch_rows), batch_rows)
                 yield from _slice(batches, shard.start - first, shard.end - first, batch_rows)
         return
     src = open_arrow(shard.url)
@@ -201,6 +201,46 @@ def _rows(shard: Shard, batch_rows: int) -> Iterator[pa.Table]:
         yield from _slice(pa.ipc.open_stream(src), shard.start, shard.end, batch_rows)
     finally:
         src.close()
+
+
+WINDOW_BATCHES = 4  # row groups are read batch_rows x this many rows (or one group) per reader
+
+
+def _windowed(pf: pq.ParquetFile, groups: list[int], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """The rows of ``groups`` in order, read by a new reader every few row groups (at least
+    ``WINDOW_BATCHES`` batches of rows each). One ``iter_batches`` over all of a shard's row groups
+    keeps memory outside the Arrow pool for every group it has read until it is done: RSS grew by
+    ~4 MB per 5,000 rows, ~0.6 GB for a stage-1 shard of 300,000 requests (issue 17)."""
+    window: list[int] = []
+    rows = 0
+    for g in groups:
+        window.append(g)
+        rows += pf.metadata.row_group(g).num_rows
+        if rows >= batch_rows * WINDOW_BATCHES or g == groups[-1]:
+            yield from pf.iter_batches(batch_size=batch_rows, row_groups=window)
+            window, rows = [], 0
+
+
+def _exact(batches: Iterator[pa.RecordBatch], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """The same rows re-cut into batches of exactly ``batch_rows`` rows (the last fewer), as one
+    ``iter_batches`` over all the groups cuts them: :func:`_slice`'s batches, and so every batch
+    the engine processes, stay the same whatever the windows of :func:`_windowed`."""
+    pending: list[pa.RecordBatch] = []
+    n = 0
+    for b in batches:
+        if not pending and b.num_rows == batch_rows:  # a whole batch inside a window: no copy
+            yield b
+            continue
+        pending.append(b)
+        n += b.num_rows
+        while n >= batch_rows:
+            table = pa.Table.from_batches(pending)
+            yield table.slice(0, batch_rows).combine_chunks().to_batches()[0]
+            pending = table.slice(batch_rows).to_batches()
+            n -= batch_rows
+    rest = [b for b in pending if b.num_rows]
+    if rest:
+        yield pa.Table.from_batches(rest).combine_chunks().to_batches()[0]
 
 
 def _slice(batches: Any, start: int, end: int, batch_rows: int) -> Iterator[pa.Table]:

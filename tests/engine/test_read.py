@@ -56,3 +56,38 @@ def test_read_table_reads_arrow_and_parquet_alike(tmp_path: Path) -> None:
     for name in ("t.parquet", "t.arrow"):
         assert read_table(tmp_path / name).equals(table), name
         assert read_table(tmp_path / name, ["c", "a"]).equals(table.select(["c", "a"])), name
+
+
+@pytest.mark.parametrize("window", [1, 2, 100])
+@pytest.mark.parametrize(("start", "end"), [(0, 40), (5, 33), (11, 12), (17, 40)])
+def test_parquet_rows_read_in_windows_are_cut_as_one_reader_cuts_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, window: int, start: int, end: int
+) -> None:
+    """``_rows`` reads a Parquet shard's row groups a window at a time (one reader over all of them
+    holds memory per group read) and re-cuts the rows: the same tables, row for row and batch for
+    batch, as one ``iter_batches`` over every group gives."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline.engine import read
+
+    sizes = [3, 7, 1, 5, 9, 2, 6, 4, 3]  # uneven row groups, 40 rows
+    path = tmp_path / "t.parquet"
+    with pq.ParquetWriter(path, pa.schema([("x", pa.int64()), ("s", pa.string())])) as w:
+        at = 0
+        for n in sizes:
+            w.write_table(pa.table({"x": range(at, at + n), "s": [f"r{i}" for i in range(at, at + n)]}))
+            at += n
+    assert pq.ParquetFile(path).metadata.num_row_groups == len(sizes)
+    monkeypatch.setattr(read, "WINDOW_BATCHES", window)
+    shard = Shard("part-00000", str(path), "parquet", "canonical", {}, start, end, 1, end - start)
+    got = list(read._rows(shard, 4))
+    # the reference: one reader over the groups that hold the range (as _rows picks them)
+    bounds = [sum(sizes[:g]) for g in range(len(sizes) + 1)]
+    groups = [g for g in range(len(sizes)) if bounds[g] < end and bounds[g + 1] > start]
+    whole = pq.ParquetFile(path).iter_batches(batch_size=4, row_groups=groups)
+    first = bounds[groups[0]]
+    want = list(read._slice(whole, start - first, end - first, 4))
+    assert [t.num_rows for t in got] == [t.num_rows for t in want]
+    assert all(g.equals(w) for g, w in zip(got, want, strict=True))
+    assert pa.concat_tables(got).column("x").to_pylist() == list(range(start, end))
