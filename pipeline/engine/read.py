@@ -11,6 +11,7 @@ compiled decoder) together, one batch per format found, each saying its format (
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections import Counter
@@ -182,8 +183,8 @@ def _drop_nulls(value: Any) -> Any:
 def _rows(shard: Shard, batch_rows: int) -> Iterator[pa.Table]:
     """Rows ``[start, end)`` of a Parquet or arrow file, ``batch_rows`` at a time."""
     if shard.container == "parquet":
-        with open_input(shard.url) as f:
-            pf = pq.ParquetFile(f, metadata=_footer(shard.url, f))
+        with open_input(shard.url) as f, _footer(shard.url, f) as footer:
+            pf = pq.ParquetFile(f, metadata=footer)
             # Read only the row groups that hold the range: shard k of a file must not decode the
             # k shards before it (a 200,000-row transform in 5,000-row shards read the file 20 times).
             groups, offset, first = [], 0, None
@@ -205,30 +206,38 @@ def _rows(shard: Shard, batch_rows: int) -> Iterator[pa.Table]:
         src.close()
 
 
-# The parsed footers of the Parquet inputs read last, by (url, size): a worker thread opens the
-# file once per shard, and a footer is large in memory (172 MB for the 1,948 row groups of the
-# 960,731-request log, one copy per thread at once before). A few, so the workers of one process
-# share one copy per file; kept for the life of the process.
-_FOOTERS: dict[tuple[str, int], pq.FileMetaData] = {}
-_FOOTERS_KEPT = 2
+# The parsed footers of the Parquet inputs being read, by (url, size), with how many shards are
+# reading each: the worker threads of a process read shards of one file at once, and a footer is
+# large in memory (172 MB for the 1,948 row groups of the 960,731-request log: one copy per
+# thread before). Dropped when its last reader is done, so it does not outlive the reads (stage 2
+# of a threads job would carry it).
+_FOOTERS: dict[tuple[str, int], list[Any]] = {}
 _FOOTERS_LOCK = threading.Lock()
 
 
-def _footer(url: str, f: Any) -> pq.FileMetaData:
-    """The footer of the Parquet file ``f`` (open at ``url``), parsed once per size of the file."""
+@contextlib.contextmanager
+def _footer(url: str, f: Any) -> Iterator[pq.FileMetaData]:
+    """The footer of the Parquet file ``f`` (open at ``url``), shared with the shards of the same
+    file (and size) being read at the same time."""
     key = (url, f.seek(0, os.SEEK_END))
     f.seek(0)
     with _FOOTERS_LOCK:
-        found = _FOOTERS.get(key)
-    if found is not None:
-        return found
-    meta = pq.read_metadata(f)
-    f.seek(0)
-    with _FOOTERS_LOCK:
-        _FOOTERS[key] = meta
-        while len(_FOOTERS) > _FOOTERS_KEPT:
-            del _FOOTERS[next(iter(_FOOTERS))]
-    return meta
+        entry = _FOOTERS.get(key)
+        if entry is not None:
+            entry[1] += 1
+    if entry is None:
+        meta = pq.read_metadata(f)
+        f.seek(0)
+        with _FOOTERS_LOCK:
+            entry = _FOOTERS.setdefault(key, [meta, 0])
+            entry[1] += 1
+    try:
+        yield entry[0]
+    finally:
+        with _FOOTERS_LOCK:
+            entry[1] -= 1
+            if entry[1] == 0 and _FOOTERS.get(key) is entry:
+                del _FOOTERS[key]
 
 
 WINDOW_BATCHES = 4  # row groups are read batch_rows x this many rows (or one group) per reader

@@ -94,9 +94,9 @@ def test_parquet_rows_read_in_windows_are_cut_as_one_reader_cuts_them(
 
 
 def test_the_shards_of_one_parquet_file_share_its_parsed_footer(tmp_path: Path) -> None:
-    """A footer is parsed once per file (and size) and shared by the shards that read it (a large
-    file's footer is large in memory, one copy per worker before); a file rewritten with another
-    size is parsed again, and its shards read its new rows."""
+    """A footer is parsed once for the shards of a file (and size) read at the same time (a large
+    file's footer is large in memory: one copy per worker before), dropped when the last is done;
+    a file rewritten with another size is parsed again, and its shards read its new rows."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -104,10 +104,12 @@ def test_the_shards_of_one_parquet_file_share_its_parsed_footer(tmp_path: Path) 
 
     path = tmp_path / "t.parquet"
     pq.write_table(pa.table({"x": range(10)}), path, row_group_size=3)
-    with open(path, "rb") as f, open(path, "rb") as g:
-        assert read._footer(str(path), f) is read._footer(str(path), g)
+    with open(path, "rb") as f, open(path, "rb") as g, read._footer(str(path), f) as a:
+        with read._footer(str(path), g) as b:
+            assert a is b and a.num_rows == 10
+        assert len(read._FOOTERS) == 1  # one reader left
+    assert read._FOOTERS == {}
     pq.write_table(pa.table({"x": range(25)}), path, row_group_size=3)
     shard = Shard("part-00000", str(path), "parquet", "canonical", {}, 20, 25, 1, 5)
     assert pa.concat_tables(read._rows(shard, 2)).column("x").to_pylist() == [20, 21, 22, 23, 24]
-    with open(path, "rb") as f:
-        assert read._footer(str(path), f).num_rows == 25
+    assert read._FOOTERS == {}
