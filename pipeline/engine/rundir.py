@@ -19,10 +19,13 @@ SUMMARY = "summary.json"
 TOP_CHATLAKE = re.compile(r"(manifest\.json|summary\.json|\.manifest\.json\.tmp|\.summary\.json\.tmp)$")
 SHARD_FILE = re.compile(r"part-\d{5,}\.(parquet|jsonl|arrow)$")
 TEMP_FILE = re.compile(r"\.part-\d{5,}\.(parquet|jsonl|arrow)\.\d+" + re.escape(TMP_SUFFIX) + "$")
-# stage 1 of a two-stage job (engine/partition.py): partitions/part-NNNNN.pNNNN.parquet, .rejected.parquet
+# stage 1 of a two-stage job (engine/partition.py): partitions/part-NNNNN.pNNNN.arrow (.parquet
+# before session 9), part-NNNNN.rejected.parquet
 PARTITIONS = "partitions"
-PARTITION_FILE = re.compile(r"part-\d{5,}\.(p\d{4,}|rejected)\.parquet$")
-PARTITION_TEMP = re.compile(r"\.part-\d{5,}\.(p\d{4,}|rejected)\.parquet\.\d+" + re.escape(TMP_SUFFIX) + "$")
+PARTITION_FILE = re.compile(r"part-\d{5,}\.(p\d{4,}|rejected)\.(parquet|arrow)$")
+PARTITION_TEMP = re.compile(
+    r"\.part-\d{5,}\.(p\d{4,}|rejected)\.(parquet|arrow)\.\d+" + re.escape(TMP_SUFFIX) + "$"
+)
 
 
 def is_chatlake_name(relative: str) -> bool:

@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 import pytest
 
 from pipeline import synth
 from pipeline.engine import partition, run_job
+from pipeline.engine.read import read_table
 from pipeline.engine.verify import verify
 from pipeline.jobs import load_job
 from pipeline.transforms import apply_steps, parse_step
@@ -48,6 +50,18 @@ def small_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(partition, "PARTITION_BYTES", 20_000)
 
 
+def _stage1_files(run: Path) -> list[Path]:
+    """The stage-1 partition files of a run (Arrow IPC), in name order."""
+    files = sorted((run / "partitions").glob("*.p*.arrow"))
+    assert files and not list((run / "partitions").glob("*.p*.parquet"))
+    return files
+
+
+def _stage1_rows(run: Path) -> pa.Table:
+    """Every record stage 1 partitioned (the partition files, concatenated)."""
+    return pa.concat_tables([read_table(p) for p in _stage1_files(run)])
+
+
 def _threads_of(df: pl.DataFrame) -> pl.DataFrame:
     return df.select("conversation_id", *THREAD_COLUMNS).sort("conversation_id")
 
@@ -77,7 +91,6 @@ def test_a_thread_spread_over_files_and_shards_equals_the_in_memory_step(
 
 
 def test_keep_leaves_counts_add_up_over_files(tmp_path: Path, small_partitions: None) -> None:
-    import pyarrow.parquet as pq
 
     from pipeline.engine.dropped import rebuild
     from pipeline.schema import CONVERSATION_SCHEMA
@@ -92,7 +105,7 @@ def test_keep_leaves_counts_add_up_over_files(tmp_path: Path, small_partitions: 
     # every dropped record, rebuilt from its leaf, is the record as stage 1 read it
     dropped = pl.from_arrow(folder(run, "dropped"))
     assert isinstance(dropped, pl.DataFrame) and dropped.height == summary["dropped"] > summary["written"]
-    read = pl.from_arrow(pq.read_table(sorted((run / "partitions").glob("*.p*.parquet"))))
+    read = pl.from_arrow(_stage1_rows(run))
     assert isinstance(read, pl.DataFrame)
     got = rebuild(dropped, kept).select(CONVERSATION_SCHEMA.names).sort("conversation_id")
     want = read.join(got.select("conversation_id"), on="conversation_id", how="semi")
@@ -149,7 +162,6 @@ def test_a_compaction_link_across_partitions_is_resolved(
     window's first item differs, so it lands in another partition; the link still equals the
     in-memory step's (the third pass)."""
     import orjson
-    import pyarrow.parquet as pq
 
     lines = []
     for t in range(6):
@@ -173,7 +185,7 @@ def test_a_compaction_link_across_partitions_is_resolved(
     out = pl.from_arrow(folder(run, "conversations"))
     assert isinstance(out, pl.DataFrame)
     # the reference: the step on every record at once (all records as stage 1 wrote them)
-    everything = pl.from_arrow(pq.read_table(sorted((run / "partitions").glob("*.p*.parquet"))))
+    everything = pl.from_arrow(_stage1_rows(run))
     assert isinstance(everything, pl.DataFrame)
     expected, _ = apply_steps(everything, [parse_step(f"threads:keep={keep}")])
     got, want = _threads_of(out), _threads_of(expected)
@@ -183,8 +195,8 @@ def test_a_compaction_link_across_partitions_is_resolved(
     # the links cross partitions: a linked record's partition differs from its source thread's
     part_of = {
         cid: p.name.split(".")[1]
-        for p in sorted((run / "partitions").glob("*.p*.parquet"))
-        for cid in pq.read_table(p, columns=["conversation_id"]).column(0).to_pylist()
+        for p in _stage1_files(run)
+        for cid in read_table(p, ["conversation_id"]).column(0).to_pylist()
     }
     pairs = linked.select("conversation_id", "continues_thread").rows()
     assert any(part_of[a] != part_of[b] for a, b in pairs)
@@ -196,7 +208,6 @@ def test_the_threads_audit_query_and_the_summary_agree(tmp_path: Path, small_par
     """sql/threads_by_dataset.sql on a keep=all and a keep=leaves run of the same log: the same
     threads, requests and items (dedupe changes where records go, not what was read), equal to
     the summary's threads section and to a count over the records as read."""
-    import pyarrow.parquet as pq
 
     from pipeline.audit import load_query, open_run
 
@@ -215,7 +226,7 @@ def test_the_threads_audit_query_and_the_summary_agree(tmp_path: Path, small_par
     assert figures["all"] == figures["leaves"]
     for keep in ("all", "leaves"):  # the files add up to the summary, dropped records included
         assert load_query("run_counts_mismatch").run(open_run(tmp_path / keep)).num_rows == 0
-    read = pl.from_arrow(pq.read_table(sorted((tmp_path / "all" / "partitions").glob("*.p*.parquet"))))
+    read = pl.from_arrow(_stage1_rows(tmp_path / "all"))
     assert isinstance(read, pl.DataFrame)
     by_file = read.group_by("source_file").agg(
         pl.len().alias("requests"), pl.col("n_items").sum().alias("items")
@@ -262,7 +273,7 @@ def test_stage1_shards_grow_with_the_partitions(tmp_path: Path, monkeypatch: pyt
     assert partition.stage1_records(job) == job.shard_records * -(-p // partition.STAGE1_SPREAD)
     summary = run_job(job)
     run = tmp_path / "run"
-    stage1 = {f.name.split(".")[0] for f in (run / "partitions").glob("*.parquet")}
+    stage1 = {f.name.split(".")[0] for f in (run / "partitions").iterdir()}
     records = sum(f["read"] for f in summary["inputs"])
     assert len(stage1) < records / job.shard_records  # fewer stage-1 shards than job shards
     # the same threads as with one partition (and so one stage-1 shard per job shard)
@@ -274,3 +285,30 @@ def test_stage1_shards_grow_with_the_partitions(tmp_path: Path, monkeypatch: pyt
     want = _threads_of(pl.from_arrow(folder(tmp_path / "one", "conversations")))  # type: ignore[arg-type]
     assert got.equals(want)
     assert verify(run) == []
+
+
+def test_stage1_batches_do_not_change_an_output_byte(tmp_path: Path, small_partitions: None) -> None:
+    """Stage 1 writes each batch's rows of a partition as one piece of that partition's Arrow IPC
+    file (engine/partition.py, ``_Files``: no Parquet writer holding a row group's metadata per
+    piece). One record per batch (a piece per record) and one batch for the whole shard give
+    byte-identical outputs: the pieces' boundaries do not reach stage 2's files."""
+    inputs = _files(tmp_path)
+    runs = {}
+    for name, size in (("small", 1024), ("large", 1 << 24)):  # JSONL batches: chunk_bytes of input
+        run_job(load_job(_job(tmp_path, name, inputs, "threads:keep=leaves", chunk_bytes=size)))
+        runs[name] = tmp_path / name
+        assert verify(runs[name]) == []
+    pieces = {
+        name: sum(pa.ipc.open_file(p).num_record_batches for p in _stage1_files(run))
+        for name, run in runs.items()
+    }
+    assert pieces["small"] > 2 * pieces["large"]  # many more, smaller pieces
+    outputs = {
+        name: {
+            k: v
+            for k, v in file_hashes(run).items()
+            if k.split("/")[0] in ("conversations", "dropped", "rejected")
+        }
+        for name, run in runs.items()
+    }
+    assert outputs["small"] and outputs["small"] == outputs["large"]

@@ -36,3 +36,80 @@ def test_every_line_once_with_its_number(tmp_path: Path, chunk: int, tail: bytes
     assert sum(b.nbytes for b in batches) == len(data) - start
     assert sum(b.read for b in batches) == len(lines) - 1 - 2  # two blank lines are not records
     assert sum(b.blank for b in batches) == 2
+
+
+def test_read_table_reads_arrow_and_parquet_alike(tmp_path: Path) -> None:
+    """``read_table`` (stage-1 partition files are Arrow IPC; a run staged before they were, and the
+    job's Parquet files, are Parquet): the same table from either container, all or some columns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline.engine.read import read_table
+    from pipeline.engine.writers import ArrowTable
+
+    table = pa.table({"a": [1, 2, 3], "b": ["x", None, "z"], "c": [[1], [], [2, 3]]})
+    pq.write_table(table, tmp_path / "t.parquet")
+    w = ArrowTable(tmp_path / "t.arrow", table.schema)
+    w.write_table(table.slice(0, 1))
+    w.write_table(table.slice(1))
+    w.close()
+    for name in ("t.parquet", "t.arrow"):
+        assert read_table(tmp_path / name).equals(table), name
+        assert read_table(tmp_path / name, ["c", "a"]).equals(table.select(["c", "a"])), name
+
+
+@pytest.mark.parametrize("window", [1, 2, 100])
+@pytest.mark.parametrize(("start", "end"), [(0, 40), (5, 33), (11, 12), (17, 40)])
+def test_parquet_rows_read_in_windows_are_cut_as_one_reader_cuts_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, window: int, start: int, end: int
+) -> None:
+    """``_rows`` reads a Parquet shard's row groups a window at a time (one reader over all of them
+    holds memory per group read) and re-cuts the rows: the same tables, row for row and batch for
+    batch, as one ``iter_batches`` over every group gives."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline.engine import read
+
+    sizes = [3, 7, 1, 5, 9, 2, 6, 4, 3]  # uneven row groups, 40 rows
+    path = tmp_path / "t.parquet"
+    with pq.ParquetWriter(path, pa.schema([("x", pa.int64()), ("s", pa.string())])) as w:
+        at = 0
+        for n in sizes:
+            w.write_table(pa.table({"x": range(at, at + n), "s": [f"r{i}" for i in range(at, at + n)]}))
+            at += n
+    assert pq.ParquetFile(path).metadata.num_row_groups == len(sizes)
+    monkeypatch.setattr(read, "WINDOW_BATCHES", window)
+    shard = Shard("part-00000", str(path), "parquet", "canonical", {}, start, end, 1, end - start)
+    got = list(read._rows(shard, 4))
+    # the reference: one reader over the groups that hold the range (as _rows picks them)
+    bounds = [sum(sizes[:g]) for g in range(len(sizes) + 1)]
+    groups = [g for g in range(len(sizes)) if bounds[g] < end and bounds[g + 1] > start]
+    whole = pq.ParquetFile(path).iter_batches(batch_size=4, row_groups=groups)
+    first = bounds[groups[0]]
+    want = list(read._slice(whole, start - first, end - first, 4))
+    assert [t.num_rows for t in got] == [t.num_rows for t in want]
+    assert all(g.equals(w) for g, w in zip(got, want, strict=True))
+    assert pa.concat_tables(got).column("x").to_pylist() == list(range(start, end))
+
+
+def test_the_shards_of_one_parquet_file_share_its_parsed_footer(tmp_path: Path) -> None:
+    """A footer is parsed once for the shards of a file (and size) read at the same time (a large
+    file's footer is large in memory: one copy per worker before), dropped when the last is done;
+    a file rewritten with another size is parsed again, and its shards read its new rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline.engine import read
+
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"x": range(10)}), path, row_group_size=3)
+    with open(path, "rb") as f, open(path, "rb") as g, read._footer(str(path), f) as a:
+        with read._footer(str(path), g) as b:
+            assert a is b and a.num_rows == 10
+        assert len(read._FOOTERS) == 1  # one reader left
+    assert read._FOOTERS == {}
+    pq.write_table(pa.table({"x": range(25)}), path, row_group_size=3)
+    shard = Shard("part-00000", str(path), "parquet", "canonical", {}, 20, 25, 1, 5)
+    assert pa.concat_tables(read._rows(shard, 2)).column("x").to_pylist() == [20, 21, 22, 23, 24]
+    assert read._FOOTERS == {}

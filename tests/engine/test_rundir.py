@@ -51,3 +51,16 @@ def test_fresh_on_an_empty_or_absent_directory_just_runs(tmp_path: Path) -> None
     job2 = load_job(_job(tmp_path, "empty"))
     (tmp_path / "empty").mkdir()
     assert run_job(job2, fresh=True)["status"] == "ok"
+
+
+def test_stage1_partition_names_old_and_new_are_chatlake_s() -> None:
+    """Stage-1 partition files are ``.arrow`` (since session 9) and ``.parquet`` in older runs;
+    both, their temp files and the rejected file are chatlake's names (``--fresh`` and the temp
+    cleanup may remove them); other names in ``partitions/`` are not."""
+    from pipeline.engine.rundir import is_chatlake_name
+
+    for name in ("part-00000.p0003.arrow", "part-00000.p0003.parquet", "part-00001.rejected.parquet",
+                 ".part-00000.p0003.arrow.123.tmp", ".part-00002.rejected.parquet.9.tmp"):  # fmt: skip
+        assert is_chatlake_name(f"partitions/{name}"), name
+    for name in ("part-00000.p0003.csv", "mine.arrow", "part-00000.arrow.bak"):
+        assert not is_chatlake_name(f"partitions/{name}"), name
