@@ -4,8 +4,9 @@ A worker decodes and encodes one batch after another, each allocating about the 
 MB of JSON text, Arrow children, loss columns). glibc's defaults give large blocks their own ``mmap``
 and trim the heap's top after every free, so each batch faults its memory in afresh: the kernel zeroes
 every page, which on a virtual machine whose host backs guest pages lazily costs more than the codec
-(``chatlake convert`` of 100,000 Responses records, one worker: 367,194 minor faults and 6.9 s system
-time with the defaults, 88,913 and 4.7 s with the settings below).
+(``chatlake convert`` of 200,000 Responses records, 2 workers, two A/B pairs on an idle machine:
+543,709-612,426 minor faults and 3.9-4.7 s system time with the defaults, 190,802-190,887 and
+2.4-3.7 s with the settings below; README, "Conversion end to end").
 
 :func:`keep_heap` sets three options once per process through ``mallopt``: blocks under 32 MiB
 (glibc's ceiling for ``M_MMAP_THRESHOLD``) come from the heap; the heap's top is trimmed only past
