@@ -49,6 +49,18 @@ def _interrupt_after(monkeypatch: pytest.MonkeyPatch, joined: int) -> None:
     monkeypatch.setattr(join_log.JoinLog, "save", failing_save)
 
 
+def _reference_and_interrupted(
+    src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, Path]:
+    """An uninterrupted run's output, and a run's output path whose join failed after three shards."""
+    ref, out = tmp_path / "ref.jsonl", tmp_path / "out.jsonl"
+    _convert(src, ref)
+    with monkeypatch.context() as m:
+        _interrupt_after(m, 3)
+        _convert(src, out, code=1)  # the CLI turns the interrupt into "Aborted!", exit 1
+    return ref, out
+
+
 def test_load_trusts_only_logs_the_temp_files_back_up(tmp_path: Path) -> None:
     for role, size in (("output", 10), ("losses", 4)):
         join_log.temp_path(tmp_path, role).write_bytes(b"x" * size)
@@ -85,12 +97,7 @@ def test_staged_files_are_deleted_as_they_are_joined(
 def test_resume_after_a_partial_join_redoes_no_joined_shard(
     src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ref = tmp_path / "ref.jsonl"
-    _convert(src, ref)
-    out = tmp_path / "out.jsonl"
-    with monkeypatch.context() as m:
-        _interrupt_after(m, 3)
-        _convert(src, out, code=1)
+    ref, out = _reference_and_interrupted(src, tmp_path, monkeypatch)
     # a half-appended fourth shard beyond the log: cut off on resume
     with open(join_log.temp_path(staging_dir(out), "output"), "ab") as f:
         f.write(b'{"half": ')
@@ -106,12 +113,7 @@ def test_a_log_the_temp_files_do_not_back_up_is_ignored(
 ) -> None:
     """The temp files lost what the log says they hold (the machine went down before they reached
     the disk): the deleted shards are redone and the join starts over, to the same bytes."""
-    ref = tmp_path / "ref.jsonl"
-    _convert(src, ref)
-    out = tmp_path / "out.jsonl"
-    with monkeypatch.context() as m:
-        _interrupt_after(m, 3)
-        _convert(src, out, code=1)
+    ref, out = _reference_and_interrupted(src, tmp_path, monkeypatch)
     join_log.temp_path(staging_dir(out), "losses").write_bytes(b"")
     report = _convert(src, out)
     # the third shard's files were logged but not yet deleted: still there, kept
