@@ -37,6 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.errors import reason_of
+from pipeline.io.parquet import table_writer
 from pipeline.io.parquet import writer as canonical_writer
 from pipeline.io.run_tables import REJECTED_SCHEMA
 from pipeline.jobs.model import STAGE1_SPREAD
@@ -154,7 +155,7 @@ class _Files:
             # the pid keeps a stray worker of a killed run from writing into this run's temp files
             self.tmp[part] = final.with_name(f".{final.name}.{os.getpid()}{TMP_SUFFIX}")
             self.writers[part] = (
-                pq.ParquetWriter(self.tmp[part], REJECTED_SCHEMA, compression="zstd")
+                table_writer(self.tmp[part], REJECTED_SCHEMA)
                 if part == REJECTED
                 else ArrowTable(self.tmp[part], schema)
             )

@@ -201,8 +201,8 @@ class ShardWriter:
         self._items: pq.ParquetWriter | None = None
         self._records: pq.ParquetWriter | None = None
         if self.facts:
-            self._items = pq.ParquetWriter(self.tmp["items"], ITEM_INDEX_SCHEMA, compression="zstd")
-            self._records = pq.ParquetWriter(self.tmp["records"], RECORD_INDEX_SCHEMA, compression="zstd")
+            self._items = table_writer(self.tmp["items"], ITEM_INDEX_SCHEMA)
+            self._records = table_writer(self.tmp["records"], RECORD_INDEX_SCHEMA)
         self._counts: dict[str, list[pa.Table]] = {name: [] for name in shard_counts.FOLDERS}
         self._top: list[pa.Table] = []  # each batch's top_losses, reduced to the shard's at commit
         self._pending_losses: list[pa.Table] = []

@@ -36,6 +36,6 @@ def writer(where: Any, schema: pa.Schema = CONVERSATION_SCHEMA) -> pq.ParquetWri
 
 
 def table_writer(where: Any, schema: pa.Schema) -> pq.ParquetWriter:
-    """A zstd Parquet writer for the run's other tables (losses, rejected, facts): every column
-    dictionary-encoded, as their few distinct values (kinds, paths, details, file names) repeat."""
+    """A zstd Parquet writer for the run's other tables (losses, rejected, item and record indexes):
+    every column dictionary-encoded, as their few distinct values (kinds, paths, file names) repeat."""
     return pq.ParquetWriter(where, schema, compression="zstd")
