@@ -34,6 +34,7 @@ import duckdb
 import pyarrow as pa
 
 from pipeline import codec
+from pipeline.arrays import one_array
 
 # Separators below U+0020 cannot collide with JSON text (JSON escapes them); NUL marks a null value.
 _BLOCKS = (
@@ -71,8 +72,7 @@ def fingerprints(items: pa.StructArray | pa.ChunkedArray) -> pa.Array:
     """
     if len(items) == 0:
         return pa.array([], pa.string())
-    if isinstance(items, pa.ChunkedArray):
-        items = items.combine_chunks()
+    items = one_array(items)
     native = codec.native_fingerprints()
     if native is not None:
         try:
@@ -90,7 +90,7 @@ def duckdb_fingerprints(items: pa.StructArray) -> pa.Array:
     if len(items) == 0:
         return pa.array([], pa.string())
     out = run_sql(pa.Table.from_struct_array(items), FINGERPRINT_SQL).column(0)
-    return out.combine_chunks().cast(pa.string())
+    return one_array(out).cast(pa.string())
 
 
 def run_sql(table: pa.Table, sql: str) -> pa.Table:

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.arrays import one_array
 from pipeline.fingerprint import fingerprints
 
 STATE_FIELDS = ("id", "encrypted_content", "signature")
@@ -46,7 +47,7 @@ def clear_stale_state(table: pa.Table) -> tuple[pa.Table, np.ndarray]:
     none = np.zeros(0, np.int64)
     if table.num_rows == 0 or "fingerprint" not in table.schema.field("items").type.value_type.names:
         return table, none
-    items = table.column("items").combine_chunks()
+    items = one_array(table.column("items"))
     flat = items.flatten()
     if len(flat) == 0:
         return table, none
@@ -83,7 +84,7 @@ def drop_stale_state(table: pa.Table) -> tuple[pa.Table, list[EditedItem]]:
     cleaned, where = clear_stale_state(table)
     if not len(where):
         return table, []
-    items = table.column("items").combine_chunks()
+    items = one_array(table.column("items"))
     flat = items.flatten()
     offsets = items.offsets.to_numpy()
     rows = np.searchsorted(offsets, where + offsets[0], side="right") - 1

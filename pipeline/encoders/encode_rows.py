@@ -52,6 +52,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline import codec
+from pipeline.arrays import one_array
 from pipeline.encoders import convert_table
 from pipeline.encoders.edits import STATE_FIELDS, clear_stale_state
 from pipeline.encoders.request_fields import ROW_LOSSES, apply_sets, model_provider_losses
@@ -137,9 +138,7 @@ class EncodedRows:
         """
         native = codec.native_lines()
         if native is not None:
-            records = self.records
-            if isinstance(records, pa.ChunkedArray):
-                records = records.combine_chunks()
+            records = one_array(self.records)
             try:
                 return pa.foreign_buffer(*native.join_lines(records, pa.array(keep, pa.bool_())))
             except ValueError:  # another string type than string / large_string: the reference

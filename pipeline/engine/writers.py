@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline import codec
+from pipeline.arrays import one_array
 from pipeline.io import shard_counts
 from pipeline.io.item_index import ITEM_INDEX_SCHEMA, item_index
 from pipeline.io.parquet import table_writer
@@ -242,7 +243,7 @@ class ShardWriter:
             self.rows["items"] += index.num_rows
             records = written_records(table, index, losses, self.shard, self.target)
             self._write_records(records)
-            parents = pc.list_parent_indices(table.column("items").combine_chunks()).to_numpy()
+            parents = pc.list_parent_indices(one_array(table.column("items"))).to_numpy()
             self._counts["item_counts"].append(shard_counts.item_counts(index, parents))
             self._counts["phase_counts"].append(shard_counts.phase_counts(index))
 

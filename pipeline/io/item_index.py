@@ -28,6 +28,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.arrays import one_array
+
 SCALARS = (
     "section", "group", "part", "type", "native_type", "role", "id", "call_id", "name", "namespace",
     "status", "phase", "content_form",
@@ -67,7 +69,7 @@ def _block_chars(blocks: pa.ListArray, n: int) -> np.ndarray:
 
 def item_index(table: pa.Table) -> pa.Table:
     """The flat item rows of a canonical table (columns as in the module doc, in item order)."""
-    items = table.column("items").combine_chunks()
+    items = one_array(table.column("items"))
     flat = items.flatten()
     n = len(flat)
     if n == 0:
@@ -76,7 +78,7 @@ def item_index(table: pa.Table) -> pa.Table:
     offsets = items.offsets.to_numpy()
     position = np.arange(n, dtype=np.int64) + offsets[0] - offsets[parents.to_numpy()]
     content, summary = flat.field("content"), flat.field("summary")
-    columns: dict[str, pa.Array] = {k: table.column(k).combine_chunks().take(parents) for k in KEYS}
+    columns: dict[str, pa.Array] = {k: one_array(table.column(k)).take(parents) for k in KEYS}
     columns["item_index"] = pa.array(position, pa.int32())
     columns.update({name: flat.field(name) for name in SCALARS})
     columns["null_fields"] = flat.field("null_fields")

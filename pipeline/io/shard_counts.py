@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.arrays import one_array
 from pipeline.io.record_index import TURN_COLUMNS
 
 _S, _I = pa.string(), pa.int64()
@@ -129,7 +130,7 @@ def phase_counts(items: pa.Table) -> pa.Table:
     t, role = items.column("type"), items.column("role")
     assistant = pc.and_(pc.equal(t, "message"), pc.equal(role, "assistant"))
     msgs = items.filter(pc.fill_null(assistant, False))
-    nulls = msgs.column("null_fields").combine_chunks()
+    nulls = one_array(msgs.column("null_fields"))
     flat_phase = pc.fill_null(pc.equal(pc.list_flatten(nulls), "phase"), False).to_numpy(zero_copy_only=False)
     parents = pc.list_parent_indices(nulls).to_numpy()
     sent_null = np.bincount(parents[flat_phase], minlength=msgs.num_rows) > 0

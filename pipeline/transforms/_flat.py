@@ -30,6 +30,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.arrays import one_array
+
 NEWEST = pl.CompatLevel.newest()
 
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
@@ -55,9 +57,8 @@ def arrow(s: pl.Series) -> pa.Array:
     three flat steps' time on a table read from Parquet.
     """
     if s.n_chunks() > 1:
-        return s.to_frame().to_arrow(compat_level=NEWEST).column(0).combine_chunks()
-    out = s.to_arrow(compat_level=NEWEST)
-    return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
+        return one_array(s.to_frame().to_arrow(compat_level=NEWEST).column(0))
+    return one_array(s.to_arrow(compat_level=NEWEST))
 
 
 def series(arr: pa.Array | pa.ChunkedArray, name: str = "") -> pl.Series:
@@ -127,8 +128,7 @@ class Flat:
 
 def split(arr: pa.Array | pa.ChunkedArray) -> Flat:
     """Split a list array into :class:`Flat` (handles slices and null lists with stale backing)."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
+    arr = one_array(arr)
     if arr.null_count == 0 and pa.types.is_large_list(arr.type):
         # no null list can hide stale values: the array's own offsets, shifted to start at 0
         offsets = arr.offsets
