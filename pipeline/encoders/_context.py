@@ -50,10 +50,9 @@ def is_hosted(kind: str) -> bool:
 def anthropic_image_url(ctx: Ctx, source: dict[str, Any], path: str) -> str | None:
     """An Anthropic image ``source`` as one URL (a data URL for base64), or None when it has none.
 
-    Keys of the source a URL has no room for are reported at ``path``/source/KEY.
-
-    >>> anthropic_image_url(ctx, {"type": "base64", "media_type": "image/png", "data": "AA=="}, p)
-    'data:image/png;base64,AA=='
+    Keys of the source a URL has no room for are reported at ``path``/source/KEY. A base64 source
+    ``{"type": "base64", "media_type": "image/png", "data": "AA=="}`` gives
+    ``data:image/png;base64,AA==``.
     """
     t = source.get("type")
     if t == "url" and isinstance(source.get("url"), str):
