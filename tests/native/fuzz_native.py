@@ -4,7 +4,7 @@ lines, native vs Python.
 Seeds are synthetic and hand-written records of the format (``--fmt``); each fuzzed line gets one to three
 mutations: type swaps, deleted keys, duplicate keys, deep nesting, odd and huge numbers, lone
 surrogate escapes, invalid UTF-8, NUL bytes, odd whitespace, truncation and byte flips. Every batch
-goes through :func:`tests.native.differential.compare` (same table, Parquet and IPC bytes, same
+goes through :func:`tests.native.differential.compare` (same table, Parquet bytes and chunk layout, same
 rejected lines, read == written + rejected), then the decoded table through
 :func:`tests.native.encode_diff.compare_encode` to every target with a compiled encoder (Chat,
 Responses and Anthropic: the compiled encoders vs the per-record ones, same JSON bytes, losses,

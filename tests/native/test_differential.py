@@ -1,5 +1,5 @@
-"""The compiled Responses decoder against the Python one: same table (values, Parquet and IPC
-bytes), same rejected lines, same counts, on every source of records the project has.
+"""The compiled Responses decoder against the Python one: same table (values, Parquet bytes, chunk
+layout), same rejected lines, same counts, on every source of records the project has.
 
 Each test also bounds how many lines went back to the Python decoder, so a native decoder that
 quietly handed everything back would fail here rather than pass by comparing Python with itself.
