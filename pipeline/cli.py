@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 import orjson
 
+from pipeline.engine.heap import keep_heap
 from pipeline.errors import ConfigError
 from pipeline.formats import WIRE_FORMATS
 from pipeline.losses import LossPolicy
@@ -778,6 +779,7 @@ def verify(run_arg: str, catalog: str | None) -> None:
 
 def main() -> None:
     """Console-script entry point."""
+    keep_heap()  # before anything allocates: the heap is kept from the first batch on
     try:
         cli(standalone_mode=True)
     except BrokenPipeError:  # piping into head

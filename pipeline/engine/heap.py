@@ -14,10 +14,18 @@ every page, which on a virtual machine whose host backs guest pages lazily costs
 thread's own arena is a set of 64 MiB mmapped heaps, unmapped when empty, which no threshold keeps:
 tests/engine/test_heap.py measures it). It must run before the worker threads first allocate: the
 local engine calls it before it starts them, :func:`run_shard` in every spawned or Ray worker.
-Arrow's buffers come from its own allocator (mimalloc), not from these. Peak RSS does not grow (a
-freed block is reused by the next batch, not added to); the memory goes back when the process
-exits. Elsewhere than glibc, or when the user set malloc tunables (``GLIBC_TUNABLES`` / ``MALLOC_*``
-in the environment: theirs win), it does nothing.
+Peak RSS does not grow (a freed block is reused by the next batch, not added to); the memory goes
+back when the process exits. Elsewhere than glibc, or when the user set malloc tunables
+(``GLIBC_TUNABLES`` / ``MALLOC_*`` in the environment: theirs win), it does nothing.
+
+Arrow's buffers live on this heap too: ``import pipeline`` sets ``ARROW_DEFAULT_MEMORY_POOL=system``
+before pyarrow loads (pyarrow reads it once), and :func:`keep_heap` sets pyarrow's pool where pyarrow
+was imported first; a pool the user names wins. pyarrow's default, mimalloc, hands freed memory back
+and faults it in again as transparent huge pages, each zeroed whole: ``perf`` put 75% of a batch's
+first ``take`` in the kernel's ``clear_page_erms`` under ``do_huge_pmd_anonymous_page`` (2.0 s against
+0.24 s with 4 KiB pages). ``chatlake transform --step threads:keep=leaves`` of 39,093 requests: 13.4-14.0
+s wall and 10.7-11.2 s system with mimalloc; 8.7-8.8 s and 2.0-2.6 s with the system pool (jemalloc's
+was the same); docs/job-profile.md, "Session 10".
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+
+import pyarrow as pa
 
 M_TRIM_THRESHOLD = -1  # <malloc.h>
 M_MMAP_THRESHOLD = -3
@@ -40,7 +50,8 @@ def _user_tuned() -> bool:
 
 
 def keep_heap() -> bool:
-    """Set the two thresholds once in this process; returns whether they are set (glibc, not user-tuned).
+    """Set the three options (and Arrow's pool) once in this process; returns whether they are set
+    (glibc, not user-tuned).
 
     >>> keep_heap() == keep_heap()  # idempotent
     True
@@ -58,4 +69,6 @@ def keep_heap() -> bool:
                 )  # fmt: skip
             except (OSError, AttributeError):  # no mallopt in this libc: nothing to tune
                 _done = False
+        if _done and "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
+            pa.set_memory_pool(pa.system_memory_pool())
     return _done
