@@ -68,13 +68,19 @@ def ensure_parquet(workdir: Path, n: int, seed: int) -> Path:
 
 
 def floor(src: str, dst: str) -> None:
-    """Plain Parquet read + write of the same table, batch by batch like the transform job."""
+    """Plain Parquet read + write of the same table, batch by batch like the transform job.
+
+    Arrow allocates from the same pool as in chatlake (``import pipeline`` chooses it before
+    pyarrow loads), so the ratio compares the work, not the allocators.
+    """
+    # isort: off
+    import pipeline.io.parquet  # first: it chooses Arrow's memory pool before pyarrow loads
     import pyarrow.parquet as pq
 
-    from pipeline.io.parquet import writer
+    # isort: on
 
     pf = pq.ParquetFile(src)
-    with writer(dst, pf.schema_arrow) as w:
+    with pipeline.io.parquet.writer(dst, pf.schema_arrow) as w:
         for batch in pf.iter_batches(batch_size=32_768):
             w.write_batch(batch)
 
