@@ -108,6 +108,8 @@ def _equal_at(a: pa.Array, ia: np.ndarray, b: pa.Array, ib: np.ndarray) -> np.nd
     vb = _valid(b)[ib]
     equal = va == vb
     both = va & vb
+    if not both.any():  # e.g. a field no item uses: null on both sides is all there is to compare
+        return equal
     if pa.types.is_struct(a.type):
         for i in range(a.type.num_fields):
             equal &= ~both | _equal_at(a.field(i), ia, b.field(i), ib)
