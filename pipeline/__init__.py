@@ -13,16 +13,17 @@ The public API:
 import os as _os
 import sys as _sys
 
-# Arrow's buffers on the malloc heap that engine/heap.py keeps, not pyarrow's default mimalloc, which
-# re-faults freed memory as huge pages zeroed whole (heap.py says what that cost). pyarrow reads this
-# once, when it is first imported, hence here (when pyarrow came first, keep_heap sets what it can);
-# a pool the user names wins.
+# Arrow's buffers from jemalloc (4 KiB pages, freed memory kept a second for the next batch), not
+# pyarrow's default mimalloc, which re-faults freed memory as huge pages zeroed whole (engine/heap.py
+# says what that cost). pyarrow reads this once, when it is first imported, hence here; Linux wheels
+# of pyarrow ship jemalloc (keep_heap falls back to the system pool where a build does not, and sets
+# what it can where pyarrow was imported first). A pool the user names wins.
 if (
-    _os.name == "posix"
+    _sys.platform == "linux"
     and "glibc" in (_os.confstr("CS_GNU_LIBC_VERSION") or "")
     and "pyarrow" not in _sys.modules
 ):
-    _os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    _os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
 
 from pipeline.formats import decode_lines, decode_records, encode_table
 from pipeline.schema import CONVERSATION_SCHEMA, SCHEMA_VERSION

@@ -18,14 +18,17 @@ Peak RSS does not grow (a freed block is reused by the next batch, not added to)
 back when the process exits. Elsewhere than glibc, or when the user set malloc tunables
 (``GLIBC_TUNABLES`` / ``MALLOC_*`` in the environment: theirs win), it does nothing.
 
-Arrow's buffers live on this heap too: ``import pipeline`` sets ``ARROW_DEFAULT_MEMORY_POOL=system``
+Arrow's buffers come from jemalloc: ``import pipeline`` sets ``ARROW_DEFAULT_MEMORY_POOL=jemalloc``
 before pyarrow loads (pyarrow reads it once), and :func:`keep_heap` sets pyarrow's pool where pyarrow
-was imported first; a pool the user names wins. pyarrow's default, mimalloc, hands freed memory back
-and faults it in again as transparent huge pages, each zeroed whole: ``perf`` put 75% of a batch's
-first ``take`` in the kernel's ``clear_page_erms`` under ``do_huge_pmd_anonymous_page`` (2.0 s against
-0.24 s with 4 KiB pages). ``chatlake transform --step threads:keep=leaves`` of 39,093 requests: 13.4-14.0
-s wall and 10.7-11.2 s system with mimalloc; 8.7-8.8 s and 2.0-2.6 s with the system pool (jemalloc's
-was the same); docs/job-profile.md, "Session 10".
+was imported first (the system pool, i.e. this heap, where a pyarrow build has no jemalloc); a pool
+the user names wins. pyarrow's default, mimalloc, hands freed memory back and faults it in again as
+transparent huge pages, each zeroed whole: ``perf`` put 75% of a batch's first ``take`` in the
+kernel's ``clear_page_erms`` under ``do_huge_pmd_anonymous_page`` (2.0 s against 0.24 s with 4 KiB
+pages). ``chatlake transform --step threads:keep=leaves`` of 39,093 requests: 13.4-14.0 s wall and
+10.7-11.2 s system with mimalloc; 8.7-8.8 s and 2.0-2.6 s with the system or jemalloc pool. At
+960,731 requests the system pool (glibc keeps freed memory: the trim threshold above) peaked at
+2,092 MB, jemalloc (which returns it after a second) at 1,761 MB in about the same time;
+docs/job-profile.md, "Session 10".
 """
 
 from __future__ import annotations
@@ -69,6 +72,18 @@ def keep_heap() -> bool:
                 )  # fmt: skip
             except (OSError, AttributeError):  # no mallopt in this libc: nothing to tune
                 _done = False
-        if _done and "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
-            pa.set_memory_pool(pa.system_memory_pool())
+        if platform.system() == "Linux":
+            _arrow_pool()
     return _done
+
+
+def _arrow_pool() -> None:
+    """Arrow's default pool away from mimalloc unless the user chose it (module docstring):
+    jemalloc where this pyarrow has it, else the system pool (the heap :func:`keep_heap` tunes)."""
+    chosen = os.environ.get("ARROW_DEFAULT_MEMORY_POOL")
+    if chosen not in (None, "jemalloc") or pa.default_memory_pool().backend_name != "mimalloc":
+        return
+    try:
+        pa.set_memory_pool(pa.jemalloc_memory_pool())
+    except NotImplementedError:  # a pyarrow built without jemalloc
+        pa.set_memory_pool(pa.system_memory_pool())

@@ -73,6 +73,9 @@ def test_a_thread_spread_over_files_and_shards_equals_the_in_memory_step(
     run = tmp_path / "run"
     doc = (run / "manifest.json").read_text()
     assert summary["shards"] > 2 and '"partitions"' in doc  # several partitions, stage 1 listed
+    phases = summary["timings_s"]
+    assert set(phases) == {"total", "partition", "thread", "link"}
+    assert 0 < phases["partition"] + phases["thread"] + phases["link"] <= phases["total"]
     out = pl.from_arrow(folder(run, "conversations"))
     assert isinstance(out, pl.DataFrame)
     assert summary["read"] == summary["written"] + summary["rejected"] and summary["rejected"] == 1
