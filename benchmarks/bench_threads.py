@@ -8,7 +8,9 @@ canonical Parquet in ``--workdir``.
 
 (a) end to end, canonical Parquet in -> Parquet out, each in a fresh process, peak RSS of the
     process tree: the plain Parquet read + write of the same table (the floor,
-    ``bench_transforms.floor``) vs ``chatlake transform --step threads`` and ``--step
+    ``bench_transforms.floor``, on chatlake's Arrow pool, and again on pyarrow's default pool),
+    the two-stage job's I/O alone (``two_stage_io``: every request read and written twice, no
+    threading work) vs ``chatlake transform --step threads`` and ``--step
     threads:keep=leaves``: the two-stage job (docs/transforms.md, "Threads at scale": partition by
     thread root, thread each partition, link compactions across partitions; the dropped records go
     to ``FILE.dropped.parquet``);
@@ -20,10 +22,13 @@ canonical Parquet in ``--workdir``.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import platform
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -32,6 +37,7 @@ from benchmarks.measure import Measured, measure
 
 PY = sys.executable
 FLOOR = str(Path(__file__).resolve().parent / "bench_transforms.py")
+POOL = "ARROW_DEFAULT_MEMORY_POOL"
 
 
 def ensure_parquet(workdir: Path, threads: int, mean: int, seed: int) -> tuple[Path, int]:
@@ -75,6 +81,43 @@ def in_memory(src: str, ref_n: int) -> None:
     print(f"IN_MEMORY {head.num_rows} {head_s:.3f} {ref_s:.3f}")
 
 
+def two_stage_io(src: str, mid: str, dst: str) -> None:
+    """The I/O of the two-stage job alone, no threading work: read the input batch by batch, write
+    every batch to one zstd Arrow IPC file (stage 1's partition files), read that back and write the
+    zstd Parquet output (stage 2). Arrow on chatlake's pool, as the floor."""
+    # isort: off
+    import pipeline.io.parquet  # first: it chooses Arrow's memory pool before pyarrow loads
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+    import pyarrow.parquet as pq
+
+    # isort: on
+    pf = pq.ParquetFile(src)
+    options = ipc.IpcWriteOptions(compression="zstd")
+    with pa.OSFile(mid, "wb") as f, ipc.new_file(f, pf.schema_arrow, options=options) as w:
+        for batch in pf.iter_batches(batch_size=32_768):
+            w.write_batch(batch)
+    with pa.memory_map(mid) as f, pipeline.io.parquet.writer(dst, pf.schema_arrow) as out:
+        reader = ipc.open_file(f)
+        for i in range(reader.num_record_batches):
+            out.write_batch(reader.get_batch(i))
+    Path(mid).unlink()
+
+
+@contextlib.contextmanager
+def arrow_pool(name: str) -> Iterator[None]:
+    """Child processes started inside get Arrow's ``name`` pool (``ARROW_DEFAULT_MEMORY_POOL``)."""
+    old = os.environ.get(POOL)
+    os.environ[POOL] = name
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[POOL]
+        else:
+            os.environ[POOL] = old
+
+
 def pa_table(batch: object) -> object:
     import pyarrow as pa
 
@@ -88,18 +131,28 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--workdir", type=Path, default=Path("bench-out"))
     ap.add_argument("--ref-n", type=int, default=5_000, help="requests the per-record reference runs on")
-    ap.add_argument("--role", choices=("main", "memory"), default="main", help=argparse.SUPPRESS)
+    roles = ("main", "memory", "two-stage-io")
+    ap.add_argument("--role", choices=roles, default="main", help=argparse.SUPPRESS)
     ap.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.role == "memory":
         in_memory(args.paths[0], args.ref_n)
         return
+    if args.role == "two-stage-io":
+        two_stage_io(*args.paths)
+        return
     args.workdir.mkdir(parents=True, exist_ok=True)
     src, n = ensure_parquet(args.workdir, args.threads, args.mean_requests, args.seed)
     print("running contenders (each in a fresh process)", file=sys.stderr)
-    fl = measure(
-        "plain Parquet read + write (pyarrow, same batches)",
-        [PY, FLOOR, "--role", "floor", str(src), str(args.workdir / "threads-floor.parquet")],
+    floor_cmd = [PY, FLOOR, "--role", "floor", str(src), str(args.workdir / "threads-floor.parquet")]
+    # the floor on chatlake's Arrow pool (pipeline/__init__.py): the ratios compare work, not allocators
+    fl = measure("plain Parquet read + write (pyarrow, same batches), chatlake's Arrow pool", floor_cmd, n)
+    with arrow_pool("mimalloc"):
+        default_pool = measure("the same on pyarrow's default pool (mimalloc)", floor_cmd, n)
+    me = [PY, str(Path(__file__).resolve()), "--role", "two-stage-io", str(src)]
+    io = measure(
+        "two-stage I/O alone: read, write zstd Arrow IPC, read it, write Parquet",
+        [*me, str(args.workdir / "threads-io.arrow"), str(args.workdir / "threads-io.parquet")],
         n,
     )
     runs = []
@@ -142,6 +195,8 @@ def main() -> None:
             "| peak RSS (MB) |",
             "|---|---:|---:|---:|---:|---:|---:|",
             row(fl),
+            row(default_pool),
+            row(io),
             *(row(m) for m in runs),
             "",
             "(b) the step alone, tables in memory (one process, CPU seconds)",
