@@ -13,16 +13,14 @@ The public API:
 import os as _os
 import sys as _sys
 
+from pipeline.libc import glibc as _glibc
+
 # Arrow's buffers from jemalloc (4 KiB pages, freed memory kept a second for the next batch), not
 # pyarrow's default mimalloc, which re-faults freed memory as huge pages zeroed whole (engine/heap.py
 # says what that cost). pyarrow reads this once, when it is first imported, hence here; Linux wheels
 # of pyarrow ship jemalloc (keep_heap falls back to the system pool where a build does not, and sets
 # what it can where pyarrow was imported first). A pool the user names wins.
-if (
-    _sys.platform == "linux"
-    and "glibc" in (_os.confstr("CS_GNU_LIBC_VERSION") or "")
-    and "pyarrow" not in _sys.modules
-):
+if _glibc() and "pyarrow" not in _sys.modules:
     _os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
 
 from pipeline.formats import decode_lines, decode_records, encode_table

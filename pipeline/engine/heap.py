@@ -35,9 +35,10 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 
 import pyarrow as pa
+
+from pipeline.libc import glibc
 
 M_TRIM_THRESHOLD = -1  # <malloc.h>
 M_MMAP_THRESHOLD = -3
@@ -62,7 +63,7 @@ def keep_heap() -> bool:
     global _done
     if _done is None:
         _done = False
-        if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc" and not _user_tuned():
+        if glibc() and not _user_tuned():
             try:
                 libc = ctypes.CDLL(None)
                 _done = all(
@@ -72,7 +73,7 @@ def keep_heap() -> bool:
                 )  # fmt: skip
             except (OSError, AttributeError):  # no mallopt in this libc: nothing to tune
                 _done = False
-        if platform.system() == "Linux":
+        if glibc():
             _arrow_pool()
     return _done
 

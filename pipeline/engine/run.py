@@ -165,7 +165,14 @@ def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: 
             local.execute(shards, w, job.workers, done, advance, job.pool, task=task)
 
     two_stage = job.grouping
-    timings: dict[str, float] = {"total": 0.0}  # and a two-stage job's phases: this run's seconds
+    timings: dict[str, float] = {}  # a two-stage job's phases: this run's seconds
+    marks = [t0]
+
+    def lap() -> float:
+        """Seconds since the previous lap (or the start)."""
+        marks.append(time.perf_counter())
+        return marks[-1] - marks[-2]
+
     try:
         with bar:
             if two_stage:
@@ -175,13 +182,13 @@ def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: 
                 first = plan(job, partition.stage1_records(job))  # larger shards: fewer stage-1 files
                 execute(pending(first, manifest.partitions), stage1, partition.partition_shard,
                         on_partitioned, bar.advance)  # fmt: skip
-                timings["partition"] = time.perf_counter() - t0
+                timings["partition"] = lap()
                 shards = iter(partition.partition_shards(manifest.partitions, parts))
                 execute(pending(shards, manifest.shards, input_bytes=False), stage2,
                         partition.thread_partition, on_done, lambda records, nbytes: None)  # fmt: skip
-                timings["thread"] = time.perf_counter() - t0 - timings["partition"]
+                timings["thread"] = lap()
                 partition.link_threads(job.run_dir, manifest, stage1.grouping)
-                timings["link"] = time.perf_counter() - t0 - timings["partition"] - timings["thread"]
+                timings["link"] = lap()
             else:
                 execute(pending(plan(job), manifest.shards), work, None, on_done, bar.advance)  # run_shard
     except BaseException as e:
@@ -207,7 +214,7 @@ def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: 
         status="ok",
         shards_resumed=skipped,
         shards_redone=redone,
-        timings_s={k: round(v, 3) for k, v in {**timings, "total": time.perf_counter() - t0}.items()},
+        timings_s={k: round(v, 3) for k, v in {"total": time.perf_counter() - t0, **timings}.items()},
     )
     summary["verdict"] = judge(summary, job)
     if not summary["verdict"]["ok"]:

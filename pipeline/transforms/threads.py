@@ -42,7 +42,6 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.arrays import one_array
 from pipeline.fingerprint import run_sql
 from pipeline.transforms._flat import Frame, arrow, child, eager, series, split
 from pipeline.transforms._items import ERROR, LABELS, SYSTEM, label_code_of
@@ -147,8 +146,7 @@ def _groups(frame: pl.DataFrame) -> tuple[pl.Series, np.ndarray]:
 def _block_numbers(blocks: pa.ChunkedArray | pa.Array, name: str) -> pl.Series:
     """Each item's block list as a list of block numbers (equal ``type``, ``text`` and
     ``extra_json``: equal number); a null list stays null, an empty one empty."""
-    arr = one_array(blocks)
-    flat = split(arr)
+    flat = split(blocks)
     fields = pl.from_arrow(pa.Table.from_struct_array(flat.values).select(["type", "text", "extra_json"]))
     assert isinstance(fields, pl.DataFrame)
     _, number = _groups(fields)

@@ -63,7 +63,6 @@ def test_idempotent() -> None:
     assert keep_heap() == keep_heap() == GLIBC
 
 
-
 def _pool(code: str, env: dict[str, str]) -> str:
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     return out.stdout.strip()
@@ -73,7 +72,7 @@ PRINT_POOL = "import pyarrow as pa; print(pa.default_memory_pool().backend_name)
 
 
 @pytest.mark.skipif(not GLIBC, reason="chatlake moves Arrow off mimalloc on Linux with glibc only")
-def test_arrow_buffers_come_from_the_kept_heap_unless_the_user_chose_a_pool() -> None:
+def test_arrow_buffers_come_from_jemalloc_unless_the_user_chose_a_pool() -> None:
     """mimalloc re-faults freed memory as huge pages zeroed whole (heap.py's docstring): importing
     chatlake before pyarrow puts Arrow on jemalloc; a pool the user names is left alone."""
     env = {k: v for k, v in _env().items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
@@ -84,8 +83,8 @@ def test_arrow_buffers_come_from_the_kept_heap_unless_the_user_chose_a_pool() ->
 
 @pytest.mark.skipif(not GLIBC, reason="chatlake moves Arrow off mimalloc on Linux with glibc only")
 def test_keep_heap_moves_arrow_when_pyarrow_was_imported_first() -> None:
-    """A worker that imported pyarrow before chatlake (Ray's do) still allocates from the kept heap
-    where pyarrow lets Python choose the pool."""
+    """A worker that imported pyarrow before chatlake (Ray's do) still gets jemalloc where pyarrow
+    lets Python choose the pool."""
     env = {k: v for k, v in _env().items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
     first = "import pyarrow; from pipeline.engine.heap import keep_heap; keep_heap(); "
     assert _pool(first + PRINT_POOL, env) == "jemalloc"

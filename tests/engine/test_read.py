@@ -117,4 +117,3 @@ def test_the_shards_of_one_parquet_file_share_its_parsed_footer(tmp_path: Path) 
     shard = Shard("part-00000", str(path), "parquet", "canonical", {}, 20, 25, 1, 5)
     assert pa.concat_tables(read._rows(shard, 2)).column("x").to_pylist() == [20, 21, 22, 23, 24]
     assert mine() == []
-
