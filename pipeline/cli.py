@@ -105,8 +105,27 @@ def _reading(run: Path) -> Iterator[None]:
         raise
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """``--version``: the installed version and which codec is active (a bug report needs both)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from importlib.metadata import version
+
+    from pipeline.codec import status
+
+    click.echo(f"chatlake {version('chatlake')}, codec: {status().name()}")
+    ctx.exit()
+
+
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="chatlake")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and which codec is active (compiled or pure Python), then exit.",
+)
 def cli() -> None:
     """chatlake: exact, vectorized processing of LLM conversation datasets."""
 

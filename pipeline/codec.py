@@ -52,6 +52,12 @@ class CodecStatus:
     reason: str
     formats: frozenset[str] = frozenset()
 
+    def name(self) -> str:
+        """The active codec in a few words, for ``chatlake --version``: no paths, no reasons."""
+        if self.native:
+            return "compiled (C over yyjson)"
+        return "pure Python (`chatlake doctor` says why)"
+
     def describe(self) -> str:
         if self.native:
             return (

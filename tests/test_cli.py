@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import cli
@@ -169,3 +170,31 @@ def test_convert_set_errors_exit_2_before_any_work(tmp_path: Path) -> None:
         assert result.exit_code == 2, (extra, result.output)
         assert message in result.output and "Traceback" not in result.output
         assert not out.exists() and not (tmp_path / "o.jsonl.partial").exists()
+
+
+def test_version_names_the_release_and_the_active_codec(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``chatlake --version`` is what a bug report quotes: the installed version and which codec ran."""
+    from importlib.metadata import version
+
+    from pipeline.codec import status
+
+    monkeypatch.delenv("CHATLAKE_NATIVE", raising=False)
+    res = CliRunner().invoke(cli, ["--version"])
+    assert res.exit_code == 0, res.output
+    expected = "compiled (C over yyjson)" if status().native else "pure Python (`chatlake doctor` says why)"
+    assert res.output == f"chatlake {version('chatlake')}, codec: {expected}\n"
+    monkeypatch.setenv("CHATLAKE_NATIVE", "0")
+    res = CliRunner().invoke(cli, ["--version"])
+    assert res.output == f"chatlake {version('chatlake')}, codec: pure Python (`chatlake doctor` says why)\n"
+
+
+def test_the_installed_version_is_the_changelogs_top_release() -> None:
+    """pyproject.toml's version has its section at the top of CHANGELOG.md (what --version prints
+    once installed)."""
+    import re
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    declared = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
+    top = re.search(r"^## \[(\d+\.\d+\.\d+)\]", (root / "CHANGELOG.md").read_text(), re.M)
+    assert top is not None and top.group(1) == declared
