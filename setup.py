@@ -9,10 +9,13 @@ wheel without the extension is never published by mistake.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 WARNING = (
     "WARNING: chatlake's compiled decoder (pipeline._native) could not be built ({error}); "
@@ -43,6 +46,33 @@ class OptionalBuildExt(build_ext):
         if not getattr(self, "_warned", False):
             self._warned = True
             print(WARNING.format(error=f"{type(error).__name__}: {error}"), file=sys.stderr)
+
+
+# Files a command reads at run time, kept at the repository's top level (the one copy anybody edits) and
+# copied into the built package as pipeline/_bundled/NAME/ (pipeline/bundled.py finds them in either
+# place). Keep in step with pipeline.bundled.RESOURCES (tests/test_bundled.py checks that they agree).
+BUNDLED = {"sql": ("sql", "*.sql"), "jobs": ("jobs", "sample.toml"), "data": ("data", "sample-*.jsonl")}
+
+
+class BuildPyWithBundled(build_py):
+    """build_py that also copies the bundled files into the built package (wheels and plain installs).
+
+    An editable install reads them from the repository itself, so nothing is copied there.
+    """
+
+    def run(self) -> None:
+        super().run()
+        if getattr(self, "editable_mode", False):
+            return
+        root = Path(__file__).resolve().parent
+        for name, (folder, pattern) in BUNDLED.items():
+            files = sorted((root / folder).glob(pattern))
+            if not files:  # an sdist without them would build a wheel whose audit prints nothing
+                raise RuntimeError(f"no {folder}/{pattern} to bundle: the source tree is incomplete")
+            target = Path(self.build_lib) / "pipeline" / "_bundled" / name
+            target.mkdir(parents=True, exist_ok=True)
+            for f in files:
+                shutil.copyfile(f, target / f.name)
 
 
 setup(
@@ -78,5 +108,5 @@ setup(
             optional=False,  # OptionalBuildExt decides (optional=True would hide the reason)
         )
     ],
-    cmdclass={"build_ext": OptionalBuildExt},
+    cmdclass={"build_ext": OptionalBuildExt, "build_py": BuildPyWithBundled},
 )

@@ -139,6 +139,31 @@ def doctor() -> None:
 
 
 @cli.command()
+@click.argument("directory", type=click.Path(path_type=Path), default=".")
+def quickstart(directory: Path) -> None:
+    """Write the quick start's job and sample data into DIRECTORY (default: the current directory).
+
+    They come with chatlake (an installed wheel has them too): jobs/sample.toml and
+    data/sample-*.jsonl. A file already there with other contents is never overwritten (exit 2).
+
+    \b
+    chatlake quickstart demo && cd demo && chatlake run jobs/sample.toml && chatlake audit runs/sample
+    """
+    from pipeline.bundled import resource_files
+
+    copies = [(f, directory / name / f.name) for name in ("jobs", "data") for f in resource_files(name)]
+    for src, dst in copies:
+        if dst.exists() and (not dst.is_file() or dst.read_bytes() != src.read_bytes()):
+            raise _Failed(f"{dst} exists with other contents; choose another directory", 2)
+    for src, dst in copies:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_bytes(src.read_bytes())
+    where = "" if directory == Path(".") else f"cd {directory} && "
+    click.echo(f"wrote {len(copies)} files into {directory}; next: {where}chatlake run jobs/sample.toml "
+               "&& chatlake audit runs/sample")  # fmt: skip
+
+
+@cli.command()
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--from",

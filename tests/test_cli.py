@@ -198,3 +198,20 @@ def test_the_installed_version_is_the_changelogs_top_release() -> None:
     declared = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
     top = re.search(r"^## \[(\d+\.\d+\.\d+)\]", (root / "CHANGELOG.md").read_text(), re.M)
     assert top is not None and top.group(1) == declared
+
+
+def test_quickstart_writes_the_sample_job_and_data(tmp_path: Path) -> None:
+    """`chatlake quickstart DIR`: the bundled job and data, runnable as the quick start says; never
+    overwrites a file with other contents (exit 2), and is a no-op where the same files are."""
+    runner = CliRunner()
+    r = runner.invoke(cli, ["quickstart", str(tmp_path / "demo")])
+    assert r.exit_code == 0, r.output
+    root = Path(__file__).resolve().parents[1]
+    for rel in ("jobs/sample.toml", *(f"data/sample-{f}.jsonl" for f in ("responses", "chat", "anthropic"))):
+        assert (tmp_path / "demo" / rel).read_bytes() == (root / rel).read_bytes()
+    assert "chatlake run jobs/sample.toml" in r.output
+    assert runner.invoke(cli, ["quickstart", str(tmp_path / "demo")]).exit_code == 0  # the same files
+    (tmp_path / "demo" / "jobs" / "sample.toml").write_text("name = 'mine'\n")
+    r = runner.invoke(cli, ["quickstart", str(tmp_path / "demo")])
+    assert r.exit_code == 2 and "sample.toml exists with other contents" in r.output
+    assert (tmp_path / "demo" / "jobs" / "sample.toml").read_text() == "name = 'mine'\n"

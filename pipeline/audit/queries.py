@@ -28,9 +28,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from pipeline.bundled import resource_dir
 from pipeline.errors import ConfigError, a_or_an
-
-SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 
 # DuckDB type -> how a command-line string becomes a value of it
 _CONVERTERS: dict[str, Any] = {
@@ -134,8 +133,10 @@ def parse_query(name: str, text: str) -> Query:
     return Query(name, " ".join(sections["question"]), " ".join(sections["result"]), text, params)
 
 
-def load_query(name: str, sql_dir: Path = SQL_DIR) -> Query:
-    """The query ``sql_dir/NAME.sql``; ConfigError listing the known names when there is none."""
+def load_query(name: str, sql_dir: Path | None = None) -> Query:
+    """The query ``sql_dir/NAME.sql`` (default: chatlake's own ``sql/``, :mod:`pipeline.bundled`);
+    ConfigError listing the known names when there is none."""
+    sql_dir = sql_dir or resource_dir("sql")
     # Only the names of sql_dir's files: a name with a separator or '..' would read any .sql file.
     if name not in query_names(sql_dir):
         raise ConfigError(f"no audit query {name!r}; known queries: {', '.join(query_names(sql_dir))}")
@@ -143,11 +144,19 @@ def load_query(name: str, sql_dir: Path = SQL_DIR) -> Query:
     return parse_query(name, path.read_text())
 
 
-def query_names(sql_dir: Path = SQL_DIR) -> list[str]:
-    """Every query in ``sql_dir``, sorted by name."""
-    return sorted(p.stem for p in sql_dir.glob("*.sql"))
+def query_names(sql_dir: Path | None = None) -> list[str]:
+    """Every query in ``sql_dir`` (default: chatlake's own), sorted by name."""
+    return sorted(p.stem for p in (sql_dir or resource_dir("sql")).glob("*.sql"))
 
 
-def load_queries(names: list[str] | None = None, sql_dir: Path = SQL_DIR) -> list[Query]:
-    """The named queries (all of them when ``names`` is empty), in the order given or by name."""
-    return [load_query(n, sql_dir) for n in (names or query_names(sql_dir))]
+def load_queries(names: list[str] | None = None, sql_dir: Path | None = None) -> list[Query]:
+    """The named queries (all of them when ``names`` is empty), in the order given or by name.
+
+    An empty folder is an error, not an empty audit: an audit that runs no query would report a
+    healthy run it never looked at.
+    """
+    sql_dir = sql_dir or resource_dir("sql")
+    names = names or query_names(sql_dir)
+    if not names:
+        raise FileNotFoundError(f"no audit queries (*.sql) in {sql_dir}: reinstall chatlake")
+    return [load_query(n, sql_dir) for n in names]

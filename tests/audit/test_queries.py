@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.audit import load_query, open_run, query_names
+from pipeline.audit import load_queries, load_query, open_run, query_names
 from pipeline.audit.derived import DERIVED
 from pipeline.audit.queries import parse_query
 from pipeline.audit.views import RunDamaged, define_loss_kinds
@@ -461,3 +461,9 @@ def test_header_needs_question_and_result() -> None:
         "x", "-- question: q?\n--   more\n-- result: r\n-- param: k VARCHAR = a: the k\nSELECT $k"
     )
     assert (q.question, q.result, q.bind()) == ("q? more", "r", {"k": "a"})
+
+
+def test_an_empty_query_folder_is_an_error_not_an_empty_audit(tmp_path: Path) -> None:
+    """No *.sql to run (a broken install) raises, so `audit` never prints an empty healthy result."""
+    with pytest.raises(FileNotFoundError, match=r"no audit queries \(\*\.sql\)"):
+        load_queries(sql_dir=tmp_path)
