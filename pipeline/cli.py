@@ -351,6 +351,47 @@ def _single_file(
 
 
 @cli.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--as", "target", required=True, type=click.Choice(("chat", "responses", "anthropic", "hf")),
+    help="The API (or HF/TRL row) whose rules the records must obey; they are read as that format.",
+)  # fmt: skip
+@click.option("--examples", type=click.IntRange(min=0), default=10, show_default=True,
+              help="How many offending records to list.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+def check(inputs: tuple[Path, ...], target: str, examples: int, as_json: bool) -> None:
+    """Check records against what the target API accepts (docs/target-rules.md): exit 1 if any fails.
+
+    Counts the violations of each rule, lists the first offending records (file:line, rule, JSON
+    pointer), and exits 0 when every record passes, 1 when any fails (a record the format cannot
+    even decode counts under "types"), 2 for bad usage. Reads like convert --from FORMAT.
+
+    \b
+    chatlake check data/sample-chat.jsonl --as chat
+    chatlake check out/chat.jsonl --as chat --json
+    """
+    from pipeline.engine.check import check_files
+
+    try:
+        result = check_files([str(p) for p in inputs], target, examples=examples)
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from None
+    if as_json:
+        click.echo(orjson.dumps(result.to_json()).decode())
+    else:
+        click.echo(
+            f"{result.records:,} records checked as {target}: {result.records - result.failing:,} pass, "
+            f"{result.failing:,} fail ({result.seconds:.2f} s)"
+        )
+        for rule, n in sorted(result.violations.items(), key=lambda kv: (-kv[1], kv[0])):
+            click.echo(f"  {rule}: {n:,} violations in {result.records_by_rule[rule]:,} records")
+        for ex in result.examples:
+            click.echo(f"  {ex['file']}:{ex['line']}: {ex['rule']} at {ex['path'] or '/'}: {ex['detail']}")
+    if result.failing:
+        sys.exit(1)
+
+
+@cli.command()
 @click.option("--format", "fmt", required=True, type=click.Choice(("responses", "chat", "anthropic")))
 @click.option("--n", "n", type=click.IntRange(min=0), default=1000, show_default=True, help="Conversations.")
 @click.option("--seed", type=int, default=0, show_default=True)

@@ -134,6 +134,27 @@ _KINDS: dict[str, tuple[str, str] | tuple[str, str, bool]] = {
         "a message's blocks come back as more than one message (a tool call in a user message)",
         "/messages/2 user text + tool_use -> a user and an assistant message",
     ),
+    # The repairs of the target rules (pipeline/encoders/rules.py): each detail starts with the rule's id.
+    "moved_message": (
+        "a message between a tool call and its result moved to right after the results (the target "
+        "wants the results next to the call)",
+        "/input/5 developer message -> Chat, after the tool message of /input/6",
+    ),
+    "tool_name": (
+        "a tool name the target's pattern or length refuses replaced by a valid one with a stable hash "
+        "suffix, in the tools, the tool_choice and every call of the record",
+        "/tools/0/name 'mcp.files.read' -> Chat 'mcp_files_read_3f9a2c1d'",
+    ),
+    "empty_content": (
+        "a message left with no content (an empty list, or every part dropped) dropped (the target "
+        "rejects empty content)",
+        "/input/2 user message with only an input_file part -> Chat",
+    ),
+    "tool_choice": (
+        "a tool_choice the target rejects (no tools left, or naming a tool the request does not declare) "
+        "dropped",
+        "/tool_choice 'auto' with tools [] -> Chat",
+    ),
 }
 LOSS_KINDS: dict[str, LossKind] = {kind: LossKind(*entry) for kind, entry in _KINDS.items()}
 

@@ -762,3 +762,195 @@ BAD_LINES += [
         "$: nested deeper than 200 levels",
     ),
 ]
+
+# Records that break one acceptance rule of their own format (pipeline/encoders/rules.py):
+# (rule id, format, record). `chatlake check --as FORMAT` finds exactly that rule in each.
+_U = {"role": "user", "content": "hi"}
+
+
+def _fn(name: str) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+
+
+def _chat_call(call_id: str, name: str = "f") -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}],
+    }
+
+
+RULE_BREAKERS: list[tuple[str, str, dict[str, Any]]] = [
+    ("chat.messages_nonempty", "chat", {"model": "gpt-5", "messages": []}),
+    (
+        "chat.tool_results_follow_call",
+        "chat",
+        {
+            "messages": [
+                _U,
+                _chat_call("c1"),
+                {"role": "developer", "content": "sandbox: on"},
+                {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+            ]
+        },
+    ),
+    (
+        "chat.tool_calls_answered",
+        "chat",
+        {"messages": [_U, _chat_call("c1"), {"role": "user", "content": "go on"}]},
+    ),
+    (
+        "chat.tool_result_has_call",
+        "chat",
+        {"messages": [_U, {"role": "tool", "tool_call_id": "c9", "content": "ok"}]},
+    ),
+    (
+        "chat.tool_name",
+        "chat",
+        {
+            "messages": [
+                _U,
+                _chat_call("c1", "mcp.files.read"),
+                {"role": "tool", "tool_call_id": "c1", "content": "x"},
+            ],
+            "tools": [_fn("mcp.files.read")],
+        },
+    ),
+    ("chat.content_nonempty", "chat", {"messages": [_U, {"role": "user", "content": []}]}),
+    ("chat.tool_choice_needs_tools", "chat", {"messages": [_U], "tools": [], "tool_choice": "none"}),
+    (
+        "chat.tool_choice_declared",
+        "chat",
+        {
+            "messages": [_U],
+            "tools": [_fn("a")],
+            "tool_choice": {"type": "function", "function": {"name": "b"}},
+        },
+    ),
+    (
+        "responses.output_has_call",
+        "responses",
+        {"input": [_U, {"type": "function_call_output", "call_id": "c1", "output": "ok"}]},
+    ),
+    (
+        "responses.tool_name",
+        "responses",
+        {"input": [_U], "tools": [{"type": "function", "name": "x" * 65, "parameters": {}, "strict": False}]},
+    ),
+    (
+        "responses.tool_choice_declared",
+        "responses",
+        {"input": [_U], "tool_choice": "required"},
+    ),
+    (
+        "responses.calls_declared",
+        "responses",
+        {
+            "input": [
+                _U,
+                {"type": "function_call", "call_id": "c1", "name": "search_tools", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+            ],
+            "tools": [{"type": "function", "name": "get_weather", "parameters": {}, "strict": False}],
+        },
+    ),
+    ("anthropic.messages_nonempty", "anthropic", {"max_tokens": 8, "messages": []}),
+    (
+        "anthropic.first_message_user",
+        "anthropic",
+        {"max_tokens": 8, "messages": [{"role": "assistant", "content": "hello"}, _U]},
+    ),
+    ("anthropic.roles_alternate", "anthropic", {"max_tokens": 8, "messages": [_U, _U]}),
+    (
+        "anthropic.tool_result_next",
+        "anthropic",
+        {
+            "max_tokens": 8,
+            "messages": [
+                _U,
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}],
+                },
+                {"role": "user", "content": "go on"},
+            ],
+        },
+    ),
+    (
+        "anthropic.tool_result_first",
+        "anthropic",
+        {
+            "max_tokens": 8,
+            "messages": [
+                _U,
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "here:"},
+                        {"type": "tool_result", "tool_use_id": "t1", "content": "ok"},
+                    ],
+                },
+            ],
+        },
+    ),
+    (
+        "anthropic.tool_result_has_call",
+        "anthropic",
+        {
+            "max_tokens": 8,
+            "messages": [
+                _U,
+                {"role": "assistant", "content": "ok"},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+            ],
+        },
+    ),
+    (
+        "anthropic.tool_name",
+        "anthropic",
+        {
+            "max_tokens": 8,
+            "messages": [_U],
+            "tools": [{"name": "read file", "input_schema": {"type": "object"}}],
+        },
+    ),
+    (
+        "anthropic.content_nonempty",
+        "anthropic",
+        {
+            "max_tokens": 8,
+            "messages": [{"role": "user", "content": []}, {"role": "assistant", "content": "x"}, _U],
+        },
+    ),
+    (
+        "anthropic.tool_choice_declared",
+        "anthropic",
+        {
+            "max_tokens": 8,
+            "messages": [_U],
+            "tools": [{"name": "a", "input_schema": {"type": "object"}}],
+            "tool_choice": {"type": "tool", "name": "b"},
+        },
+    ),
+    ("hf.messages_nonempty", "hf", {"messages": []}),
+    (
+        "hf.tool_results_follow_call",
+        "hf",
+        {
+            "messages": [
+                _U,
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {}}}],
+                },
+                {"role": "user", "content": "and?"},
+                {"role": "tool", "content": "ok"},
+            ]
+        },
+    ),
+]

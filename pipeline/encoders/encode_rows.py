@@ -55,6 +55,7 @@ from pipeline import codec
 from pipeline.arrays import one_array
 from pipeline.encoders import convert_table
 from pipeline.encoders.edits import STATE_FIELDS, clear_stale_state
+from pipeline.encoders.pointers import item_pointer
 from pipeline.encoders.request_fields import ROW_LOSSES, apply_sets, model_provider_losses
 from pipeline.losses import LossPolicy
 from pipeline.schema import cast_to_canonical
@@ -330,50 +331,6 @@ def _native(
     ]
     losses = pa.Table.from_arrays([pa.array(rows, pa.int64()), *strings], schema=ROW_LOSSES)
     return records, losses, np.frombuffer(native, np.uint8).astype(bool)
-
-
-def item_pointer() -> pl.Expr:
-    """An item's pointer in its Responses, Chat or Anthropic source record (``Ctx.item_ptr``), as an
-    expression over the row's ``source_format`` and ``items_form`` and the item's ``section``,
-    ``group`` and ``part`` (a Chat tool call's index in its message's ``tool_calls``, an Anthropic
-    item's first block in its message's ``content``). Null for other sources (no compiled encoder
-    takes their rows), when ``section`` is null, or when ``group`` is null where the pointer needs it.
-
-    =========  ==========  ========  =====  ====  ==============================
-    source     items_form  section   group  part  pointer
-    =========  ==========  ========  =====  ====  ==============================
-    responses  string      input     0            /input
-    responses  parts       input     3            /input/3
-    responses  parts       output    1            /output/1
-    chat       parts       messages  2      1     /messages/2/tool_calls/1
-    chat       parts       choices   0            /choices/0/message
-    anthropic  parts       messages  2      1     /messages/2/content/1
-    anthropic  parts       output    0      1     /content/1
-    anthropic  parts       output    0            /
-    =========  ==========  ========  =====  ====  ==============================
-    """
-    src, items_form, section = pl.col("source_format"), pl.col("items_form"), pl.col("section")
-    group, part = pl.col("group").cast(pl.String), pl.col("part").cast(pl.String)
-    # section names are fixed ("input", "output", "messages", ...): nothing for a JSON pointer to escape
-    base = pl.concat_str(pl.lit("/"), section, pl.lit("/"), group)
-    chat = pl.when(section == "choices").then(pl.concat_str(pl.lit("/choices/"), group, pl.lit("/message")))
-    chat = chat.otherwise(base)
-    messages = pl.when(section == "output").then(pl.lit(""))
-    messages = messages.otherwise(pl.concat_str(pl.lit("/messages/"), group))
-    return (
-        pl.when(src == "responses")
-        .then(pl.when((items_form == "string") & (section == "input")).then(pl.lit("/input")).otherwise(base))
-        .when(src == "chat")
-        .then(pl.when(part.is_null()).then(chat).otherwise(pl.concat_str(chat, pl.lit("/tool_calls/"), part)))
-        .when(src == "anthropic")
-        .then(
-            pl.when(part.is_not_null())
-            .then(pl.concat_str(messages, pl.lit("/content/"), part))
-            .when(section == "output")
-            .then(pl.lit("/"))
-            .otherwise(messages)
-        )
-    )
 
 
 def plain_repr(value: pl.Expr) -> pl.Expr:
