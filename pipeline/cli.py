@@ -198,10 +198,10 @@ def quickstart(directory: Path) -> None:
     "limit (max_tokens / max_completion_tokens / max_output_tokens). VALUE is a JSON scalar or text.",
 )  # fmt: skip
 @click.option(
-    "--losses", "losses_format", type=click.Choice(("jsonl", "parquet")), default="jsonl", show_default=True,
-    help="With -o and a wire target: write the losses as OUTPUT.losses.jsonl (one JSON line per loss) or "
-    "OUTPUT.losses.parquet (the same rows, a fraction of the bytes, for DuckDB). A --run-dir always has "
-    "losses/ in Parquet.",
+    "--losses", "losses_format", type=click.Choice(("parquet", "jsonl")), default=None,
+    help="With -o and a wire target: write the losses as OUTPUT.losses.parquet (the default: one row per "
+    "loss, a fraction of the bytes, read by DuckDB, audit and sql) or OUTPUT.losses.jsonl (the same rows "
+    "as JSON lines). A --run-dir always has losses/ in Parquet.",
 )  # fmt: skip
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 def convert(
@@ -215,14 +215,14 @@ def convert(
     on_loss: str,
     allow_loss: str,
     set_fields: tuple[str, ...],
-    losses_format: str,
+    losses_format: str | None,
     quiet: bool,
 ) -> None:
     """Convert conversations: JSONL, a JSON array or document, compressed, a directory, - (stdin), or Parquet.
 
     Bad records go to OUTPUT.rejected.jsonl (OUTPUT.rejected.parquet beside --to parquet) with the
     reason and the original input; the job goes on. Converting between formats writes one line per
-    lost detail to OUTPUT.losses.jsonl (or, with --losses parquet, one row to OUTPUT.losses.parquet). The
+    lost detail to OUTPUT.losses.parquet (or, with --losses jsonl, one line to OUTPUT.losses.jsonl). The
     work is staged in OUTPUT.partial/ and resumes there when
     interrupted; the files appear only when complete (docs/run-layout.md).
 
@@ -239,9 +239,9 @@ def convert(
         raise click.UsageError(f"--allow-loss: {e}") from None
     if (output is None) == (run_dir is None):
         raise click.UsageError("give either --output FILE or --run-dir DIR")
-    if losses_format != "jsonl" and (run_dir is not None or target == PARQUET):
+    if losses_format is not None and (run_dir is not None or target == PARQUET):
         raise click.UsageError(
-            "--losses parquet goes with -o FILE and a wire target (a --run-dir's losses/ are Parquet "
+            "--losses goes with -o FILE and a wire target (a --run-dir's losses/ are Parquet "
             "already; --to parquet reports no losses)"
         )
     from pipeline.encoders.request_fields import check_sets, parse_sets
@@ -277,7 +277,7 @@ def convert(
     assert output is not None
     summary, verdict = _single_file(
         names, source, target, output, report, policy=policy, workers=workers, quiet=quiet, sets=sets,
-        losses_format=losses_format,
+        losses_format=losses_format or "parquet",
     )  # fmt: skip
     summary.update({"from": source, "to": target})
     _write_report(report, summary)
@@ -312,7 +312,7 @@ def _write_report(report: Path | None, summary: dict[str, object]) -> None:
 def _single_file(
     inputs: list[str], source: str, target: str, output: Path, report: Path | None, *,
     policy: LossPolicy | None = None, workers: int | None = None, steps: list[str] | None = None,
-    quiet: bool = False, sets: dict[str, object] | None = None, losses_format: str = "jsonl",
+    quiet: bool = False, sets: dict[str, object] | None = None, losses_format: str = "parquet",
 ) -> tuple[dict[str, object], str | None]:  # fmt: skip
     """Run convert/transform -o FILE on the engine (single-file layout, docs/run-layout.md).
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
@@ -116,8 +117,8 @@ def test_a_filled_default_is_not_refused_by_on_loss_reject(tmp_path: Path) -> No
     report = orjson.loads((tmp_path / "r.json").read_bytes())
     assert (report["written"], report["rejected"], report["records_with_losses"]) == (1, 0, 0)
     assert report["losses_by_kind"] == {} and report["additions_by_kind"] == {"filled_default": 1}
-    [line] = (tmp_path / "o.jsonl.losses.jsonl").read_bytes().splitlines()
-    assert orjson.loads(line)["kind"] == "filled_default"
+    [row] = pq.read_table(tmp_path / "o.jsonl.losses.parquet").to_pylist()
+    assert row["kind"] == "filled_default"
 
 
 def test_convert_set_fields_under_on_loss_reject(tmp_path: Path) -> None:
@@ -134,8 +135,7 @@ def test_convert_set_fields_under_on_loss_reject(tmp_path: Path) -> None:
     assert (body["model"], body["max_tokens"]) == ("claude-sonnet-4-5", 1024)
     report = orjson.loads((tmp_path / "r.json").read_bytes())
     assert report["additions_by_kind"] == {"set": 1} and report["records_with_losses"] == 0
-    lines = (tmp_path / "o.jsonl.losses.jsonl").read_bytes().splitlines()
-    kinds = [orjson.loads(line)["kind"] for line in lines]
+    kinds = pq.read_table(tmp_path / "o.jsonl.losses.parquet").column("kind").to_pylist()
     assert kinds == ["set", "set"]
 
 

@@ -4,7 +4,11 @@ The table (``tests/golden.json``) was made on the code before convert and transf
 engine's batch loop (session 6), so this test proves the move changed no output byte except the
 deliberate changes listed in docs/run-layout.md ("Changes in session 6"), whose entries were
 re-recorded with the change. Parquet files are hashed by content (schema + rows), not bytes, so the
-pyarrow version string in the file does not matter.
+pyarrow version string in the file does not matter. The loss report of ``convert -o`` is Parquet by
+default (``FILE.losses.parquet``; it was ``FILE.losses.jsonl``, docs/run-layout.md "Deliberate
+changes"): it is hashed as the JSON lines of its rows (``writers.ndjson_polars``, what
+``--losses jsonl`` writes), so its entries are those of the JSON lines file it replaced: the same
+rows, in the same order, with the same values.
 
 Regenerate (only for a deliberate change, and say so in the commit):
 ``.venv/bin/python -m tests.test_golden --write``.
@@ -26,6 +30,7 @@ from click.testing import CliRunner
 
 from pipeline.cli import cli
 from pipeline.engine.single_file import final_paths
+from pipeline.engine.writers import ndjson_polars
 from pipeline.synth import write_jsonl
 from tests.cases import BAD_LINES, CASES
 from tests.corpus import CORPUS_DIR, corpus_available, corpus_records
@@ -110,7 +115,8 @@ def _files(argv: list[str]) -> dict[str, str]:
     """
     out = argv[argv.index("-o") + 1]
     target = "parquet" if argv[0] == "transform" else argv[argv.index("--to") + 1]
-    return {role: str(p) for role, p in final_paths(Path(out), target).items()}
+    # the default loss report (--losses parquet) beside a wire target
+    return {role: str(p) for role, p in final_paths(Path(out), target, losses_format="parquet").items()}
 
 
 def digest(path: Path, root: Path, drop_ids: bool = False) -> str:
@@ -121,7 +127,9 @@ def digest(path: Path, root: Path, drop_ids: bool = False) -> str:
     every checkout. ``drop_ids`` leaves out ``conversation_id`` (a run resolves its inputs to absolute
     paths, and a record's id hashes its file's path; the JSONL output is hashed whole beside it).
     """
-    if path.suffix == ".parquet":
+    if path.name.endswith(".losses.parquet"):  # as the JSON lines of --losses jsonl (module docstring)
+        data = ndjson_polars(pq.read_table(path))
+    elif path.suffix == ".parquet":
         t = pq.read_table(path)
         if drop_ids and "conversation_id" in t.column_names:
             t = t.drop_columns(["conversation_id"])

@@ -46,7 +46,7 @@ def staging_dir(output: Path) -> Path:
 
 
 def final_paths(
-    output: Path, target: str, grouping: bool = False, losses_format: str = "jsonl"
+    output: Path, target: str, grouping: bool = False, losses_format: str = "parquet"
 ) -> dict[str, Path]:
     """Every file a single-file command puts in place, by role, in the order they are renamed
     (``grouping``: a threads job, which also writes ``FILE.dropped.parquet``, engine/dropped.py;
@@ -64,7 +64,7 @@ def final_paths(
 
 def check_paths(
     output: Path, target: str, inputs: Iterable[str], report: Path | None, grouping: bool = False,
-    losses_format: str = "jsonl",
+    losses_format: str = "parquet",
 ) -> None:
     """Refuse (ConfigError, before any work) a path that collides with another or with an input."""
     finals = final_paths(output, target, grouping, losses_format)

@@ -8,7 +8,7 @@ A directory that is not a saved dataset contributes, recursively and sorted, its
 ``*.jsonl``, ``*.ndjson``, ``*.json``, ``*.parquet``, ``*.eval``, ``*.traj`` and ``*.kiln`` (the
 first three also compressed: ``.gz``, ``.zst``, ``.bz2``, ``.xz``) and its saved datasets; hidden
 files and directories (a leading dot) and what chatlake writes (``*.rejected.jsonl``,
-``*.rejected.parquet``, ``*.losses.jsonl``, the ``convert -o`` output ``X`` beside them,
+``*.rejected.parquet``, ``*.losses.jsonl``, ``*.losses.parquet``, the ``convert -o`` output ``X`` beside them,
 ``*.partial/``, a run directory: one holding ``manifest.json``) are skipped; symbolic links to
 directories are not followed.
 """
@@ -39,7 +39,7 @@ _DIR_FILES = (
     *_DIR_SUFFIXES, *(s + z for s in _DIR_SUFFIXES for z in COMPRESSED_SUFFIXES),
     ".parquet", ".eval", ".traj", ".kiln",
 )  # fmt: skip
-_OUR_FILES = (".rejected.jsonl", ".rejected.parquet", ".losses.jsonl")
+_OUR_FILES = (".rejected.jsonl", ".rejected.parquet", ".losses.jsonl", ".losses.parquet")
 
 
 def is_url(path: str) -> bool:

@@ -19,7 +19,7 @@ from pipeline.synth import write_jsonl
 def _convert(src: Path, out: Path, code: int = 0) -> dict:
     report = out.with_name(out.name + ".report.json")
     argv = ["convert", str(src), "--from", "responses", "--to", "chat", "-o", str(out), "-q",
-            "--workers", "2", "--report", str(report)]  # fmt: skip
+            "--losses", "jsonl", "--workers", "2", "--report", str(report)]  # fmt: skip
     res = CliRunner().invoke(cli_module.cli, argv)
     assert res.exit_code == code, res.output
     return orjson.loads(report.read_bytes()) if code == 0 else {}
@@ -34,7 +34,7 @@ def src(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _finals(out: Path) -> dict[str, bytes]:
-    return {role: p.read_bytes() for role, p in final_paths(out, "chat").items()}
+    return {role: p.read_bytes() for role, p in final_paths(out, "chat", losses_format="jsonl").items()}
 
 
 def _interrupt_after(monkeypatch: pytest.MonkeyPatch, joined: int) -> None:

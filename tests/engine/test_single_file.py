@@ -124,7 +124,8 @@ def test_multiple_inputs_keep_input_order(tmp_path: Path) -> None:
         (["--report", "SAME"], "would overwrite the input"),
         (["--report", "OUT"], "is the same path as --output"),
         (["--report", "OUT.rejected.jsonl"], "is the same path as the rejected file"),
-        (["--report", "OUT.losses.jsonl"], "is the same path as the losses file"),
+        (["--report", "OUT.losses.parquet"], "is the same path as the losses file"),
+        (["--losses", "jsonl", "--report", "OUT.losses.jsonl"], "is the same path as the losses file"),
         (["--report", "OUT.partial/r.json"], "is inside the staging directory"),
         (["--workers", "0"], "--workers must be at least 1"),
     ],
@@ -139,11 +140,12 @@ def test_bad_config_fails_before_any_work(change: list[str], message: str, tmp_p
     if change == ["MISSING"]:
         inputs = [str(tmp_path / "missing.jsonl")]
     else:
-        value = change[1].replace("SAME", str(src)).replace("OUT", str(out))
-        if change[0] in opts:
-            opts[change[0]] = value
-        else:
-            extra = [change[0], value]
+        for option, given in zip(change[::2], change[1::2], strict=True):  # option, value pairs
+            value = given.replace("SAME", str(src)).replace("OUT", str(out))
+            if option in opts:
+                opts[option] = value
+            else:
+                extra += [option, value]
     argv = ["convert", *inputs, *(x for kv in opts.items() for x in kv), *extra]
     res = CliRunner().invoke(cli, argv)
     assert res.exit_code == 2, res.output
@@ -184,7 +186,8 @@ def test_allow_policy_writes_all_and_records_losses(tmp_path: Path) -> None:
     assert (report["read"], report["written"], report["rejected"]) == (3, 3, 0)
     assert report["records_with_losses"] == 2
     assert report["losses_by_kind"] == {"name": 1, "instruction_position": 1}
-    lines = _read_jsonl(tmp_path / "out.jsonl.losses.jsonl")
+    assert report["losses_file"] == str(tmp_path / "out.jsonl.losses.parquet")  # the default report
+    lines = pq.read_table(tmp_path / "out.jsonl.losses.parquet").to_pylist()
     assert [x["source_line"] for x in lines] == [2, 3]
     assert {k: lines[0][k] for k in ("path", "kind", "detail", "source_format", "target_format")} == {
         "path": "/messages/0/name", "kind": "name", "detail": "'name' has no slot",
@@ -231,16 +234,18 @@ def test_a_run_that_rejects_everything_writes_its_files_and_exits_1(command: str
     assert rejected.is_file()
 
 
-def test_losses_as_parquet(tmp_path: Path) -> None:
-    """``--losses parquet``: the same output bytes, and the very rows of the JSONL losses file in
-    ``OUTPUT.losses.parquet`` (same columns and order)."""
+def test_losses_as_parquet_by_default_and_as_json_lines_on_request(tmp_path: Path) -> None:
+    """The default loss report ``OUTPUT.losses.parquet`` holds the very rows of ``--losses jsonl``'s
+    ``OUTPUT.losses.jsonl`` (same columns and order); the output bytes are the same either way."""
     records = [rec for _, rec in CASES["responses"]] * 2
     src = _write_jsonl(tmp_path / "in.jsonl", [orjson.dumps(r) for r in records])
-    a = run_convert([src], "responses", "chat", tmp_path / "a.jsonl")
-    b = run_convert([src], "responses", "chat", tmp_path / "b.jsonl", "--losses", "parquet", "--workers", "2")
+    a = run_convert([src], "responses", "chat", tmp_path / "a.jsonl", "--losses", "jsonl")
+    b = run_convert([src], "responses", "chat", tmp_path / "b.jsonl", "--workers", "2")
     assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
     assert b["losses_file"] == str(tmp_path / "b.jsonl.losses.parquet")
+    assert a["losses_file"] == str(tmp_path / "a.jsonl.losses.jsonl")
     assert not (tmp_path / "b.jsonl.losses.jsonl").exists()
+    assert not (tmp_path / "a.jsonl.losses.parquet").exists()
     jsonl = _read_jsonl(tmp_path / "a.jsonl.losses.jsonl")
     table = pq.read_table(tmp_path / "b.jsonl.losses.parquet")
     assert jsonl and table.to_pylist() == jsonl
@@ -248,11 +253,12 @@ def test_losses_as_parquet(tmp_path: Path) -> None:
     assert a["losses_by_kind"] == b["losses_by_kind"]
 
 
+@pytest.mark.parametrize("losses", ["parquet", "jsonl"])
 @pytest.mark.parametrize(
     "args", [["--to", "parquet", "-o", "x.parquet"], ["--to", "chat", "--run-dir", "runs/x"]]
 )
-def test_losses_parquet_needs_a_single_wire_file(args: list[str], tmp_path: Path) -> None:
+def test_losses_option_needs_a_single_wire_file(args: list[str], losses: str, tmp_path: Path) -> None:
     src = _write_jsonl(tmp_path / "in.jsonl", [orjson.dumps(CASES["responses"][0][1])])
-    res = CliRunner().invoke(cli, ["convert", str(src), "--from", "responses", *args, "--losses", "parquet"])
+    res = CliRunner().invoke(cli, ["convert", str(src), "--from", "responses", *args, "--losses", losses])
     assert res.exit_code == 2
-    assert "--losses parquet goes with -o FILE and a wire target" in res.output
+    assert "--losses goes with -o FILE and a wire target" in res.output

@@ -45,7 +45,7 @@ def _run(cmd: list[str]) -> float:
 
 
 def _finals(out: Path, kind: str) -> dict[str, Path]:
-    return final_paths(out, "parquet" if kind == "transform" else "chat")
+    return final_paths(out, "parquet" if kind == "transform" else "chat")  # default loss report: Parquet
 
 
 @pytest.fixture(scope="module")
