@@ -207,10 +207,20 @@ def test_not_bytes_lines_and_empty_input() -> None:
 
 
 def test_rows_keep_line_order_around_fallbacks() -> None:
+    lines = [b'{"input": "%d"}' % i if i % 3 else b'{"input": "%d", "d": 1.5e3}' % i for i in range(30)]
+    res = compare(lines, first_line=40)
+    assert res.native_fallback == {"number": 10}
+    assert res.table.column("source_line").to_pylist() == list(range(40, 70))
+
+
+def test_duplicate_keys_fall_back_and_are_rejected_by_line() -> None:
+    """yyjson keeps both keys, orjson the last: either way a duplicate rejects its record alone."""
     lines = [b'{"input": "%d"}' % i if i % 3 else b'{"input": "%d", "d": 1, "d": 2}' % i for i in range(30)]
     res = compare(lines, first_line=40)
     assert res.native_fallback == {"duplicate_key": 10}
-    assert res.table.column("source_line").to_pylist() == list(range(40, 70))
+    assert res.table.column("source_line").to_pylist() == [40 + i for i in range(30) if i % 3]
+    assert {(r.line - 40) % 3 for r in res.rejected} == {0}
+    assert {r.error for r in res.rejected} == {"$.d: duplicate key 'd' (JSON pointer /d)"}
 
 
 @pytest.mark.parametrize("source_file", [None, "", "dir/ä.jsonl"])

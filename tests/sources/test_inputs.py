@@ -83,6 +83,23 @@ def test_array_element_too_deep_is_rejected_alone() -> None:
     assert [r.line for r in rejected] == [2] and "nested" in rejected[0].error
 
 
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        (b'{"input": 1e400}', "$[1].input: number too large for a 64-bit float"),
+        (b'{"input": ' + b"[" * 1100 + b"]" * 1100 + b"}", f"$[1]: nested deeper than {MAX_DEPTH} levels (more than 1024)"),
+        (b'{"input": "b", "input": "c"}', "$[1].input: duplicate key 'input' (JSON pointer /input)"),
+    ],
+)  # fmt: skip
+def test_array_element_over_a_limit_is_rejected_alone_with_its_text(bad: bytes, reason: str) -> None:
+    """Past orjson's own limits (1024 levels, a double's range) the parse of the whole array fails:
+    the elements are then parsed one by one, so the good neighbours are still written."""
+    data = b'[{"input": "a"},\n ' + bad + b',\n {"input": "c"}]'
+    lines, rejected = _read(data)
+    assert [(n, orjson.loads(x)) for n, x in lines] == [(1, {"input": "a"}), (3, {"input": "c"})]
+    assert [(r.line, r.error, r.input) for r in rejected] == [(2, reason, bad.decode())]
+
+
 def test_document_over_the_cap_is_one_rejection() -> None:
     lines, rejected = _read(orjson.dumps(RECORDS), cap=1000)
     assert lines == [] and len(rejected) == 1
