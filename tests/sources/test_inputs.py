@@ -87,7 +87,7 @@ def test_array_element_too_deep_is_rejected_alone() -> None:
     ("bad", "reason"),
     [
         (b'{"input": 1e400}', "$[1].input: number too large for a 64-bit float"),
-        (b'{"input": ' + b"[" * 1100 + b"]" * 1100 + b"}", f"$[1]: nested deeper than {MAX_DEPTH} levels (more than 1024)"),
+        (b'{"input": ' + b"[" * 1100 + b"]" * 1100 + b"}", f"$[1]: nested deeper than {MAX_DEPTH} levels (more than 1024)"),  # noqa: E501
         (b'{"input": "b", "input": "c"}', "$[1].input: duplicate key 'input' (JSON pointer /input)"),
     ],
 )  # fmt: skip
