@@ -3,7 +3,7 @@
 ``ChunkedArray.combine_chunks()`` copies every buffer even when there is a single chunk (pyarrow
 26: ``concat_arrays`` of one array), and a batch's ``items`` column is a few hundred MB. Reading a
 Parquet row-group window or taking rows gives one chunk, so the copy was pure cost: fresh pages,
-which are expensive on the machines we measure on (docs/job-profile.md).
+which are expensive on the machines we measure on (docs/internals/profile.md).
 
 >>> import pyarrow as pa
 >>> a = pa.array([1, 2, 3])

@@ -1,14 +1,12 @@
 """Golden sha256 table of what ``convert``, ``transform`` and ``run`` write, recomputed and compared.
 
-The table (``tests/golden.json``) was made on the code before convert and transform moved onto the
-engine's batch loop (session 6), so this test proves the move changed no output byte except the
-deliberate changes listed in docs/run-layout.md ("Changes in session 6"), whose entries were
-re-recorded with the change. Parquet files are hashed by content (schema + rows), not bytes, so the
-pyarrow version string in the file does not matter. The loss report of ``convert -o`` is Parquet by
-default (``FILE.losses.parquet``; it was ``FILE.losses.jsonl``, docs/run-layout.md "Deliberate
-changes"): it is hashed as the JSON lines of its rows (``writers.ndjson_polars``, what
-``--losses jsonl`` writes), so its entries are those of the JSON lines file it replaced: the same
-rows, in the same order, with the same values.
+The table (``tests/golden.json``) pins every output byte; it changes only with a deliberate change
+of what chatlake writes (CHANGELOG.md says which), whose entries are re-recorded with it. Parquet
+files are hashed by content (schema + rows), not bytes, so the pyarrow version string in the file
+does not matter. The loss report of ``convert -o`` is Parquet by default (``FILE.losses.parquet``;
+docs/run-layout.md, "The loss report of ``convert -o``"): it is hashed as the JSON lines of its rows
+(``writers.ndjson_polars``, what ``--losses jsonl`` writes), so its entries are those of the JSON
+lines file it replaced: the same rows, in the same order, with the same values.
 
 Regenerate (only for a deliberate change, and say so in the commit):
 ``.venv/bin/python -m tests.test_golden --write``.
@@ -110,8 +108,7 @@ def _commands(inp: dict[str, str]) -> Iterator[tuple[str, list[str]]]:
 def _files(argv: list[str]) -> dict[str, str]:
     """The files a command writes, by role (output, rejected, losses): docs/run-layout.md's naming rule.
 
-    (Before session 6, convert --to parquet wrote ``OUT.rejected.jsonl`` and transform wrote
-    ``OUT`` minus ``.parquet`` plus ``.rejected.parquet``; those entries changed deliberately.)
+    (0.1.0's convert --to parquet wrote ``OUT.rejected.jsonl``; CHANGELOG.md, 0.2.0.)
     """
     out = argv[argv.index("-o") + 1]
     target = "parquet" if argv[0] == "transform" else argv[argv.index("--to") + 1]

@@ -10,7 +10,7 @@
  * the two can be read side by side.
  *
  * A row it cannot prove it encodes byte-identically is flagged and left to the per-record encoder
- * (pipeline/encoders/encode_rows.py); docs/native-encoding.md lists them: rows that are not
+ * (pipeline/encoders/encode_rows.py); docs/internals/native-codec.md lists them: rows that are not
  * Responses request bodies, instructions given as parts or items, calls or outputs without a call
  * id, file parts where Anthropic takes documents, a tool whose type or name is not a string, JSON
  * values whose orjson text is not provably their stored text (encode_common.h: canonical).

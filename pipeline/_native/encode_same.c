@@ -13,7 +13,7 @@
  * merged into the call and its function / custom object), goes through encode_common.h's canonical check
  * and put_value. Every dict the Python codec builds is written as a stream of keys in its insertion order;
  * a key set twice (a dict assignment that would replace a value in place: e.g. a null_fields name that
- * repeats a modelled key) hands the row back, as do the other rows listed in docs/native-encoding.md.
+ * repeats a modelled key) hands the row back, as do the other rows listed in docs/internals/native-codec.md.
  *
  * The batch loop and the Enc row state are encode_common.h's (run_encoder). Enc binds the columns the
  * cross-format encoders read; the ones only a same-format writer needs (every field of the instruction

@@ -28,7 +28,7 @@ pages). ``chatlake transform --step threads:keep=leaves`` of 39,093 requests: 13
 10.7-11.2 s system with mimalloc; 8.7-8.8 s and 2.0-2.6 s with the system or jemalloc pool. At
 960,731 requests the system pool (glibc keeps freed memory: the trim threshold above) peaked at
 2,092 MB, jemalloc (which returns it after a second) at 1,761 MB in about the same time;
-docs/job-profile.md, "Session 10".
+docs/internals/profile.md, "Memory: the heap and Arrow's allocator".
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@
 appends them, shard after shard, to temp files that become ``FILE``, ``FILE.losses.jsonl`` and
 ``FILE.rejected.jsonl``. A shard's staged files are deleted as soon as they are appended: written
 once more into the temp files, they are not needed again, and deleting them at once lets the kernel
-reuse their page-cache pages for the next writes instead of taking fresh ones (on this project's
-VMs a fresh page costs more than the codec's work on it: docs/job-profile.md, "Session 9").
+reuse their page-cache pages for the next writes instead of taking fresh ones (on the VMs we
+measure on a fresh page costs more than the codec's work on it: docs/internals/profile.md, "Where
+the system time goes").
 
 So that an interrupted run still resumes without redoing those shards, the joiner records after
 each shard, in ``join.json`` (written atomically), the next shard to append, each temp file's size

@@ -9,7 +9,7 @@ through a queue; results (manifest entries) come back as shards finish.
 pickling of entries, one heap. It pays off as far as the work releases the GIL (the compiled
 decoder's parse and walk, the compiled encoder, Arrow, Polars and Parquet kernels do; the Python
 decoder, the encoders' Python parts and batch glue do not); ``pool = "processes"`` runs it in
-spawned processes. docs/job-profile.md ("Threads vs processes") measures both.
+spawned processes. docs/internals/profile.md ("Threads vs processes") measures both.
 A thread cannot be killed, so on an error or Ctrl-C the others stop after their current batch,
 and their shards' temp files are removed (``ShardWriter.abort``); a SIGKILL leaves temp files
 that the next run cleans, as with processes.

@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # JSONL bytes per batch. Each batch pays a fixed cost (Polars planning of the steps, dozens of
 # Arrow calls, one Parquet row group per file): 32 MB batches (~6,000 Responses records) cost ~20 %
-# less CPU per record than 8 MB ones, for ~300 MB more memory per worker (docs/job-profile.md).
+# less CPU per record than 8 MB ones, for ~300 MB more memory per worker (docs/internals/profile.md).
 DEFAULT_CHUNK_BYTES = 32 << 20
 # The two-stage (threads) job: stage 1 holds one batch, not its shard, so its shards are made
 # ceil(P / STAGE1_SPREAD) times the job's: about STAGE1_SPREAD x (a partition's records /
@@ -82,7 +82,7 @@ class EngineSpec(_Strict):
     kind: Literal["local", "ray"] = "local"
     workers: int = Field(default=2, ge=1, le=512)
     # what the local engine's workers are: threads of the one process, or spawned processes
-    # (docs/job-profile.md "Threads vs processes" has the measurement behind the default)
+    # (docs/internals/profile.md, "Threads vs processes", has the measurement behind the default)
     pool: Literal["auto", "processes", "threads"] = "auto"
     chunk_bytes: int = Field(default=DEFAULT_CHUNK_BYTES, ge=1024)
     batch_rows: int = Field(default=5_000, ge=1)

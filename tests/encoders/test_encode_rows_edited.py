@@ -200,7 +200,7 @@ def _role_swap_turns(table: pa.Table) -> pa.Table:
 
 
 def test_role_swap_and_turns_output() -> None:
-    """The job of the profile (docs/job-profile.md): role_swap (drop) + turns, target chat."""
+    """The job of the profile (docs/internals/profile.md): role_swap (drop) + turns, target chat."""
     table = _role_swap_turns(
         decode_records(list(synth.generate("responses", 300, seed=11)), "responses").table
     )

@@ -284,7 +284,8 @@ def _with(table: pa.Table, change: Any) -> pa.Table:
 
 
 def test_what_goes_back_whole() -> None:
-    """The rows the compiled writers hand back (docs/native-encoding.md), each beside a row they take."""
+    """The rows the compiled writers hand back (docs/internals/native-codec.md), each beside a row
+    they take."""
     chat = decode_records(
         [
             {"messages": [{"role": "assistant", "tool_calls": [
