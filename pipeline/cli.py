@@ -51,6 +51,7 @@ class _Commands(click.Group):
 
     def invoke(self, ctx: click.Context) -> object:
         from pipeline.oserrors import describe, exit_code
+        from pipeline.storage import StorageError
 
         try:
             return super().invoke(ctx)
@@ -58,6 +59,16 @@ class _Commands(click.Group):
             if e.errno == errno.EPIPE:  # piping into head: main() ends quietly
                 raise
             raise _Failed(describe(e), exit_code(e)) from None
+        except StorageError as e:  # a URL that cannot be used, found while working
+            raise _Failed(str(e), 2) from None
+
+
+def _usage_error(e: ConfigError) -> click.ClickException:
+    """A ConfigError of a command line: a usage error, or one line for a URL that cannot be used
+    (a missing driver, an unreachable store: nothing about the command's usage to show)."""
+    from pipeline.storage import StorageError
+
+    return _BadConfig(str(e)) if isinstance(e, StorageError) else click.UsageError(str(e))
 
 
 def _bad_usage(e: ConfigError) -> click.ClickException:
@@ -164,7 +175,7 @@ def quickstart(directory: Path) -> None:
 
 
 @cli.command()
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("inputs", nargs=-1, required=True, type=click.Path())
 @click.option(
     "--from",
     "source",
@@ -205,7 +216,7 @@ def quickstart(directory: Path) -> None:
 )  # fmt: skip
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 def convert(
-    inputs: tuple[Path, ...],
+    inputs: tuple[str, ...],
     source: str,
     target: str,
     output: Path | None,
@@ -249,7 +260,7 @@ def convert(
     try:
         sets = check_sets(parse_sets(set_fields), target)
     except ConfigError as e:
-        raise click.UsageError(str(e)) from None
+        raise _usage_error(e) from None
     if workers is not None and workers < 1:
         raise click.UsageError("--workers must be at least 1")
     if source in FORMATS and PARQUET not in (source, target):
@@ -270,7 +281,7 @@ def convert(
                 allow=sorted(policy.allowed), workers=workers or 2, sets=sets,
             )  # fmt: skip
         except ConfigError as e:
-            raise click.UsageError(str(e)) from None
+            raise _usage_error(e) from None
         _run_job(job, catalog=None, quiet=quiet, as_json=False, fresh=False, report=report,
                  auto=source == "auto")  # fmt: skip
         return
@@ -339,7 +350,7 @@ def _single_file(
             job.workers = 1  # one small batch: starting a worker pool would cost more than it saves
         prepare(job)
     except ConfigError as e:
-        raise click.UsageError(str(e)) from None
+        raise _usage_error(e) from None
     try:
         return run_single_file(job, output, progress=not quiet), None
     except TooManyRejected as e:
@@ -445,7 +456,7 @@ def synth(
 
 
 @cli.command()
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("inputs", nargs=-1, required=True, type=click.Path())
 @click.option("--step", "specs", multiple=True, required=True, help="NAME[:k=v,...], repeatable, in order.")
 @click.option("--output", "-o", required=True, type=click.Path(path_type=Path), help="Output Parquet file.")
 @click.option(
@@ -461,7 +472,7 @@ def synth(
 )
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 def transform(
-    inputs: tuple[Path, ...], specs: tuple[str, ...], output: Path, source: str, strict: bool, quiet: bool
+    inputs: tuple[str, ...], specs: tuple[str, ...], output: Path, source: str, strict: bool, quiet: bool
 ) -> None:
     """Run transform steps over canonical Parquet (or any input convert reads) into one Parquet file.
 
@@ -480,7 +491,7 @@ def transform(
         for s in specs:
             parse_step(s)
     except ConfigError as e:
-        raise click.UsageError(str(e)) from None
+        raise _usage_error(e) from None
     names = [str(p) for p in inputs]
     summary, verdict = _single_file(names, source, PARQUET, output, None, steps=list(specs), quiet=quiet)
     if strict and summary["rejected"]:
@@ -625,7 +636,7 @@ def _run_path(run: str, catalog: str | None) -> Path:
     try:
         return resolve_run(run, catalog)
     except ConfigError as e:
-        raise click.UsageError(str(e)) from None
+        raise _usage_error(e) from None
 
 
 @cli.command()
@@ -827,7 +838,7 @@ def export_hf(
         try:
             click.echo(push(out_dir, repo_id, dry_run=dry_run))
         except ConfigError as e:
-            raise click.UsageError(str(e)) from None
+            raise _usage_error(e) from None
         except RuntimeError as e:
             raise click.ClickException(str(e)) from None
 

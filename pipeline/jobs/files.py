@@ -1,8 +1,8 @@
-"""Where input bytes come from: local paths, globs and directories, standard input (``-``), or any
-fsspec URL whose filesystem is installed.
+"""Where input bytes come from: local paths, globs and directories, standard input (``-``), or URLs
+(``s3://``, ``gs://``, ``az://``, ``hf://``, ``https://``: :mod:`pipeline.storage`, docs/storage.md).
 
-Local paths are opened with plain ``open`` (the fast path); ``s3://``, ``gs://``, ``hf://``, ... go
-through :mod:`fsspec`, which needs the matching package (``s3fs``, ``gcsfs``, ``huggingface_hub``).
+Local paths are opened with plain ``open`` (the fast path); URLs go through their fsspec filesystem,
+which reads byte ranges on demand and lists globs and directories remotely.
 
 A directory that is not a saved dataset contributes, recursively and sorted, its files named
 ``*.jsonl``, ``*.ndjson``, ``*.json``, ``*.parquet``, ``*.eval``, ``*.traj`` and ``*.kiln`` (the
@@ -26,10 +26,13 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 from pipeline.errors import ConfigError
 from pipeline.sources.inputs import COMPRESSED_SUFFIXES, STDIN, compression_of, is_document
+from pipeline.storage import file_size, filesystem, is_url, local_path, open_input, reaching, unstrip
+
+__all__ = ["file_size", "is_url", "open_input"]  # re-exported: the engine and jobs read through them
 
 # stream: a whole file read by pipeline.sources.inputs (compressed, a JSON array or document, stdin)
 Container = Literal["jsonl", "stream", "parquet", "arrow", "dataset", "source"]
@@ -42,33 +45,19 @@ _DIR_FILES = (
 _OUR_FILES = (".rejected.jsonl", ".rejected.parquet", ".losses.jsonl", ".losses.parquet")
 
 
-def is_url(path: str) -> bool:
-    return "://" in path and not path.startswith("file://")
-
-
 def _fs(url: str) -> tuple[Any, str]:
-    try:
-        import fsspec
-    except ImportError:
-        raise ConfigError(f"{url!r}: reading URLs needs fsspec (pip install fsspec)") from None
-    try:
-        return fsspec.core.url_to_fs(url)
-    except ImportError as e:
-        raise ConfigError(f"{url!r}: its filesystem package is not installed ({e})") from None
-    except ValueError as e:
-        raise ConfigError(f"{url!r}: {e}") from None
+    return filesystem(url)
 
 
-def _local(path: str) -> str:
-    return path[len("file://") :] if path.startswith("file://") else path
+_local = local_path
 
 
 def expand(pattern: str, base: Path) -> list[str]:
     """The files (or saved-dataset directories) a path, glob or URL names, sorted; [] when none."""
     if is_url(pattern):
         fs, path = _fs(pattern)
-        hits = sorted(fs.glob(path)) if globmod.has_magic(path) else ([path] if fs.exists(path) else [])
-        return [fs.unstrip_protocol(h) for h in hits if not fs.isdir(h) or _is_dataset_dir(fs, h)]
+        with reaching(pattern):
+            return _remote_files(fs, path)
     p = Path(_local(pattern)).expanduser()
     if not p.is_absolute():
         p = base / p
@@ -85,23 +74,43 @@ def expand(pattern: str, base: Path) -> list[str]:
     ))  # fmt: skip
 
 
+def _remote_files(fs: Any, path: str) -> list[str]:
+    """The URLs a remote path, glob or directory names: a directory by the rules of a local one
+    (listed remotely, recursively, sorted)."""
+    path = path.rstrip("/") or path
+    hits = sorted(fs.glob(path)) if globmod.has_magic(path) else ([path] if fs.exists(path) else [])
+    found: list[str] = []
+    for h in hits:
+        if not fs.isdir(h) or _is_dataset_dir(fs, h):
+            found.append(h)
+        elif not globmod.has_magic(path):  # a directory named as such (a glob names only what matches)
+            found += _directory_files(h, fs)
+    return [unstrip(fs, h) for h in dict.fromkeys(found)]
+
+
 def _is_plain_dir(path: str) -> bool:
     return os.path.isdir(path) and not _is_dataset_dir(None, path)
 
 
-def _directory_files(root: str) -> list[str]:
-    """The input files of a directory (the module docstring says which), sorted by path."""
+def _directory_files(root: str, fs: Any = None) -> list[str]:
+    """The input files of a directory (the module docstring says which), sorted by path; ``fs``: the
+    fsspec filesystem of a remote directory (None: local)."""
     found: list[str] = []
-    for here, dirs, files in os.walk(root):
-        if here != root and os.path.isfile(os.path.join(here, "manifest.json")):
+    walk = os.walk(root) if fs is None else fs.walk(root, topdown=True)
+    join = os.path.join if fs is None else (lambda *a: "/".join(a))
+    isfile = os.path.isfile if fs is None else fs.isfile
+    for here, dirs, files in walk:
+        if fs is not None:
+            here = here.rstrip("/")
+        if here != root and isfile(join(here, "manifest.json")):
             dirs[:] = []  # a run directory (or a convert -o staging directory): chatlake's output
             continue
         keep = []
         for d in sorted(dirs):
             if d.startswith(".") or d.endswith(".partial"):
                 continue
-            if _is_dataset_dir(None, os.path.join(here, d)):
-                found.append(os.path.join(here, d))
+            if _is_dataset_dir(fs, join(here, d)):
+                found.append(join(here, d))
             else:
                 keep.append(d)
         dirs[:] = keep
@@ -112,7 +121,7 @@ def _directory_files(root: str) -> list[str]:
                 continue
             if any(name + ours in names for ours in _OUR_FILES):  # convert -o NAME wrote it
                 continue
-            found.append(os.path.join(here, name))
+            found.append(join(here, name))
     return sorted(found)
 
 
@@ -210,8 +219,9 @@ def container_of(url: str) -> Container:
         return "dataset"
     if is_url(url):
         fs, path = _fs(url)
-        if fs.isdir(path):
-            return "dataset"
+        with reaching(url):
+            if fs.isdir(path):
+                return "dataset"
     return "jsonl"
 
 
@@ -222,35 +232,20 @@ def dataset_arrow_files(url: str) -> list[str]:
         read = lambda p: fs.cat_file(p).decode()  # noqa: E731
         exists = fs.exists
         join = lambda *a: "/".join(a)  # noqa: E731
-        unstrip = fs.unstrip_protocol
+        to_url = lambda p: unstrip(fs, p)  # noqa: E731
     else:
         root = _local(url)
         read = lambda p: Path(p).read_text()  # noqa: E731
         exists = os.path.exists
         join = os.path.join
-        unstrip = str
+        to_url = str
     if exists(join(root, "dataset_dict.json")):
         splits = json.loads(read(join(root, "dataset_dict.json")))["splits"]
-        return [a for s in splits for a in dataset_arrow_files(unstrip(join(root, s)))]
+        return [a for s in splits for a in dataset_arrow_files(to_url(join(root, s)))]
     if not exists(join(root, "state.json")):
         raise ValueError("not a saved dataset (no state.json or dataset_dict.json)")
     state = json.loads(read(join(root, "state.json")))
-    return [unstrip(join(root, d["filename"])) for d in state["_data_files"]]
-
-
-def file_size(url: str) -> int:
-    if is_url(url):
-        fs, path = _fs(url)
-        return int(fs.size(path))
-    return os.path.getsize(_local(url))
-
-
-def open_input(url: str) -> IO[bytes]:
-    """A seekable binary file for a local path or a URL."""
-    if is_url(url):
-        fs, path = _fs(url)
-        return fs.open(path, "rb")
-    return open(_local(url), "rb")
+    return [to_url(join(root, d["filename"])) for d in state["_data_files"]]
 
 
 def open_arrow(url: str) -> Any:

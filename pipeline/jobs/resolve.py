@@ -30,6 +30,7 @@ from pipeline.jobs.files import (
     is_stdin,
     is_stream,
     is_url,
+    open_input,
     spool_stdin,
 )
 from pipeline.jobs.model import DEFAULT_CHUNK_BYTES, STAGE1_SPREAD, JobSpec
@@ -168,7 +169,7 @@ def _is_canonical(url: str, container: Container) -> bool:
     """Whether a Parquet file or saved dataset holds chatlake's table (else: rows of wire records)."""
     try:
         if container == "parquet":
-            names = pq.read_schema(url).names if not is_url(url) else []
+            names = _parquet_names(url)
         else:
             import pyarrow as pa
 
@@ -180,6 +181,14 @@ def _is_canonical(url: str, container: Container) -> bool:
     except (OSError, ValueError) as e:
         raise ConfigError(f"input {url!r} is not readable: {e}") from None
     return all(n in names for n in CONVERSATION_SCHEMA.names)
+
+
+def _parquet_names(url: str) -> list[str]:
+    """The column names of a local or remote Parquet file (its footer only)."""
+    if not is_url(url):
+        return list(pq.read_schema(url).names)
+    with open_input(url) as f:
+        return list(pq.ParquetFile(f).schema_arrow.names)
 
 
 def _resolve_format(
@@ -196,8 +205,6 @@ def _resolve_format(
     if fmt == WIRE and container in ("parquet", "dataset"):
         return (CANONICAL if _is_canonical(url, container) else WIRE), container  # else: rows per record
     if fmt == WIRE:
-        if is_url(url):
-            raise ConfigError(f"input {url!r}: format 'auto' reads local files; give its format")
         try:
             detected = detect_input(url, max_document_bytes)
         except ConfigError:
@@ -214,8 +221,6 @@ def _resolve_format(
             return WIRE, container
         return _resolve_format(str(detected), url, container)
     if fmt in SOURCES:
-        if is_url(url):
-            raise ConfigError(f"input {url!r}: source adapters read local files; copy it locally first")
         return fmt, "source"
     raise ConfigError(f"unknown format {fmt!r}; use one of {', '.join(_format_names())}")
 
@@ -236,9 +241,7 @@ def _container(url: str, fmt: str, container: Container) -> Container:
 
 def _check_plain(url: str, source: str) -> None:
     """Source adapters read plain files: a compressed one fails here, before any work."""
-    if is_url(url):
-        return
-    with open(url, "rb") as f:
+    with open_input(url) as f:
         if compression_of(f.read(6)) is not None:
             raise ConfigError(
                 f"input {url!r} is compressed; the {source} adapter reads plain files: decompress it first"
@@ -246,10 +249,10 @@ def _check_plain(url: str, source: str) -> None:
 
 
 def _check_canonical(f: InputFile) -> None:
-    if f.container != "parquet" or f.format != CANONICAL or is_url(f.url):
+    if f.container != "parquet" or f.format != CANONICAL:
         return
     try:
-        names = set(pq.read_schema(f.url).names)
+        names = set(_parquet_names(f.url))
     except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
         raise ConfigError(f"input {f.url!r} is not a readable Parquet file: {e}") from None
     missing = [n for n in CONVERSATION_SCHEMA.names if n not in names]

@@ -30,6 +30,7 @@ from pipeline.sources import (
 )
 from pipeline.sources._base import SourceResult, check_options
 from pipeline.sources.detect import detect_source
+from pipeline.storage import as_path
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def read_source(path: Path, source: str, **options: Any) -> Iterator[SourceResul
 
     Unknown sources and options raise :class:`~pipeline.errors.ConfigError` before reading.
     """
-    path = Path(path)
+    path = as_path(path)  # a URL stays a string
     if source == "auto":
         detected = detect_source(path)
         if detected is None:

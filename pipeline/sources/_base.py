@@ -26,6 +26,7 @@ from pipeline.formats._build import TableBuilder, dumps
 from pipeline.formats._common import json_type
 from pipeline.formats._json import loads_document, loads_nested
 from pipeline.schema import CONVERSATION_SCHEMA, PROVENANCE
+from pipeline.storage import open_input
 
 # Conversations per yielded table for sources with many conversations per file (tau-bench, ShareGPT).
 BATCH_CONVERSATIONS = 2_000
@@ -178,7 +179,7 @@ class SourceBuilder:
 
 def iter_jsonl(path: Path, b: SourceBuilder) -> Iterator[tuple[int, bytes, dict[str, Any]]]:
     """Stream ``(line number, raw line, object)``; blank lines are counted, broken lines rejected."""
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         for n, raw in enumerate(f, 1):
             b.counts["lines_read"] += 1
             if not raw.strip():
@@ -217,7 +218,8 @@ def load_json(path: Path, b: SourceBuilder, records: str | None = None) -> Any:
     that is nested too deep or holds an integer beyond 64 bits is replaced by a :class:`BadRecord`
     for the adapter to reject by number (:func:`iter_records`); the other records are read.
     """
-    raw = path.read_bytes()
+    with open_input(path) as f:
+        raw = f.read()
     try:
         value, bad = loads_document(raw, records)
     except RecordError as e:

@@ -51,6 +51,7 @@ from pipeline.sources import (
 )
 from pipeline.sources.inputs import MAX_DOCUMENT_BYTES, compression_of, record_batches
 from pipeline.sources.wire_kind import classify
+from pipeline.storage import as_path, open_input
 
 WIRE = "auto"  # detect_input's answer for wire records: the format is chosen per record as read
 
@@ -77,9 +78,9 @@ def row_source(obj: Any) -> str | None:
 
 def detect_source(path: Path) -> str | None:
     """The source adapter for ``path``, or None when the content is ambiguous or unknown."""
-    path = Path(path)
+    path = as_path(path)
     try:
-        with open(path, "rb") as f:
+        with open_input(path) as f:
             head = f.read(1 << 16)
     except OSError:
         return None
@@ -99,7 +100,7 @@ def detect_source(path: Path) -> str | None:
     if not one_line_object:
         return _from_json(path)  # a pretty-printed JSON object
     found: set[str] = set()
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         for n, raw in enumerate(f):
             if n >= SNIFF_LINES:
                 break
@@ -121,7 +122,8 @@ _WHOLE_FILE = frozenset((inspect_log.NAME, swe_agent.NAME, kiln.NAME))
 
 def _from_json(path: Path) -> str | None:
     try:
-        value = orjson.loads(path.read_bytes())
+        with open_input(path) as f:
+            value = orjson.loads(f.read())
     except orjson.JSONDecodeError:
         return None
     if type(value) is dict:
@@ -141,7 +143,7 @@ def sample_lines(path: str | Path, max_document_bytes: int = MAX_DOCUMENT_BYTES)
     """The first :data:`SNIFF_LINES` records of a wire input (any shape: plain or compressed JSONL,
     a JSON array or document, see :mod:`pipeline.sources.inputs`), as JSON texts."""
     out: list[bytes] = []
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         for batch in record_batches(f, str(path), 1 << 20, max_document_bytes):
             out.extend(line for line in batch.lines if line.strip())
             if len(out) >= SNIFF_LINES:
@@ -155,8 +157,8 @@ def detect_input(path: str | Path, max_document_bytes: int = MAX_DOCUMENT_BYTES)
 
     Raises ConfigError for a compressed file holding a source's log (adapters read plain files).
     """
-    path = Path(path)
-    with open(path, "rb") as f:
+    path = as_path(path)
+    with open_input(path) as f:
         compressed = compression_of(f.read(6)) is not None
     source = None if compressed else detect_source(path)
     if source is not None and source not in _WIRE_ADAPTERS:

@@ -52,6 +52,7 @@ import pyarrow as pa
 from pipeline.formats import RecordError
 from pipeline.formats import _loads as loads_record
 from pipeline.sources._base import SourceBuilder
+from pipeline.storage import open_input
 
 HEADER = "header.json"
 JOURNAL_START = "_journal/start.json"
@@ -72,11 +73,12 @@ class MemberError(Exception):
 def looks_like_eval(path: Path) -> bool:
     """Whether ``path`` is a zip archive with an inspect header or sample members (for ``--from auto``)."""
     try:
-        with open(path, "rb") as f:
+        with open_input(path) as f:
             if f.read(4) not in _ZIP_MAGIC:
                 return False
-        with zipfile.ZipFile(path) as z:
-            names = z.namelist()
+            f.seek(0)
+            with zipfile.ZipFile(f) as z:
+                names = z.namelist()
     except (OSError, zipfile.BadZipFile, ValueError):
         return False
     return any(n in (HEADER, JOURNAL_START) or _is_sample(n) for n in names)
@@ -85,7 +87,7 @@ def looks_like_eval(path: Path) -> bool:
 def is_zip(path: Path) -> bool:
     """Whether the file starts like a zip archive (the adapter then reads it as ``.eval``)."""
     try:
-        with open(path, "rb") as f:
+        with open_input(path) as f:
             return f.read(4) in _ZIP_MAGIC
     except OSError:
         return False
@@ -204,7 +206,7 @@ def read_eval(
     A zip may hold several members of one name: the last is read (as ``zipfile`` reads a name) and
     every other copy of a header or sample member is rejected by name, so none vanishes.
     """
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         try:
             z = zipfile.ZipFile(f)
         except (zipfile.BadZipFile, OSError, ValueError, EOFError, struct.error) as e:

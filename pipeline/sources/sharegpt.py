@@ -23,6 +23,7 @@ from pipeline.sources._base import (
     load_json,
     records_of,
 )
+from pipeline.storage import open_input
 
 NAME = "sharegpt"
 OPTIONS: dict[str, type] = {}
@@ -34,7 +35,7 @@ def sniff(obj: Any) -> bool:
 
 def rows(path: Path, b: SourceBuilder) -> Iterator[tuple[int, Any]]:
     """``(line or 1-based row number, row)`` of a JSON list file or a JSON Lines file."""
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         head = f.read(64).lstrip()
     if head.startswith(b"["):
         yield from iter_records(records_of(load_json(path, b), b, "rows"), b, "records_read")
