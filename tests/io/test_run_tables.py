@@ -1,6 +1,6 @@
 """One shape of a rejected record and of a loss, whichever command wrote it (pipeline/io/run_tables.py).
 
-``convert -o`` (JSONL side files), ``transform -o`` (Parquet) and ``run`` (a run directory's
+``convert -o`` (Parquet losses by default, JSON lines with ``--losses jsonl``), ``transform -o`` (Parquet) and ``run`` (a run directory's
 ``rejected/`` and ``losses/``) over the same input give the same rows, column for column, with the
 original input kept (bytes included when the line is not UTF-8).
 """
@@ -60,7 +60,8 @@ def test_convert_transform_and_run_write_the_same_shapes(tmp_path: Path, monkeyp
     src = tmp_path / "in.jsonl"
     src.write_bytes(b"\n".join(LINES) + b"\n")
     # the absolute path, as a run directory records it (it is part of the conversation id)
-    _cli("convert", str(src), "--from", "chat", "--to", "responses", "-o", "c.jsonl")
+    _cli("convert", str(src), "--from", "chat", "--to", "responses", "-o", "c.jsonl", "--losses", "jsonl")
+    _cli("convert", str(src), "--from", "chat", "--to", "responses", "-o", "p.jsonl")  # Parquet losses
     _cli("transform", str(src), "--from", "chat", "--step", "role_swap", "-o", "t.parquet")
     run_convert = _run(tmp_path, "rc", "", "responses")
     run_transform = _run(tmp_path, "rt", '"role_swap"', "parquet")
@@ -75,6 +76,10 @@ def test_convert_transform_and_run_write_the_same_shapes(tmp_path: Path, monkeyp
     assert (rejected) == (_rows(run_convert, "rejected"))
     assert (losses) == (_rows(run_convert, "losses"))
     assert {x["kind"] for x in losses} >= {"name"}
+    # the default loss report is Parquet with the same schema and rows
+    p = pq.read_table(tmp_path / "p.jsonl.losses.parquet")
+    assert p.schema.equals(LOSSES_SCHEMA)
+    assert p.to_pylist() == losses
 
     # transform: Parquet with the schema, the same rows as the run directory with the same step
     t = pq.read_table(tmp_path / "t.parquet.rejected.parquet")
