@@ -94,6 +94,7 @@ setup(
             include_dirs=["pipeline/_native"],
             depends=[
                 "pipeline/_native/vendor/yyjson/yyjson.h",
+                "pipeline/_native/buf.h",
                 "pipeline/_native/orjson_escape.h",
                 "pipeline/_native/orjson_number.h",
                 "pipeline/_native/encode_common.h",

@@ -199,16 +199,6 @@ static int system_(Enc *e) {
     return 0;
 }
 
-/* Does the turn list (or the leading segments ix[0 .. nlead)) hold a segment of message group g? */
-static int group_kept(Enc *e, int32_t g, int64_t nlead) {
-    for (int64_t k = 0; k < e->nturn; k++)
-        for (int64_t q = 0; q < e->turn[k].n; q++)
-            if (col_i32(&e->group, e->seg[e->turn[k].s[q]].i) == g) return 1;
-    for (int64_t q = 0; q < nlead; q++)
-        if (col_i32(&e->group, e->seg[e->ix[q]].i) == g) return 1;
-    return 0;
-}
-
 static void lose_group(Enc *e, int32_t g, const char *kind, const char *detail) {
     Buf *p = &e->p2;
     p->len = 0;

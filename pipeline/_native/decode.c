@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "vendor/yyjson/yyjson.h"
-#include "orjson_escape.h"
+#include "buf.h" /* Buf, St, put, JSON strings and values as orjson writes them */
 #include "orjson_number.h"
 #include "blake2b.h"
 
@@ -35,42 +35,7 @@
 #define MAX_KEYS 1024
 
 /* ------------------------------------------------------------------------------------------ */
-/* Growable buffers and Arrow-shaped columns                                                   */
-
-typedef struct {
-    uint8_t *p;
-    size_t len, cap;
-} Buf;
-
-typedef struct {
-    int oom;      /* an allocation failed: the whole batch is abandoned */
-    int overflow; /* a column passed 2 GiB of data: int32 offsets cannot hold it */
-} Status;
-
-static void buf_put(Status *st, Buf *b, const void *src, size_t n) {
-    if (n == 0 || st->oom) return; /* memcpy into a still-NULL buffer is undefined even for 0 bytes */
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n) cap *= 2;
-        uint8_t *p = (uint8_t *)realloc(b->p, cap);
-        if (!p) {
-            st->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, src, n);
-    b->len += n;
-}
-
-static inline void buf_byte(Status *st, Buf *b, uint8_t c) {
-    if (b->len < b->cap) {
-        b->p[b->len++] = c;
-    } else {
-        buf_put(st, b, &c, 1);
-    }
-}
+/* Arrow-shaped columns (on buf.h's growable buffer)                                         */
 
 /* A string column: int32 offsets (n + 1), data, one validity byte per value (a bitmap at export). */
 typedef struct {
@@ -84,30 +49,30 @@ typedef struct {
     int64_t n;
 } I32Col;
 
-static void sc_init(Status *st, StrCol *s) {
+static void sc_init(St *st, StrCol *s) {
     int32_t zero = 0;
-    buf_put(st, &s->off, &zero, 4);
+    put(st, &s->off, &zero, 4);
 }
 
 /* Close the value written into s->data since the last offset. */
-static void sc_commit(Status *st, StrCol *s) {
+static void sc_commit(St *st, StrCol *s) {
     if (s->data.len > INT32_MAX) st->overflow = 1;
     int32_t o = (int32_t)s->data.len;
-    buf_put(st, &s->off, &o, 4);
-    buf_byte(st, &s->valid, 1);
+    put(st, &s->off, &o, 4);
+    put_byte(st, &s->valid, 1);
     s->n++;
 }
 
-static void sc_push(Status *st, StrCol *s, const char *p, size_t n) {
-    buf_put(st, &s->data, p, n);
+static void sc_push(St *st, StrCol *s, const char *p, size_t n) {
+    put(st, &s->data, p, n);
     sc_commit(st, s);
 }
 
-static void sc_null(Status *st, StrCol *s) {
+static void sc_null(St *st, StrCol *s) {
     if (st->oom) return;
     int32_t o = (int32_t)s->data.len;
-    buf_put(st, &s->off, &o, 4);
-    buf_byte(st, &s->valid, 0);
+    put(st, &s->off, &o, 4);
+    put_byte(st, &s->valid, 0);
     s->n++;
 }
 
@@ -120,16 +85,16 @@ static void sc_truncate(StrCol *s, int64_t n) {
     s->valid.len = (size_t)n;
 }
 
-static void ic_push(Status *st, I32Col *c, int32_t v, int valid) {
-    buf_put(st, &c->vals, &v, 4);
-    buf_byte(st, &c->valid, (uint8_t)valid);
+static void ic_push(St *st, I32Col *c, int32_t v, int valid) {
+    put(st, &c->vals, &v, 4);
+    put_byte(st, &c->valid, (char)valid);
     c->n++;
 }
 
 /* List offsets start with one 0; lc_push appends the end of the next list. */
-static void lc_init(Status *st, I32Col *c) {
+static void lc_init(St *st, I32Col *c) {
     int32_t zero = 0;
-    buf_put(st, &c->vals, &zero, 4);
+    put(st, &c->vals, &zero, 4);
 }
 
 static void ic_truncate(I32Col *c, int64_t n, int is_list) {
@@ -189,7 +154,7 @@ static const char *LIST_NAMES[N_LIST] = {
 };
 
 typedef struct {
-    Status st;
+    St st;
     StrCol s[N_STR];
     I32Col i[N_INT];
     I32Col l[N_LIST];
@@ -250,8 +215,8 @@ static void list_close(Ctx *c, int l, int64_t end, int valid) {
     if (end > INT32_MAX) c->st.overflow = 1;
     I32Col *col = &c->l[l];
     int32_t e = (int32_t)end;
-    buf_put(&c->st, &col->vals, &e, 4);
-    buf_byte(&c->st, &col->valid, (uint8_t)valid);
+    put(&c->st, &col->vals, &e, 4);
+    put_byte(&c->st, &col->valid, (char)valid);
     col->n++;
 }
 
@@ -265,75 +230,6 @@ static void nulls_close(Ctx *c, int list, int child, const Nulls *nl) {
     StrCol *s = &c->s[child];
     for (int k = 0; k < nl->n; k++) sc_push(&c->st, s, nl->name[k], strlen(nl->name[k]));
     list_close(c, list, s->n, nl->n > 0);
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* JSON text exactly as orjson writes it (pipeline.formats._build.dumps)                       */
-
-static const char HEX[] = "0123456789abcdef";
-
-/* A JSON string as orjson writes it (the escaping rule: orjson_escape.h, shared with encode.c). */
-static void write_str(Status *st, Buf *b, const char *s, size_t n) {
-    buf_byte(st, b, '"');
-    size_t k = 0;
-    while (k < n) { /* plain runs copied whole (orjson_plain_prefix), then the one byte to escape */
-        size_t run = orjson_plain_prefix(s + k, n - k);
-        buf_put(st, b, s + k, run);
-        k += run;
-        if (k == n) break;
-        char esc[6];
-        buf_put(st, b, esc, orjson_escape((uint8_t)s[k], esc));
-        k++;
-    }
-    buf_byte(st, b, '"');
-}
-
-/* Compact JSON of a value that check_value() accepted (numbers are raw text, copied verbatim). */
-static void write_val(Status *st, Buf *b, yyjson_val *v) {
-    switch (yyjson_get_type(v)) {
-        case YYJSON_TYPE_RAW:
-            buf_put(st, b, yyjson_get_raw(v), yyjson_get_len(v));
-            break;
-        case YYJSON_TYPE_STR:
-            write_str(st, b, yyjson_get_str(v), yyjson_get_len(v));
-            break;
-        case YYJSON_TYPE_NULL:
-            buf_put(st, b, "null", 4);
-            break;
-        case YYJSON_TYPE_BOOL:
-            if (yyjson_get_bool(v)) {
-                buf_put(st, b, "true", 4);
-            } else {
-                buf_put(st, b, "false", 5);
-            }
-            break;
-        case YYJSON_TYPE_ARR: {
-            buf_byte(st, b, '[');
-            size_t idx, max;
-            yyjson_val *x;
-            yyjson_arr_foreach(v, idx, max, x) {
-                if (idx) buf_byte(st, b, ',');
-                write_val(st, b, x);
-            }
-            buf_byte(st, b, ']');
-            break;
-        }
-        case YYJSON_TYPE_OBJ: {
-            buf_byte(st, b, '{');
-            size_t idx, max;
-            yyjson_val *k, *x;
-            yyjson_obj_foreach(v, idx, max, k, x) {
-                if (idx) buf_byte(st, b, ',');
-                write_str(st, b, yyjson_get_str(k), yyjson_get_len(k));
-                buf_byte(st, b, ':');
-                write_val(st, b, x);
-            }
-            buf_byte(st, b, '}');
-            break;
-        }
-        default:
-            break;
-    }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -408,26 +304,26 @@ static inline int str_is(const char *s, size_t n, const char *lit) {
 }
 
 /* Keep a key verbatim in the extra_json being written into `col` (opened on the first key). */
-static void keep(Status *st, StrCol *col, int *open, yyjson_val *k, yyjson_val *v) {
-    buf_byte(st, &col->data, *open ? ',' : '{');
+static void keep(St *st, StrCol *col, int *open, yyjson_val *k, yyjson_val *v) {
+    put_byte(st, &col->data, *open ? ',' : '{');
     *open = 1;
-    write_str(st, &col->data, yyjson_get_str(k), yyjson_get_len(k));
-    buf_byte(st, &col->data, ':');
-    write_val(st, &col->data, v);
+    put_json_str(st, &col->data, yyjson_get_str(k), yyjson_get_len(k));
+    put_byte(st, &col->data, ':');
+    put_value(st, &col->data, v);
 }
 
-static void close_extra(Status *st, StrCol *col, int open) {
+static void close_extra(St *st, StrCol *col, int open) {
     if (open) {
-        buf_byte(st, &col->data, '}');
+        put_byte(st, &col->data, '}');
         sc_commit(st, col);
     } else {
         sc_null(st, col);
     }
 }
 
-static void push_json(Status *st, StrCol *col, yyjson_val *v) {
+static void push_json(St *st, StrCol *col, yyjson_val *v) {
     if (v) {
-        write_val(st, &col->data, v);
+        put_value(st, &col->data, v);
         sc_commit(st, col);
     } else {
         sc_null(st, col);
@@ -437,7 +333,7 @@ static void push_json(Status *st, StrCol *col, yyjson_val *v) {
 /* A block holding only text (a plain-string content or instructions): BlockCols.add_text. */
 static void text_block_typed(Ctx *c, int level, yyjson_val *text, const char *btype) {
     int base = S_BLOCKS + 8 * level;
-    Status *st = &c->st;
+    St *st = &c->st;
     if (btype) {
         sc_push(st, &c->s[base + B_TYPE], btype, strlen(btype));
     } else {
@@ -455,7 +351,7 @@ static const char *BLOCK_JSON_KEYS[4] = {"annotations", "logprobs", "cache_contr
 /* _common.block_row: one content block (an object). */
 static void block_row(Ctx *c, int level, yyjson_val *part) {
     int base = S_BLOCKS + 8 * level;
-    Status *st = &c->st;
+    St *st = &c->st;
     const char *text_key = "text";
     yyjson_val *tv = yyjson_obj_get(part, "type");
     if (tv && yyjson_is_str(tv)) {
@@ -579,7 +475,7 @@ static void push_item(Ctx *c, const char *section, int32_t group, int32_t part, 
                       size_t kind_len, yyjson_val *slots[11], const char *role_literal, const char *form,
                       int extra_open, yyjson_val *wrapper_from, int wrapper_kind, const ItemMore *more,
                       const Nulls *nl, int has_content, int has_summary) {
-    Status *st = &c->st;
+    St *st = &c->st;
     push_str(c, S_SECTION, section);
     ic_push(st, &c->i[I_GROUP], group, 1);
     ic_push(st, &c->i[I_PART], part < 0 ? 0 : part, part >= 0);
@@ -608,16 +504,16 @@ static void push_item(Ctx *c, const char *section, int32_t group, int32_t part, 
         yyjson_obj_foreach(wrapper_from, idx, max, k, v) {
             if (wrapper_kind == WRAP_CHOICE ? KEY_IS(k, "message") : KEY_IS(k, "role") || KEY_IS(k, "content"))
                 continue;
-            buf_byte(st, &w->data, first ? '{' : ',');
+            put_byte(st, &w->data, first ? '{' : ',');
             first = 0;
-            write_str(st, &w->data, yyjson_get_str(k), yyjson_get_len(k));
-            buf_byte(st, &w->data, ':');
-            write_val(st, &w->data, v);
+            put_json_str(st, &w->data, yyjson_get_str(k), yyjson_get_len(k));
+            put_byte(st, &w->data, ':');
+            put_value(st, &w->data, v);
         }
-        if (first && wrapper_kind == WRAP_CHOICE) buf_byte(st, &w->data, '{');
+        if (first && wrapper_kind == WRAP_CHOICE) put_byte(st, &w->data, '{');
     }
     if (wrapper_from && (!first || wrapper_kind == WRAP_CHOICE)) {
-        buf_byte(st, &w->data, '}');
+        put_byte(st, &w->data, '}');
         sc_commit(st, w);
     } else {
         sc_null(st, w);
@@ -629,7 +525,7 @@ static void push_item(Ctx *c, const char *section, int32_t group, int32_t part, 
 
 /* responses.decode_item. Returns 0, or -1 to hand the record to Python. */
 static int decode_item(Ctx *c, yyjson_val *item, const char *section, int32_t index) {
-    Status *st = &c->st;
+    St *st = &c->st;
     if (!yyjson_is_obj(item)) return -1;
     yyjson_val *native = yyjson_obj_get(item, "type");
     const char *kind;
@@ -726,7 +622,7 @@ static void string_input_item(Ctx *c, const char *section, yyjson_val *text) {
  * NULL to hand the record to Python; *tool_calls is set when there are calls to split. */
 static yyjson_val *chat_head(Ctx *c, yyjson_val *msg, const char *section, int32_t group,
                              yyjson_val *wrapper_from, yyjson_val **tool_calls) {
-    Status *st = &c->st;
+    St *st = &c->st;
     *tool_calls = NULL;
     if (!msg || !yyjson_is_obj(msg)) return NULL;
     yyjson_val *role = yyjson_obj_get(msg, "role");
@@ -785,7 +681,7 @@ static yyjson_val *chat_head(Ctx *c, yyjson_val *msg, const char *section, int32
 /* chat._decode_tool_call. Returns 0, or -1 to hand the record to Python. */
 static int chat_tool_call(Ctx *c, yyjson_val *tc, yyjson_val *role, const char *section, int32_t group,
                           int32_t j) {
-    Status *st = &c->st;
+    St *st = &c->st;
     if (!yyjson_is_obj(tc)) return -1;
     yyjson_val *native = yyjson_obj_get(tc, "type");
     int custom = (native && yyjson_is_str(native) && str_is(yyjson_get_str(native), yyjson_get_len(native),
@@ -834,20 +730,20 @@ static int chat_tool_call(Ctx *c, yyjson_val *tc, yyjson_val *role, const char *
                     continue;
                 }
                 if (!sub_open) {
-                    buf_byte(st, &extra->data, open ? ',' : '{');
+                    put_byte(st, &extra->data, open ? ',' : '{');
                     open = 1;
-                    write_str(st, &extra->data, sub_key, strlen(sub_key));
-                    buf_byte(st, &extra->data, ':');
-                    buf_byte(st, &extra->data, '{');
+                    put_json_str(st, &extra->data, sub_key, strlen(sub_key));
+                    put_byte(st, &extra->data, ':');
+                    put_byte(st, &extra->data, '{');
                     sub_open = 1;
                 } else {
-                    buf_byte(st, &extra->data, ',');
+                    put_byte(st, &extra->data, ',');
                 }
-                write_str(st, &extra->data, yyjson_get_str(sk), yyjson_get_len(sk));
-                buf_byte(st, &extra->data, ':');
-                write_val(st, &extra->data, sv);
+                put_json_str(st, &extra->data, yyjson_get_str(sk), yyjson_get_len(sk));
+                put_byte(st, &extra->data, ':');
+                put_value(st, &extra->data, sv);
             }
-            if (sub_open) buf_byte(st, &extra->data, '}');
+            if (sub_open) put_byte(st, &extra->data, '}');
         } else {
             keep(st, extra, &open, k, v);
         }
@@ -1630,7 +1526,7 @@ static int walk_anthropic(Ctx *c, yyjson_val *rec, RowEnd *end) {
  * appended). */
 static int decode_record(Ctx *c, int fmt, yyjson_val *rec, const char *raw, size_t raw_len, int64_t line,
                          int64_t index) {
-    Status *st = &c->st;
+    St *st = &c->st;
     if (!yyjson_is_obj(rec)) return FB_SHAPE;
     int64_t items_before = c->s[S_SECTION].n;
     int invalid = fmt == FMT_CHAT        ? validate_chat(rec)
@@ -1679,8 +1575,8 @@ static int decode_record(Ctx *c, int fmt, yyjson_val *rec, const char *raw, size
     } else {
         sc_null(st, &c->s[S_FILE]);
     }
-    buf_put(st, &c->line, &line, 8);
-    buf_put(st, &c->row_index, &index, 8);
+    put(st, &c->line, &line, 8);
+    put(st, &c->row_index, &index, 8);
     push_opt(c, S_MODEL, model);
     push_str(c, S_ITEMS_FORM, items_form);
     push_json(st, &c->s[S_TOOLS], tools);
@@ -1772,7 +1668,7 @@ static PyTypeObject OwnedBufferType = {
 static PyObject *bytes_of(Buf *b) {
     OwnedBuffer *o = PyObject_New(OwnedBuffer, &OwnedBufferType);
     if (!o) return NULL;
-    uint8_t *p = b->p;
+    uint8_t *p = (uint8_t *)b->p;
     if (p && b->len < b->cap) {
         uint8_t *trimmed = (uint8_t *)realloc(p, b->len ? b->len : 1);
         if (trimmed) p = trimmed;

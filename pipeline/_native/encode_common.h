@@ -1,10 +1,10 @@
 /*
- * What the compiled encoders share (encode.c: Responses -> Chat; encode_responses.c: Chat ->
- * Responses): the Arrow C data interface and column readers, growing byte buffers, orjson-exact JSON
- * writing, the check that a stored JSON value is written back byte-identically (canonical), handing
- * buffers to Python, and the row encoder's state (Enc), loss columns, item-field losses, binding of
- * the canonical batch and the batch loop (run_encoder).
- * Header-only (static inline): each encoder is one translation unit and includes it once.
+ * What the compiled encoders share (encode.c, encode_responses.c, encode_anthropic.c,
+ * encode_same.c and the line writers): the Arrow C data interface and column readers, the check that
+ * a stored JSON value is written back byte-identically (canonical), handing buffers to Python,
+ * and the row encoder's state (Enc), loss columns, item-field losses, binding of the canonical
+ * batch and the batch loop (run_encoder). The byte buffer and JSON writing are buf.h's (the
+ * decoder's too). Header-only (static inline): each encoder is one translation unit and includes it once.
  */
 #ifndef CHATLAKE_ENCODE_COMMON_H
 #define CHATLAKE_ENCODE_COMMON_H
@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "vendor/yyjson/yyjson.h"
-#include "orjson_escape.h"
+#include "buf.h" /* Buf, St, put, put_json_str, put_value */
 #include "orjson_number.h"
 
 /* ------------------------------------------------------------------------------------------ */
@@ -123,35 +123,7 @@ static inline int bind(struct ArrowArray *a, struct ArrowSchema *s, const char *
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Buffers                                                                                      */
-
-typedef struct {
-    char *p;
-    size_t len, cap;
-} Buf;
-
-typedef struct {
-    int oom;
-} St;
-
-static inline void put(St *st, Buf *b, const void *src, size_t n) {
-    if (n == 0 || st->oom) return;
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n) cap *= 2;
-        char *p = (char *)realloc(b->p, cap);
-        if (!p) {
-            st->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, src, n);
-    b->len += n;
-}
-
-static inline void puts_(St *st, Buf *b, const char *s) { put(st, b, s, strlen(s)); }
+/* Buffers (Buf, St, put, put_json_str, put_value: buf.h)                                      */
 
 /* The article before a quoted word, as pipeline.errors.a_or_an(quoted(word)) chooses it: its regex
    AN_WORD on "'word'" (the closing quote follows the word, so "end of text" never applies here).
@@ -180,22 +152,6 @@ static inline void put_i64(St *st, Buf *b, int64_t v) {
     } while (u);
     if (v < 0) tmp[--k] = '-';
     put(st, b, tmp + k, sizeof tmp - k);
-}
-
-/* A JSON string as orjson writes it: only '"', '\\' and control characters are escaped. */
-static inline void put_json_str(St *st, Buf *b, const char *s, size_t n) {
-    put(st, b, "\"", 1);
-    size_t k = 0;
-    while (k < n) { /* plain runs copied whole (orjson_plain_prefix), then the one byte to escape */
-        size_t run = orjson_plain_prefix(s + k, n - k);
-        put(st, b, s + k, run);
-        k += run;
-        if (k == n) break;
-        char esc[6];
-        put(st, b, esc, orjson_escape((unsigned char)s[k], esc));
-        k++;
-    }
-    put(st, b, "\"", 1);
 }
 
 /* One RFC 6901 pointer token ("/" + token with ~ and / escaped), as losses.pointer writes it. */
@@ -278,40 +234,6 @@ static inline yyjson_doc *parse(const char *s, size_t n) {
     return doc;
 }
 
-static inline void put_value(St *st, Buf *b, yyjson_val *v) {
-    switch (yyjson_get_type(v)) {
-        case YYJSON_TYPE_RAW: put(st, b, yyjson_get_raw(v), yyjson_get_len(v)); break;
-        case YYJSON_TYPE_STR: put_json_str(st, b, yyjson_get_str(v), yyjson_get_len(v)); break;
-        case YYJSON_TYPE_NULL: puts_(st, b, "null"); break;
-        case YYJSON_TYPE_BOOL: puts_(st, b, yyjson_get_bool(v) ? "true" : "false"); break;
-        case YYJSON_TYPE_ARR: {
-            size_t idx, max;
-            yyjson_val *x;
-            put(st, b, "[", 1);
-            yyjson_arr_foreach(v, idx, max, x) {
-                if (idx) put(st, b, ",", 1);
-                put_value(st, b, x);
-            }
-            put(st, b, "]", 1);
-            break;
-        }
-        case YYJSON_TYPE_OBJ: {
-            size_t idx, max;
-            yyjson_val *k, *x;
-            put(st, b, "{", 1);
-            yyjson_obj_foreach(v, idx, max, k, x) {
-                if (idx) put(st, b, ",", 1);
-                put_json_str(st, b, yyjson_get_str(k), yyjson_get_len(k));
-                put(st, b, ":", 1);
-                put_value(st, b, x);
-            }
-            put(st, b, "}", 1);
-            break;
-        }
-        default: break;
-    }
-}
-
 /* path = "/tools/N", tool N's pointer (the path of its losses). */
 static inline void tool_ptr(St *st, Buf *path, size_t idx) {
     path->len = 0;
@@ -355,19 +277,6 @@ static inline PyObject *export_buf(Buf *b) {
     void *p = b->p;
     b->p = NULL; /* the capsule owns it now */
     return Py_BuildValue("(KnN)", (unsigned long long)(uintptr_t)p, (Py_ssize_t)b->len, cap);
-}
-
-/* Reserve n more bytes up front (the output is about as large as the text it is made of: growing
- * it by doubling would copy it and fault its pages in again). */
-static inline void reserve(St *st, Buf *b, size_t n) {
-    if (b->cap >= b->len + n) return;
-    char *p = (char *)realloc(b->p, b->len + n);
-    if (!p) {
-        st->oom = 1;
-        return;
-    }
-    b->p = p;
-    b->cap = b->len + n;
 }
 
 /* Bytes of string data in slots [a, z) of c (all of them for the whole column). */
