@@ -33,6 +33,21 @@ INPUT_FORMATS = (*FORMATS, *SOURCES, "auto")
 SINGLE_FILE_SHARD_RECORDS = 5_000
 
 
+class _PathOrURL(click.ParamType):
+    """An output path, or a URL of an object store or the Hub (docs/storage.md): a Path when local,
+    the URL string when remote (a Path would fold ``s3://`` into ``s3:/``)."""
+
+    name = "path"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> object:
+        from pipeline.storage import as_path
+
+        return value if isinstance(value, Path) else as_path(str(value))
+
+
+PATH_OR_URL = _PathOrURL()
+
+
 class _Failed(click.ClickException):
     """A one-line error with its exit code (1: failed while working, 2: fix the command line)."""
 
@@ -185,10 +200,10 @@ def quickstart(directory: Path) -> None:
     "docs/sources.md) or auto (the source per file, API records per record: docs/sources.md#auto).",
 )
 @click.option("--to", "target", required=True, type=click.Choice(FORMATS), help="Format to write.")
-@click.option("--output", "-o", type=click.Path(path_type=Path), help="Output file.")
+@click.option("--output", "-o", type=PATH_OR_URL, help="Output file (or URL: docs/storage.md).")
 @click.option(
     "--run-dir",
-    type=click.Path(path_type=Path),
+    type=PATH_OR_URL,
     help="Instead of --output: run as a one-step job into this run directory (docs/run-layout.md).",
 )
 @click.option("--report", type=click.Path(path_type=Path), help="Write the JSON summary here.")
@@ -219,8 +234,8 @@ def convert(
     inputs: tuple[str, ...],
     source: str,
     target: str,
-    output: Path | None,
-    run_dir: Path | None,
+    output: Path | str | None,
+    run_dir: Path | str | None,
     report: Path | None,
     workers: int | None,
     on_loss: str,
@@ -303,13 +318,15 @@ def convert(
         raise click.ClickException(verdict)
 
 
-def _check_report(report: Path | None, inputs: list[str], run_dir: Path) -> None:
+def _check_report(report: Path | None, inputs: list[str], run_dir: Path | str) -> None:
     """--report may not overwrite an input or a file of the run directory (ConfigError)."""
     if report is None:
         return
     r = report.resolve()
     if r in {Path(i).resolve() for i in inputs}:
         raise ConfigError(f"--report {str(report)!r} would overwrite an input; choose another path")
+    if isinstance(run_dir, str):  # a URL: never a local report's folder
+        return
     if run_dir.resolve() in r.parents or r == run_dir.resolve():
         raise ConfigError(f"--report {str(report)!r} is inside the run directory; choose another path")
 
@@ -321,7 +338,7 @@ def _write_report(report: Path | None, summary: dict[str, object]) -> None:
 
 
 def _single_file(
-    inputs: list[str], source: str, target: str, output: Path, report: Path | None, *,
+    inputs: list[str], source: str, target: str, output: Path | str, report: Path | None, *,
     policy: LossPolicy | None = None, workers: int | None = None, steps: list[str] | None = None,
     quiet: bool = False, sets: dict[str, object] | None = None, losses_format: str = "parquet",
 ) -> tuple[dict[str, object], str | None]:  # fmt: skip
@@ -332,12 +349,22 @@ def _single_file(
     its usual report.
     """
     from pipeline.engine import JobFailed, TooManyRejected
+    from pipeline.engine.remote import local_output, publish_single_file
     from pipeline.engine.single_file import check_paths, prepare, run_single_file, staging_dir
     from pipeline.engine.writers import SINGLE_FILE
     from pipeline.jobs import convert_job
+    from pipeline.storage import check_output
 
     policy = policy or LossPolicy()
+    url = output if isinstance(output, str) else None
     try:
+        if url is not None:  # built in the URL's local working directory, uploaded when complete
+            check_output(url)
+            if url.endswith("/") or "/" not in url.split("://", 1)[1]:
+                raise ConfigError(f"--output {url!r} names no object; give a file URL (s3://bucket/out.jsonl)")
+            if any(i == url or i.startswith(url + ".") for i in inputs):  # FILE or a side file
+                raise ConfigError(f"--output {url!r} would overwrite an input; choose another URL")
+            output = local_output(url)
         check_paths(output, target, inputs, report, losses_format=losses_format)
         job = convert_job(
             inputs, source, target, str(staging_dir(output)), on_loss=policy.on_loss,
@@ -351,14 +378,18 @@ def _single_file(
         prepare(job)
     except ConfigError as e:
         raise _usage_error(e) from None
+    verdict: str | None = None
     try:
-        return run_single_file(job, output, progress=not quiet), None
-    except TooManyRejected as e:
-        return e.summary, str(e)
+        summary = run_single_file(job, output, progress=not quiet)
+    except TooManyRejected as e:  # its files are in place all the same
+        summary, verdict = e.summary, str(e)
     except ConfigError as e:
         raise _BadConfig(str(e)) from None
     except JobFailed as e:
         raise click.ClickException(f"the job failed: {e}; run the command again to resume") from None
+    if url is not None:
+        summary = publish_single_file(summary, output, url)
+    return summary, verdict
 
 
 @cli.command()
@@ -458,7 +489,9 @@ def synth(
 @cli.command()
 @click.argument("inputs", nargs=-1, required=True, type=click.Path())
 @click.option("--step", "specs", multiple=True, required=True, help="NAME[:k=v,...], repeatable, in order.")
-@click.option("--output", "-o", required=True, type=click.Path(path_type=Path), help="Output Parquet file.")
+@click.option(
+    "--output", "-o", required=True, type=PATH_OR_URL, help="Output Parquet file (or URL: docs/storage.md)."
+)
 @click.option(
     "--from",
     "source",

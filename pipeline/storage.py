@@ -152,8 +152,9 @@ def reaching(url: str) -> Iterator[None]:
         raise describe(url, e) from None
 
 
-def filesystem(url: str) -> tuple[Any, str]:
-    """The fsspec filesystem serving ``url`` and the path inside it (StorageError: no driver)."""
+def filesystem(url: str, use: str = "reading") -> tuple[Any, str]:
+    """The fsspec filesystem serving ``url`` and the path inside it (StorageError: no driver, the
+    message saying what it was needed for: ``use``)."""
     import fsspec
 
     proto = protocol(url)
@@ -161,7 +162,7 @@ def filesystem(url: str) -> tuple[Any, str]:
         fs, path = fsspec.core.url_to_fs(url)
     except ImportError:
         package, install = DRIVERS.get(proto, (proto, f"pip install the fsspec driver for {proto}://"))
-        raise StorageError(f"{url}: reading {proto}:// needs {package}: {install}") from None
+        raise StorageError(f"{url}: {use} {proto}:// needs {package}: {install}") from None
     except ValueError as e:
         if "Protocol not known" in str(e) or "not known" in str(e):
             raise StorageError(f"{url}: unknown URL scheme {proto}:// (docs/storage.md lists them)") from None
@@ -204,3 +205,105 @@ def exists(url: str) -> bool:
 def join(url: str, *names: str) -> str:
     """``url`` with ``names`` appended, ``/``-separated."""
     return "/".join([url.rstrip("/"), *names])
+
+
+# --- outputs at URLs ------------------------------------------------------------------------------
+# An object store has no rename, so an output is never written in place. chatlake writes it on the
+# local disk first, in a directory of its cache that belongs to the URL (:func:`work_dir`), with the
+# same commit rules as any local output, and then uploads each finished file (:func:`upload`). An
+# upload appears on the store whole, at the end, or not at all (S3's single PUT or completed multipart
+# upload, GCS's finalized upload, Azure's committed block list, a Hub commit): a reader never sees a
+# partial object under a final name.
+
+
+def cache_root() -> Path:
+    """Where chatlake keeps local working copies of outputs at URLs: ``$CHATLAKE_CACHE``, else
+    ``$XDG_CACHE_HOME/chatlake``, else ``~/.cache/chatlake``."""
+    given = os.environ.get("CHATLAKE_CACHE")
+    if given:
+        return Path(given)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "chatlake"
+
+
+def work_dir(url: str, kind: str) -> Path:
+    """The local directory that belongs to the output ``url`` (``kind``: ``runs`` for a run
+    directory's working copy, ``files`` for a single-file output's staging): the same URL always
+    gets the same directory, so a command run again resumes there."""
+    import hashlib
+
+    canonical = url.rstrip("/")
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:20]
+    return cache_root() / kind / digest
+
+
+def check_output(url: str) -> None:
+    """Before any work: the driver of ``url`` is installed, its store answers and accepts the
+    credentials, and its bucket (container, repository) exists; else one :class:`StorageError`."""
+    fs, path = filesystem(url, "writing")
+    parts = path.strip("/").split("/")
+    # the bucket or container; on the Hub, the repository (datasets/ORG/NAME)
+    root = "/".join(parts[:3]) if protocol(url) == "hf" else parts[0]
+    with reaching(url):
+        fs.ls(root, detail=False)  # a missing bucket, refused credentials or no store fail here
+        fs.exists(path)  # credentials may list the bucket but not read the prefix
+
+
+def upload(local: Path, url: str) -> None:
+    """Copy the local file to ``url``, streaming it (a multipart upload for a large file); the
+    object appears whole when the upload completes."""
+    fs, path = filesystem(url)
+    with reaching(url):
+        fs.put_file(str(local), path)
+
+
+def upload_bytes(data: bytes, url: str) -> None:
+    """Write a small object (a manifest, a summary) in one request."""
+    fs, path = filesystem(url)
+    with reaching(url):
+        fs.pipe_file(path, data)
+
+
+def read_bytes(url: str) -> bytes | None:
+    """A small object's bytes (a manifest), None when there is no such object."""
+    fs, path = filesystem(url)
+    fs.invalidate_cache(path)  # a listing cached earlier does not know objects written since
+    with reaching(url):
+        try:
+            return bytes(fs.cat_file(path))
+        except FileNotFoundError:
+            return None
+
+
+def download(url: str, local: Path) -> None:
+    """Copy the object at ``url`` to the local file (written beside it, renamed into place)."""
+    fs, path = filesystem(url)
+    tmp = local.with_name(f".{local.name}.download")
+    local.parent.mkdir(parents=True, exist_ok=True)
+    with reaching(url):
+        fs.get_file(path, str(tmp))
+    os.replace(tmp, local)
+
+
+def listing(url: str) -> dict[str, int]:
+    """Every object under the prefix ``url``: its path relative to ``url`` -> its size in bytes."""
+    fs, path = filesystem(url)
+    root = path.rstrip("/")
+    fs.invalidate_cache(root)
+    with reaching(url):
+        try:
+            found = fs.find(root, detail=True)
+        except FileNotFoundError:
+            return {}
+    return {
+        name[len(root) + 1 :]: int(info.get("size") or 0)
+        for name, info in found.items()
+        if name.startswith(root + "/") and info.get("type") != "directory"
+    }
+
+
+def remove(url: str) -> None:
+    """Delete the object at ``url`` (nothing when it is already gone)."""
+    fs, path = filesystem(url)
+    with reaching(url), contextlib.suppress(FileNotFoundError):
+        fs.rm_file(path)

@@ -25,7 +25,7 @@ from pipeline.errors import ConfigError
 from pipeline.jobs.resolve import PARQUET, Job
 from pipeline.oserrors import describe
 
-from . import local, partition, rundir
+from . import local, partition, remote, rundir
 from .atomic import write_atomic
 from .lock import run_lock
 from .manifest import Manifest
@@ -111,10 +111,15 @@ def run_job(
         try:
             job.run_dir.mkdir(parents=True, exist_ok=True)
             stack.enter_context(run_lock(job.run_dir))
+            if job.run_url is not None:  # a run directory at a URL: a local working copy, mirrored
+                stack.enter_context(remote.mirrored(job, fresh))
             manifest = prepare_run_dir(job, fresh)
         except OSError as e:  # nothing was done yet: a bad output.path (exit 2), not a failed job
             raise ConfigError(f"cannot write the run directory {str(job.run_dir)!r}: {describe(e)}") from None
-        return _run(job, manifest, catalog=catalog, progress=progress)
+        summary = _run(job, manifest, catalog=catalog, progress=progress)
+    if job.run_url is not None:  # all of it is on the store now
+        remote.remove_work_dir(job)
+    return summary
 
 
 def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: bool) -> dict[str, Any]:
@@ -123,7 +128,7 @@ def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: 
     run_id = f"{job.name}-{started_at.replace(':', '').replace('-', '')[:15]}-{uuid.uuid4().hex[:6]}"
     cat = Catalog(catalog) if catalog is not None else None
     if cat is not None:
-        cat.start(run_id, job.name, str(job.run_dir), job.engine, started_at, job.source_text)
+        cat.start(run_id, job.name, job.run_url or str(job.run_dir), job.engine, started_at, job.source_text)
     t0 = time.perf_counter()
     work = Work.of(job)
     skipped = 0

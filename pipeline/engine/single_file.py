@@ -31,6 +31,7 @@ from pipeline.io.parquet import table_writer
 from pipeline.io.parquet import writer as canonical_writer
 from pipeline.io.run_tables import LOSSES_SCHEMA, REJECTED_SCHEMA
 from pipeline.jobs.resolve import PARQUET, Job
+from pipeline.storage import open_input
 
 from . import join_log
 from .dropped import DROPPED
@@ -361,10 +362,10 @@ def run_single_file(job: Job, output: Path, *, progress: bool = False) -> dict[s
 
 def first_rejected(summary: dict[str, Any]) -> dict[str, Any] | None:
     """The first rejected record of a finished single-file command (for ``transform --strict``)."""
-    path = Path(summary["rejected_file"])
-    if path.suffix == ".parquet":
-        t = pq.read_table(path)
-        return t.slice(0, 1).to_pylist()[0] if t.num_rows else None
-    with open(path, "rb") as f:
+    path = str(summary["rejected_file"])  # a URL once uploaded (engine/remote.py)
+    with open_input(path) as f:
+        if path.endswith(".parquet"):
+            t = pq.read_table(f)
+            return t.slice(0, 1).to_pylist()[0] if t.num_rows else None
         line = f.readline()
     return orjson.loads(line) if line.strip() else None

@@ -79,7 +79,7 @@ def summarize(
         "started_at": run.pop("started_at", None),
         "finished_at": run.pop("finished_at", None),
         "status": run.pop("status", "ok"),
-        "run_dir": str(job.run_dir),
+        "run_dir": job.run_url or str(job.run_dir),
         "engine": job.engine,
         "inputs": [
             {

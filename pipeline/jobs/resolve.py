@@ -40,6 +40,7 @@ from pipeline.sources import SOURCES
 from pipeline.sources._base import check_options
 from pipeline.sources.detect import WIRE, detect_input
 from pipeline.sources.inputs import MAX_DOCUMENT_BYTES, STDIN_NAME, WIRE_OPTIONS, compression_of
+from pipeline.storage import check_output, work_dir
 from pipeline.transforms import GROUPING_STEPS, make_step, parse_step
 
 CANONICAL = "canonical"
@@ -98,6 +99,8 @@ class Job:
     max_rejected_share: float | None = None  # None: fail only when every record read was rejected
     sets: dict[str, Any] = field(default_factory=dict)  # [set] / --set: request fields, checked
     source_text: str = ""  # the job file as given (kept in the catalog)
+    # output.path at a URL: run_dir is its local working copy, mirrored to the store (engine/remote.py)
+    run_url: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -310,15 +313,19 @@ def resolve(spec: JobSpec, base: Path, source_text: str = "") -> Job:
     sets = check_sets(spec.sets, target)
     steps = build_steps(spec.steps)
     names = [str(getattr(s, "name", "") or step_name(sp)) for s, sp in zip(steps, spec.steps, strict=True)]
-    if is_url(spec.output.path):
-        raise ConfigError(
-            f"output.path {spec.output.path!r}: write the run directory to a local or mounted path "
-            "(shards are renamed into place, which object stores cannot do atomically)"
-        )
-    run_dir = (base / spec.output.path).resolve()
+    run_url = spec.output.path.rstrip("/") if is_url(spec.output.path) else None
+    if run_url is not None:  # docs/storage.md: a local working copy, mirrored to the store
+        check_output(run_url)
+        run_dir = work_dir(run_url, "runs")
+    else:
+        run_dir = (base / spec.output.path).resolve()
     if run_dir.exists() and not run_dir.is_dir():
         raise ConfigError(f"output.path {str(run_dir)!r} is a file; give a directory for the run")
     for f in files:
+        if run_url is not None and (f.url == run_url or f.url.startswith(run_url + "/")):
+            raise ConfigError(
+                f"output.path {run_url!r} would overwrite the input {f.url!r}; choose another output"
+            )
         if is_url(f.url):
             continue
         p = Path(f.url).resolve()
@@ -356,6 +363,7 @@ def resolve(spec: JobSpec, base: Path, source_text: str = "") -> Job:
         max_rejected_share=spec.loss.max_rejected_share,
         sets=sets,
         source_text=source_text,
+        run_url=run_url,
     )
 
 

@@ -1,0 +1,273 @@
+"""Outputs at URLs (pipeline/engine/remote.py, docs/storage.md) on a real S3 server (SeaweedFS on
+loopback, tests/s3_server.py): the same bytes as the same command writing local files, nothing under a
+final name until it is complete, a run killed mid-way resumes from the store's manifest, and an output
+URL that cannot be used is one line, exit 2, before any work."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import fsspec
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from pipeline import synth
+from pipeline.cli import cli
+from pipeline.engine.writers import FOLDERS
+from pipeline.storage import listing, read_bytes, work_dir
+from tests.engine.helpers import file_hashes, write_job
+from tests.test_cli_inputs import JSONL, SHAPES
+from tests.test_storage import _closed_port, _ids_out, _upload
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The local working copies of this test's outputs (subprocesses inherit it)."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("CHATLAKE_CACHE", str(cache))
+    return cache
+
+
+def _invoke(*args: str) -> tuple[int, str]:
+    """Exit code and everything printed; no user error may end in a traceback."""
+    res = CliRunner().invoke(cli, list(args))
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.output
+    assert "Traceback" not in res.output, res.output
+    return res.exit_code, res.output
+
+
+def _get(url: str) -> bytes:
+    data = read_bytes(url)
+    assert data is not None, f"{url} is missing"
+    return data
+
+
+def _hashes(url: str) -> dict[str, str]:
+    """relative path -> sha256 of every object under ``url`` (as file_hashes does for a directory)."""
+    import hashlib
+
+    return {name: hashlib.sha256(_get(f"{url}/{name}")).hexdigest() for name in listing(url)}
+
+
+def test_convert_from_s3_to_s3_gives_the_bytes_of_local_files(s3: str, tmp_path: Path) -> None:
+    """The acceptance command: a directory on the store, --from auto, a Chat file on the store."""
+    files = {**SHAPES, "nested/more.jsonl": JSONL, "bad.jsonl": b'{"input": 7}\nnot json\n'}
+    _upload(f"{s3}/logs", files)
+    local = tmp_path / "logs"
+    for name, data in files.items():
+        (local / name).parent.mkdir(parents=True, exist_ok=True)
+        (local / name).write_bytes(data)
+    out = f"{s3}/out/chat.jsonl"
+    code, said = _invoke("convert", f"{s3}/logs/", "--from", "auto", "--to", "chat", "-o", out)
+    assert code == 0, said
+    code, said = _invoke(
+        "convert", str(local), "--from", "auto", "--to", "chat", "-o", str(tmp_path / "chat.jsonl")
+    )
+    assert code == 0, said
+    names = {"chat.jsonl", "chat.jsonl.rejected.jsonl", "chat.jsonl.losses.parquet"}
+    assert set(listing(f"{s3}/out")) == names  # the files and nothing else (no staging on the store)
+    got, want = _get(out), (tmp_path / "chat.jsonl").read_bytes()
+    assert want.count(b"\n") > 10 and _ids_out(got) == _ids_out(want)  # ids hash the file's name
+    rejected = _get(f"{out}.rejected.jsonl")
+    local_rejected = (tmp_path / "chat.jsonl.rejected.jsonl").read_bytes()
+    assert rejected.count(b"\n") == local_rejected.count(b"\n") >= 2
+
+    def same(data: bytes, prefix: str) -> bytes:  # but for the file names and the ids that hash them
+        return re.sub(rb'"conversation_id":"[0-9a-f]{32}"', b"ID", data.replace(prefix.encode(), b""))
+
+    assert same(rejected, f"{s3}/logs/") == same(local_rejected, f"{local}/")
+    assert f"{s3}/logs/bad.jsonl".encode() in rejected  # the rejected record names its URL
+    assert not any((tmp_path / "cache").rglob("*.jsonl"))  # the local copies are gone once uploaded
+
+
+def test_transform_writes_parquet_to_s3(s3: str, tmp_path: Path) -> None:
+    _upload(s3, {"in.jsonl": JSONL})
+    (tmp_path / "in.jsonl").write_bytes(JSONL)
+    steps = ["--step", "turns", "--from", "auto"]
+    code, said = _invoke("transform", f"{s3}/in.jsonl", *steps, "-o", f"{s3}/t.parquet", "--strict")
+    assert code in (0, 1), said
+    code2, _ = _invoke("transform", str(tmp_path / "in.jsonl"), *steps, "-o", str(tmp_path / "t.parquet"),
+                           "--strict")  # fmt: skip
+    assert code2 == code  # --strict reads the first rejected record back from the store
+    import pyarrow.parquet as pq
+
+    with fsspec.open(f"{s3}/t.parquet", "rb") as f:
+        remote = pq.read_table(f)
+    drop = ["source_file", "provenance", "conversation_id"]  # they name the file (the id hashes it)
+    assert remote.drop_columns(drop).equals(pq.read_table(tmp_path / "t.parquet").drop_columns(drop))
+    assert set(listing(s3)) == {"in.jsonl", "t.parquet", "t.parquet.rejected.parquet"}
+
+
+# --- a run directory on the store -----------------------------------------------------------------
+
+N, SHARD = 1_200, 50  # 24 shards: enough that a kill lands mid-way
+
+
+def _job(tmp_path: Path, name: str, output: str) -> Path:
+    return write_job(
+        tmp_path / f"{name}.toml",
+        [{"path": str(tmp_path / "in.jsonl"), "format": "responses"}],
+        {"path": output, "target": "chat", "shard_records": SHARD},
+        engine={"workers": 2, "chunk_bytes": 64 << 10},
+    )
+
+
+def _run(job: Path, **kw: object) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "pipeline", "run", str(job), "--quiet", "--no-catalog"]
+    return subprocess.Popen(cmd, cwd=job.parent, **kw)  # type: ignore[call-overload]
+
+
+def _listed(url: str) -> int:
+    data = read_bytes(f"{url}/manifest.json")
+    return len(orjson.loads(data)["shards"]) if data else 0
+
+
+def test_a_run_to_s3_killed_and_resumed_elsewhere_gives_the_same_files(s3: str, tmp_path: Path) -> None:
+    synth.write_jsonl(tmp_path / "in.jsonl", "responses", N, 3)
+    total = N // SHARD
+    ref = _run(_job(tmp_path, "ref", "ref"))
+    assert ref.wait(timeout=600) == 0
+    want = file_hashes(tmp_path / "ref")
+    assert len(want) == len(FOLDERS) * total + 1  # every folder x shards + manifest.json
+
+    url = f"{s3}/runs/r1"
+    job = _job(tmp_path, "ref", url)  # the same job name: the manifests are the same bytes
+    proc = _run(job, start_new_session=True)
+    deadline = time.monotonic() + 600
+    while _listed(url) < 3 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the job finished before it could be killed; make it bigger"
+    os.killpg(proc.pid, signal.SIGKILL)  # the whole process group, like a machine going down
+    proc.wait()
+    on_store = orjson.loads(read_bytes(f"{url}/manifest.json") or b"{}")
+    done_at_kill = len(on_store["shards"])
+    assert 0 < done_at_kill < total, done_at_kill
+    names = set(listing(url))
+    assert "summary.json" not in names
+    for entry in on_store["shards"]:  # the store's manifest lists only files that are there, whole
+        for f in entry["files"].values():
+            assert listing(url)[f["path"]] == f["bytes"], f
+    import shutil
+
+    shutil.rmtree(work_dir(url, "runs"))  # resume on another machine: only the store is left
+
+    resumed = _run(job)
+    assert resumed.wait(timeout=600) == 0
+    summary = orjson.loads(read_bytes(f"{url}/summary.json") or b"{}")
+    assert summary["shards_resumed"] >= done_at_kill and summary["shards"] == total
+    assert summary["read"] == N == summary["written"] + summary["rejected"]
+    assert summary["run_dir"] == url
+    got = _hashes(url)
+    assert got.pop("summary.json") and got == want
+    assert not work_dir(url, "runs").exists()  # the working copy is removed once all is on the store
+
+
+def test_fresh_on_s3_deletes_only_chatlake_files(s3: str, tmp_path: Path) -> None:
+    (tmp_path / "in.jsonl").write_bytes(JSONL)
+    url = f"{s3}/runs/fresh"
+    job = _job(tmp_path, "j", url)
+    code, said = _invoke("run", str(job), "-q", "--no-catalog")
+    assert code == 0, said
+    first = _hashes(url)
+    _upload(url, {"notes.txt": b"mine"})
+    code, said = _invoke("run", str(job), "-q", "--no-catalog", "--fresh")
+    assert code == 0, said
+    again = _hashes(url)
+    assert again.pop("notes.txt") and set(again) == set(first)  # the user's file is kept
+    _upload(f"{s3}/other", {"data.txt": b"x"})
+    code, said = _invoke("run", str(_job(tmp_path, "k", f"{s3}/other")), "-q", "--no-catalog", "--fresh")
+    assert code == 2 and "is not a chatlake run directory" in said and _get(f"{s3}/other/data.txt") == b"x"
+
+
+def test_another_jobs_run_on_s3_is_refused_naming_the_url(s3: str, tmp_path: Path) -> None:
+    (tmp_path / "in.jsonl").write_bytes(JSONL)
+    url = f"{s3}/runs/taken"
+    code, said = _invoke("run", str(_job(tmp_path, "a", url)), "-q", "--no-catalog")
+    assert code == 0, said
+    other = write_job(tmp_path / "b.toml", [{"path": str(tmp_path / "in.jsonl"), "format": "responses"}],
+                      {"path": url, "target": "anthropic"}, name="a")  # fmt: skip
+    code, said = _invoke("run", str(other), "-q", "--no-catalog")
+    assert code == 2 and said.startswith(f"Error: {url} holds a run of another job"), said
+
+
+# --- an output URL that cannot be used ------------------------------------------------------------
+
+
+def _in(tmp_path: Path) -> str:
+    (tmp_path / "in.jsonl").write_bytes(JSONL)
+    return str(tmp_path / "in.jsonl")
+
+
+def test_refused_credentials_on_output_are_one_line(
+    s3: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = _in(tmp_path)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret")
+    fsspec.get_filesystem_class("s3").clear_instance_cache()
+    convert = ["convert", src, "--from", "chat", "--to", "chat"]
+    transform = ["transform", src, "--from", "chat", "--step", "turns"]
+    for args in ([*convert, "-o", f"{s3}/o.jsonl"], [*convert, "--run-dir", f"{s3}/run"],
+                 [*transform, "-o", f"{s3}/o.parquet"]):  # fmt: skip
+        code, said = _invoke(*args)
+        assert code == 2 and len(said.strip().splitlines()) == 1, said
+        assert said.startswith(f"Error: {args[-1]}: access denied (") and "AWS_SECRET_ACCESS_KEY" in said
+        assert "wrong-secret" not in said
+    assert not any((tmp_path / "cache").rglob("manifest.json"))  # refused before any work
+
+
+def test_a_missing_bucket_on_output_is_one_line(s3: str, tmp_path: Path) -> None:
+    code, said = _invoke("convert", _in(tmp_path), "--from", "chat", "--to", "chat",
+                         "-o", "s3://no-such-bucket-y/o.jsonl")  # fmt: skip
+    assert code == 2 and said.startswith("Error: s3://no-such-bucket-y/o.jsonl: no such bucket"), said
+
+
+def test_an_unreachable_store_on_output_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{_closed_port()}")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "k")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    fsspec.get_filesystem_class("s3").clear_instance_cache()
+    src = _in(tmp_path)
+    job = write_job(
+        tmp_path / "j.toml", [{"path": src, "format": "chat"}], {"path": "s3://b/runs/r", "target": "chat"}
+    )
+    for args in (
+        ["convert", src, "--from", "chat", "--to", "chat", "-o", "s3://b/o.jsonl"],
+        ["run", str(job)],
+    ):
+        code, said = _invoke(*args)
+        assert code == 2 and len(said.strip().splitlines()) == 1, said
+        assert "cannot reach the store (" in said and "AWS_ENDPOINT_URL" in said
+    fsspec.get_filesystem_class("s3").clear_instance_cache()
+
+
+def test_a_missing_driver_on_output_names_the_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_driver(url: str, **kw: object) -> None:
+        raise ImportError("Install gcsfs to access Google Storage")
+
+    monkeypatch.setattr(fsspec.core, "url_to_fs", no_driver)
+    code, said = _invoke("convert", _in(tmp_path), "--from", "chat", "--to", "chat", "-o", "gs://b/o.jsonl")
+    assert (
+        code == 2
+        and said.strip() == "Error: gs://b/o.jsonl: writing gs:// needs gcsfs: pip install 'chatlake[gcs]'"
+    )
+
+
+def test_an_output_url_naming_no_object_or_an_input_is_refused(s3: str, tmp_path: Path) -> None:
+    _upload(s3, {"in.jsonl": JSONL})
+    code, said = _invoke(
+        "convert", f"{s3}/in.jsonl", "--from", "chat", "--to", "chat", "-o", f"{s3}/in.jsonl"
+    )
+    assert code == 2 and "would overwrite an input" in said
+    code, said = _invoke("convert", f"{s3}/in.jsonl", "--from", "chat", "--to", "chat", "-o", f"{s3}/dir/")
+    assert code == 2 and "names no object" in said
+    assert set(listing(s3)) == {"in.jsonl"}
