@@ -113,9 +113,24 @@ def test_output_that_would_overwrite_the_input(tmp_path: Path) -> None:
         load_job(job)
 
 
-def test_output_on_an_object_store_is_refused(src: Path, tmp_path: Path) -> None:
-    _fails(tmp_path, "write the run directory to a local or mounted path",
+def test_output_on_a_store_that_cannot_be_reached_is_refused(
+    src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run directory at a URL is checked before any work (engine/remote.py writes it)."""
+    import fsspec
+
+    from tests.test_storage import _closed_port
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{_closed_port()}")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "k")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    monkeypatch.setenv("CHATLAKE_CACHE", str(tmp_path / "cache"))
+    fsspec.get_filesystem_class("s3").clear_instance_cache()
+    _fails(tmp_path, r"^s3://bucket/run: cannot reach the store \(",
            output={"path": "s3://bucket/run", "target": "chat"})  # fmt: skip
+    assert not (tmp_path / "cache").exists()
+    fsspec.get_filesystem_class("s3").clear_instance_cache()
 
 
 def test_output_that_is_a_file(src: Path, tmp_path: Path) -> None:
