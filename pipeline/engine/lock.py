@@ -19,6 +19,8 @@ import orjson
 
 from pipeline.errors import ConfigError
 
+from .atomic import open_plain
+
 LOCK = ".chatlake.lock"
 
 
@@ -39,7 +41,7 @@ def run_lock(run_dir: Path) -> Iterator[None]:
     """Hold the run directory's lock for the ``with`` block; :class:`RunLocked` when it is taken."""
     path = run_dir / LOCK
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = open_plain(path, os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

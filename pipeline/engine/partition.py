@@ -49,6 +49,7 @@ from pipeline.transforms._flat import split
 from pipeline.transforms.compaction import compaction_flags
 from pipeline.transforms.threads import compaction_sides, item_hashes, links, root_keys
 
+from .atomic import NewFile
 from .dropped import DROPPED
 from .manifest import Manifest
 from .process import Work, _apply_steps, _Originals, _steps, _wire_lines, run_shard, shard_codec, to_disk
@@ -147,15 +148,15 @@ class _Files:
         self.run_dir, self.shard = run_dir, shard
         self.writers: dict[str, pq.ParquetWriter | ArrowTable] = {}
         self.rows: Counter[str] = Counter()
-        self.tmp: dict[str, Path] = {}
+        self.tmp: dict[str, NewFile] = {}
 
     def write(self, part: str, table: pa.Table, schema: pa.Schema) -> None:
         if part not in self.writers:
             final = _path(self.run_dir, self.shard, part)
             # the pid keeps a stray worker of a killed run from writing into this run's temp files
-            self.tmp[part] = final.with_name(f".{final.name}.{os.getpid()}{TMP_SUFFIX}")
+            self.tmp[part] = NewFile(final.with_name(f".{final.name}.{os.getpid()}{TMP_SUFFIX}"))
             self.writers[part] = (
-                table_writer(self.tmp[part], REJECTED_SCHEMA)
+                table_writer(self.tmp[part].where, REJECTED_SCHEMA)
                 if part == REJECTED
                 else ArrowTable(self.tmp[part], schema)
             )
@@ -167,7 +168,7 @@ class _Files:
             w.close()
         files = {}
         for part in sorted(self.tmp):
-            tmp = self.tmp[part]
+            tmp = self.tmp[part].path
             files[part] = {
                 "path": f"{PARTITIONS}/{_path(self.run_dir, self.shard, part).name}",
                 "rows": self.rows[part],
@@ -175,7 +176,7 @@ class _Files:
                 "sha256": sha256_file(tmp),
             }
         for part, tmp in self.tmp.items():
-            os.replace(tmp, _path(self.run_dir, self.shard, part))
+            tmp.commit(_path(self.run_dir, self.shard, part))
         return files
 
     def abort(self) -> None:
@@ -184,7 +185,7 @@ class _Files:
             with contextlib.suppress(Exception):
                 w.close()
         for tmp in self.tmp.values():
-            tmp.unlink(missing_ok=True)
+            tmp.discard()
 
 
 def _compacted(items: pa.ChunkedArray, params: Any) -> int:
@@ -321,17 +322,17 @@ def _read(path: Path, columns: list[str] | None = None) -> pa.Table:
 
 def _write(path: Path, table: pa.Table) -> dict[str, Any]:
     """Replace a conversations file (temp file, then rename); its new ``rows, bytes, sha256``."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}")
-    w: ArrowTable | pq.ParquetWriter = (
-        ArrowTable(tmp, table.schema) if path.suffix == ".arrow" else canonical_writer(str(tmp), table.schema)
-    )
+    tmp = NewFile(path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}"))
     try:
+        arrow = path.suffix == ".arrow"
+        w = ArrowTable(tmp, table.schema) if arrow else canonical_writer(tmp.where, table.schema)
         w.write_table(table)
         w.close()
-        out = {"rows": table.num_rows, "bytes": tmp.stat().st_size, "sha256": sha256_file(tmp)}
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+        out = {"rows": table.num_rows, "bytes": tmp.path.stat().st_size, "sha256": sha256_file(tmp.path)}
+    except BaseException:
+        tmp.discard()
+        raise
+    tmp.commit(path)
     return out
 
 

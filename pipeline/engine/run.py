@@ -11,6 +11,7 @@ Example (with a job file, so not run as a doctest)::
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -71,15 +72,22 @@ def _stage1(manifest: Manifest) -> list[dict[str, Any]] | None:
 
 
 def prepare_run_dir(job: Job, fresh: bool) -> Manifest:
-    """Create (or, with ``fresh``, empty of chatlake's files) the run directory; drop temp files
-    of a killed run. The caller holds the directory's lock (:func:`run_job`).
+    """Create (or, with ``fresh``, empty of chatlake's files) the run directory, claimed at once by
+    its manifest; drop temp files of a killed run. The caller holds the directory's lock
+    (:func:`run_job`).
 
     Raises ConfigError when the directory holds another job's run (checked before any work).
     """
     run_dir = job.run_dir
     if fresh:
-        rundir.clear(run_dir)
+        kept = rundir.clear(run_dir)
+        if kept:
+            more = f" and {len(kept) - 3} more" if len(kept) > 3 else ""
+            print(f"--fresh left in {run_dir} what chatlake did not write: {', '.join(kept[:3])}{more}",
+                  file=sys.stderr)  # fmt: skip
     manifest = Manifest.open(run_dir, job.name, job.fingerprint())
+    if not manifest.path.exists():  # the directory is this run's from now on (rundir.check_run_dir)
+        manifest.save()
     # run-layout.md: no output/ when the target is parquet; the single-file layout writes fewer folders
     for name in folders(job.layout, job.target != PARQUET):
         (run_dir / name).mkdir(parents=True, exist_ok=True)
@@ -105,8 +113,7 @@ def run_job(
     ConfigError before any work: a run directory that cannot be written, that another run holds
     (:mod:`.lock`), or that ``fresh`` may not empty.
     """
-    if fresh:
-        rundir.check_fresh(job.run_dir)
+    rundir.check_run_dir(job.run_dir, fresh)
     with contextlib.ExitStack() as stack:
         try:
             job.run_dir.mkdir(parents=True, exist_ok=True)

@@ -34,6 +34,7 @@ from pipeline.jobs.resolve import PARQUET, Job
 from pipeline.storage import open_input
 
 from . import join_log
+from .atomic import created, open_new, open_ours
 from .dropped import DROPPED
 from .manifest import MANIFEST, Manifest
 from .shards import shard_id
@@ -164,22 +165,23 @@ def _parquet(
     """
     w: pq.ParquetWriter | None = None
     first: pa.Schema | None = None
-    try:
-        for part in parts:
-            part_schema, rows, tables = _open_part(part)
-            first = first or part_schema
-            if not rows:
-                continue
-            if w is None:
-                w = open_writer(str(dst), schema or part_schema)
-            for t in tables():
-                w.write_table(t.cast(w.schema))
-        if w is None:  # no rows at all: still one (empty) file with the right columns
-            schema = schema or first
-            w = open_writer(str(dst), schema) if schema is not None else canonical_writer(str(dst))
-    finally:
-        if w is not None:
-            w.close()
+    with created(dst) as where:  # a temp file of the staging directory: never written through a link
+        try:
+            for part in parts:
+                part_schema, rows, tables = _open_part(part)
+                first = first or part_schema
+                if not rows:
+                    continue
+                if w is None:
+                    w = open_writer(where, schema or part_schema)
+                for t in tables():
+                    w.write_table(t.cast(w.schema))
+            if w is None:  # no rows at all: still one (empty) file with the right columns
+                schema = schema or first
+                w = open_writer(where, schema) if schema is not None else canonical_writer(where)
+        finally:
+            if w is not None:
+                w.close()
 
 
 def _open_part(path: Path) -> tuple[pa.Schema, int, Callable[[], Iterator[pa.Table]]]:
@@ -252,11 +254,11 @@ class _Joiner(threading.Thread):
         try:
             for role, dst in self.dsts.items():
                 if log.next:  # cut a half-appended shard off; append after the logged bytes
-                    outs[role] = open(dst, "r+b")  # noqa: SIM115
+                    outs[role] = open_ours(dst)
                     outs[role].truncate(log.bytes[role])
                     outs[role].seek(log.bytes[role])
                 else:
-                    outs[role] = open(dst, "wb")  # noqa: SIM115
+                    outs[role] = open_new(dst)
             for files in self._shards(log.next):
                 for role, path in files.items():
                     _append(path, outs[role])

@@ -37,6 +37,7 @@ from pipeline.io.record_index import (
 from pipeline.io.run_tables import LOSSES_SCHEMA, REJECTED_SCHEMA
 from pipeline.schema import CONVERSATION_SCHEMA
 
+from .atomic import NewFile
 from .dropped import DROPPED, EXTRA
 
 # the columns of an empty dropped/ file (a shard that dropped nothing)
@@ -63,9 +64,9 @@ class ArrowTable:
 
     OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
 
-    def __init__(self, path: Path, schema: pa.Schema) -> None:
+    def __init__(self, path: NewFile | Path, schema: pa.Schema) -> None:
         self.schema = schema
-        self._sink = pa.OSFile(str(path), "wb")
+        self._sink = pa.OSFile(path.where if isinstance(path, NewFile) else str(path), "wb")
         self._w = pa.ipc.new_file(self._sink, schema, options=self.OPTIONS)
 
     def write_table(self, table: pa.Table) -> None:
@@ -84,8 +85,8 @@ class HashedFile:
     losses).
     """
 
-    def __init__(self, path: Path) -> None:
-        self._f = open(path, "wb")  # noqa: SIM115
+    def __init__(self, path: NewFile) -> None:
+        self._f = path.open()
         self._sha = hashlib.sha256()
 
     def write(self, data: bytes | pa.Buffer) -> None:
@@ -137,7 +138,7 @@ class JsonlTable:
     so joining the shards is a plain concatenation.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: NewFile) -> None:
         self.file = HashedFile(path)
 
     def write_table(self, table: pa.Table) -> None:
@@ -197,13 +198,22 @@ class ShardWriter:
         self.keep_conversations = "conversations" in names
         # The pid keeps a stray worker of a killed run from writing into this run's temp files.
         self.tmp = {k: p.with_name(f".{p.name}.{os.getpid()}{TMP_SUFFIX}") for k, p in self.final.items()}
+        # created here, exclusively and never through a link; writers open these very files
+        self.new: dict[str, NewFile] = {}
+        try:
+            for k, p in self.tmp.items():
+                self.new[k] = NewFile(p)
+        except BaseException:
+            for f in self.new.values():
+                f.discard()
+            raise
         self.rows = dict.fromkeys(self.final, 0)
         self._conv: pq.ParquetWriter | ArrowTable | None = None
         self._items: pq.ParquetWriter | None = None
         self._records: pq.ParquetWriter | None = None
         if self.facts:
-            self._items = table_writer(self.tmp["items"], ITEM_INDEX_SCHEMA)
-            self._records = table_writer(self.tmp["records"], RECORD_INDEX_SCHEMA)
+            self._items = table_writer(self.new["items"].where, ITEM_INDEX_SCHEMA)
+            self._records = table_writer(self.new["records"].where, RECORD_INDEX_SCHEMA)
         self._counts: dict[str, list[pa.Table]] = {name: [] for name in shard_counts.FOLDERS}
         self._top: list[pa.Table] = []  # each batch's top_losses, reduced to the shard's at commit
         self._pending_losses: list[pa.Table] = []
@@ -213,14 +223,14 @@ class ShardWriter:
         self._rejected = self._table_writer("rejected", REJECTED_SCHEMA)
         self._dropped: pq.ParquetWriter | None = None
         self._dropped_schema: pa.Schema | None = None
-        self._out = HashedFile(self.tmp["output"]) if encoded else None
+        self._out = HashedFile(self.new["output"]) if encoded else None
 
     def _table_writer(self, name: str, schema: pa.Schema) -> pq.ParquetWriter | JsonlTable | ArrowTable:
         if self.final[name].suffix == ".jsonl":
-            return JsonlTable(self.tmp[name])
+            return JsonlTable(self.new[name])
         if self.final[name].suffix == ".arrow":
-            return ArrowTable(self.tmp[name], schema)
-        return table_writer(self.tmp[name], schema)
+            return ArrowTable(self.new[name], schema)
+        return table_writer(self.new[name].where, schema)
 
     def conversations(self, table: pa.Table) -> None:
         if not self.keep_conversations:
@@ -228,9 +238,9 @@ class ShardWriter:
         if self._conv is None:
             schema = table.schema.with_metadata(CONVERSATION_SCHEMA.metadata)
             if self.final["conversations"].suffix == ".arrow":
-                self._conv = ArrowTable(self.tmp["conversations"], schema)
+                self._conv = ArrowTable(self.new["conversations"], schema)
             else:
-                self._conv = canonical_writer(str(self.tmp["conversations"]), schema)
+                self._conv = canonical_writer(self.new["conversations"].where, schema)
         losses = pa.concat_tables(self._pending_losses) if self._pending_losses else None
         self._pending_losses = []
         if table.num_rows:
@@ -281,7 +291,7 @@ class ShardWriter:
         """Write records a grouping step dropped (engine/dropped.py), and their record-index rows."""
         if self._dropped is None:
             self._dropped = canonical_writer(
-                str(self.tmp[DROPPED]), table.schema.with_metadata(CONVERSATION_SCHEMA.metadata)
+                self.new[DROPPED].where, table.schema.with_metadata(CONVERSATION_SCHEMA.metadata)
             )
         self._dropped.write_table(table.cast(self._dropped.schema))
         self.rows[DROPPED] += table.num_rows
@@ -291,7 +301,7 @@ class ShardWriter:
     def commit(self) -> dict[str, dict[str, Any]]:
         """Close, hash and rename every file into place; returns ``{folder: {path, rows, bytes, sha256}}``."""
         if DROPPED in self.tmp and self._dropped is None:  # none dropped: still one (empty) file
-            self._dropped = canonical_writer(str(self.tmp[DROPPED]), _DROPPED_EMPTY)
+            self._dropped = canonical_writer(self.new[DROPPED].where, _DROPPED_EMPTY)
         if self._dropped is not None:
             self._dropped.close()
         if self.keep_conversations:
@@ -323,19 +333,19 @@ class ShardWriter:
                 "bytes": tmp.stat().st_size,
                 "sha256": h.hexdigest() if h is not None else sha256_file(tmp),
             }
-        for k, tmp in self.tmp.items():
-            os.replace(tmp, self.final[k])
+        for k, new in self.new.items():
+            new.commit(self.final[k])
         return files
 
     def _commit_facts(self) -> None:
         for name, parts in self._counts.items():
             counts = shard_counts.merge(name, parts)
-            pq.write_table(counts, self.tmp[name], compression="zstd")
+            pq.write_table(counts, self.new[name].where, compression="zstd")
             self.rows[name] = counts.num_rows
         top = top_losses(pa.concat_tables(self._top)) if self._top else None
         if top is None:
             top = RECORD_INDEX_SCHEMA.empty_table().select(list(TOP_LOSSES_COLUMNS))
-        pq.write_table(top, self.tmp["top_losses"], compression="zstd")
+        pq.write_table(top, self.new["top_losses"].where, compression="zstd")
         self.rows["top_losses"] = top.num_rows
 
     def abort(self) -> None:
@@ -352,5 +362,5 @@ class ShardWriter:
                 # Closing a half-written file after an error: the original error is what matters.
                 with contextlib.suppress(Exception):
                     w.close()
-        for tmp in self.tmp.values():
-            tmp.unlink(missing_ok=True)
+        for new in self.new.values():
+            new.discard()

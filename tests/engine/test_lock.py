@@ -45,3 +45,19 @@ def test_run_job_is_refused_while_the_run_directory_is_locked(tmp_path: Path) ->
             run_job(job)
         assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [LOCK]  # nothing was done
     assert run_job(job)["status"] == "ok"
+
+
+def test_a_lock_file_planted_as_a_link_is_refused_and_its_target_untouched(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / LOCK).symlink_to(victim)
+    with pytest.raises(ConfigError, match="symbolic link"), run_lock(run):
+        pass
+    assert victim.read_text() == "precious"
+    (run / LOCK).unlink()
+    os.link(victim, run / LOCK)  # a hard link: truncating the lock would truncate the victim
+    with pytest.raises(ConfigError, match="hard link"), run_lock(run):
+        pass
+    assert victim.read_text() == "precious"
