@@ -661,15 +661,48 @@ def _catalog_option(f: Callable[..., None]) -> Callable[..., None]:
     )(f)
 
 
+# a run read from a URL: its local read copy -> the URL (what messages name)
+_RUN_URLS: dict[Path, str] = {}
+
+
 def _run_path(run: str, catalog: str | None) -> Path:
     """RUN as given: a run directory, or a run id (or ``latest``) looked up in the catalog (exit 2
-    for a name that is neither; docs: :func:`pipeline.audit.locate.resolve_run`)."""
+    for a name that is neither; docs: :func:`pipeline.audit.locate.resolve_run`); a run at a URL
+    (given, or as the catalog has it) is downloaded into a read copy removed when the command ends."""
     from pipeline.audit.locate import resolve_run
+    from pipeline.storage import is_url
 
     try:
-        return resolve_run(run, catalog)
+        found = run if is_url(run) else resolve_run(run, catalog)
     except ConfigError as e:
         raise _usage_error(e) from None
+    return _fetch_run(found) if isinstance(found, str) else found
+
+
+def _fetch_run(url: str) -> Path:
+    """Download the run directory at ``url`` (every object under it: verify reads every byte, and
+    reports stray ones) into a fresh folder of chatlake's cache, deleted when the command ends."""
+    import shutil
+    import tempfile
+
+    from pipeline.storage import StorageError, cache_root, download_tree
+
+    root = cache_root() / "reads"
+    root.mkdir(parents=True, exist_ok=True)
+    local = Path(tempfile.mkdtemp(dir=root))
+    click.get_current_context().call_on_close(lambda: shutil.rmtree(local, ignore_errors=True))
+    try:
+        download_tree(url.rstrip("/"), local)
+    except StorageError as e:
+        raise _BadConfig(str(e)) from None
+    _RUN_URLS[local] = url.rstrip("/")
+    return local
+
+
+def _shown(run: Path, text: str) -> str:
+    """``text`` naming a run read from a URL by its URL rather than by its read copy."""
+    url = _RUN_URLS.get(run)
+    return text.replace(str(run), url) if url is not None else text
 
 
 @cli.command()
@@ -812,7 +845,7 @@ def sql(run_arg: str, query: str, catalog: str | None, fmt: str) -> None:
 
 @cli.command("export-hf")
 @click.argument("run_arg", metavar="RUN")
-@click.argument("out_dir", type=click.Path(path_type=Path))
+@click.argument("out_dir", type=PATH_OR_URL)
 @_catalog_option
 @click.option("--style", type=click.Choice(("trl", "openai")), default="trl", show_default=True)
 @click.option("--split-by", help="A conversations column whose values name the splits (default: train).")
@@ -826,7 +859,7 @@ def sql(run_arg: str, query: str, catalog: str | None, fmt: str) -> None:
 )
 def export_hf(
     run_arg: str,
-    out_dir: Path,
+    out_dir: Path | str,
     catalog: str | None,
     style: str,
     split_by: str | None,
@@ -847,7 +880,10 @@ def export_hf(
     if dry_run and repo_id is None:  # a dry run of nothing would write the export for real
         raise click.UsageError("--dry-run checks an upload: give it with --push REPO")
     run = _run_path(run_arg, catalog)
-    cfg = ExportConfig(run, out_dir, style, split_by, shard_rows, repo_id, overwrite)
+    url = out_dir if isinstance(out_dir, str) else None
+    if url is not None:  # exported into a local folder, then uploaded (docs/storage.md#outputs)
+        out_dir = _export_dir(url, overwrite)
+    cfg = ExportConfig(run, out_dir, style, split_by, shard_rows, repo_id, overwrite and url is None)
     try:
         cfg.validate()
         check_run_files(run)
@@ -866,7 +902,9 @@ def export_hf(
         again = "run the same command again"
         raise _Failed(f"interrupted: nothing was kept in {out_dir}; {again}", 130) from None
     r = report.to_json()
-    click.echo(f"exported {r['exported']} rows {r['splits']} to {out_dir}; excluded {r['excluded']}")
+    if url is not None:
+        _upload_export(out_dir, url)
+    click.echo(f"exported {r['exported']} rows {r['splits']} to {url or out_dir}; excluded {r['excluded']}")
     if repo_id is not None:
         try:
             click.echo(push(out_dir, repo_id, dry_run=dry_run))
@@ -874,6 +912,56 @@ def export_hf(
             raise _usage_error(e) from None
         except RuntimeError as e:
             raise click.ClickException(str(e)) from None
+
+
+def _export_dir(url: str, overwrite: bool) -> Path:
+    """Check the export's URL before any work, as export-hf checks a local OUT_DIR (empty, or with
+    --overwrite an earlier export: nothing but the files its report lists), and give the empty
+    local folder the export is written into (removed when the command ends)."""
+    import shutil
+
+    from pipeline.sinks.hf_dataset import REPORT
+    from pipeline.storage import StorageError, check_output, join, listing, read_bytes, work_dir
+
+    url = url.rstrip("/")
+    try:
+        check_output(url)
+        names = set(listing(url))
+        if names:
+            report = read_bytes(join(url, REPORT))
+            listed = set(orjson.loads(report).get("sha256", {})) | {REPORT} if report else set()
+            if not names <= listed:
+                raise ConfigError(
+                    f"output directory {url!r} is not empty and not an export of chatlake (it holds "
+                    f"{sorted(names - listed)[:3]}); choose a new directory"
+                )
+            if not overwrite:
+                raise ConfigError(
+                    f"output directory {url!r} holds an earlier chatlake export; pass --overwrite to "
+                    "replace it, or choose a new directory"
+                )
+    except StorageError as e:
+        raise _BadConfig(str(e)) from None
+    except (ConfigError, orjson.JSONDecodeError) as e:
+        raise click.UsageError(str(e)) from None
+    local = work_dir(url, "exports")
+    shutil.rmtree(local, ignore_errors=True)  # chatlake's own folder: a killed export's leftovers
+    local.mkdir(parents=True)
+    click.get_current_context().call_on_close(lambda: shutil.rmtree(local, ignore_errors=True))
+    return local
+
+
+def _upload_export(local: Path, url: str) -> None:
+    """Upload a finished export: the data files, then the dataset card, then ``export_report.json``
+    (last: it lists the rest); then delete what an earlier export left that this one did not write."""
+    from pipeline.sinks.hf_dataset import CARD, REPORT
+    from pipeline.storage import join, listing, remove, upload_tree
+
+    url = url.rstrip("/")
+    before = set(listing(url))
+    written = set(upload_tree(local, url, last=(CARD, REPORT)))
+    for name in sorted(before - written):  # listed by the earlier export's report: checked before
+        remove(join(url, name))
 
 
 @cli.command()
@@ -899,11 +987,11 @@ def verify(run_arg: str, catalog: str | None) -> None:
         raise _Failed(f"run directory {str(run)!r} does not exist", 2)
     problems = check(run)
     if problems:
-        click.echo(f"{run}: {len(problems)} problem{'s' if len(problems) > 1 else ''}")
+        click.echo(_shown(run, f"{run}: {len(problems)} problem{'s' if len(problems) > 1 else ''}"))
         for p in problems:
-            click.echo(f"  {p}")
+            click.echo(_shown(run, f"  {p}"))
         sys.exit(1)
-    click.echo(ok_line(run))
+    click.echo(_shown(run, ok_line(run)))
 
 
 def main() -> None:

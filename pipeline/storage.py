@@ -254,6 +254,8 @@ def upload(local: Path, url: str) -> None:
     object appears whole when the upload completes."""
     fs, path = filesystem(url)
     with reaching(url):
+        # object stores have no folders (a no-op there); a filesystem-backed store needs them
+        fs.makedirs(fs._parent(path), exist_ok=True)
         fs.put_file(str(local), path)
 
 
@@ -261,6 +263,7 @@ def upload_bytes(data: bytes, url: str) -> None:
     """Write a small object (a manifest, a summary) in one request."""
     fs, path = filesystem(url)
     with reaching(url):
+        fs.makedirs(fs._parent(path), exist_ok=True)
         fs.pipe_file(path, data)
 
 
@@ -307,3 +310,27 @@ def remove(url: str) -> None:
     fs, path = filesystem(url)
     with reaching(url), contextlib.suppress(FileNotFoundError):
         fs.rm_file(path)
+
+
+def upload_tree(local: Path, url: str, last: tuple[str, ...] = ()) -> list[str]:
+    """Upload every file under the local directory to the prefix ``url`` (relative paths kept),
+    the names in ``last`` after all others, in that order (the file that says the rest is complete
+    goes up at the end); returns the relative paths uploaded."""
+    names = sorted(p.relative_to(local).as_posix() for p in local.rglob("*") if p.is_file())
+    ordered = [n for n in names if n not in last] + [n for n in last if n in names]
+    for name in ordered:
+        upload(local / name, join(url, name))
+    return ordered
+
+
+def download_tree(url: str, local: Path) -> list[str]:
+    """Download every object under the prefix ``url`` into the local directory (relative paths
+    kept; StorageError when there is none); returns the relative paths."""
+    names = sorted(listing(url))
+    if not names:
+        raise StorageError(f"{url}: no such bucket, repository or object (nothing under this prefix)")
+    for name in names:
+        if name.startswith("/") or ".." in name.split("/"):  # an object name may not escape the folder
+            raise StorageError(f"{url}: refusing the object name {name!r} (it leaves the folder)")
+        download(join(url, name), local / name)
+    return names

@@ -45,3 +45,28 @@ def s3(s3_server, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-d
     fsspec.get_filesystem_class("s3").clear_instance_cache()  # a cached client keeps old settings
     yield f"s3://{s3_server.bucket}/{uuid.uuid4().hex[:12]}"
     fsspec.get_filesystem_class("s3").clear_instance_cache()
+
+
+@pytest.fixture
+def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``hf://`` served by a local directory shaped like the Hub (``datasets/ORG/NAME/...``): the
+    chatlake side of the Hub (URLs, listing, ranged reads, uploads) without the network. Registered in this
+    process only, so the commands run in process."""
+
+    import fsspec
+    from fsspec.implementations.dirfs import DirFileSystem
+    from fsspec.implementations.local import LocalFileSystem
+
+    class LocalHub(DirFileSystem):
+        protocol = "hf"
+
+        def __init__(self, **kw: object) -> None:
+            super().__init__(path=str(tmp_path / "hub"), fs=LocalFileSystem())
+
+    (tmp_path / "hub" / "datasets" / "org" / "chats" / "data").mkdir(parents=True)
+    fsspec.register_implementation("hf", LocalHub, clobber=True)
+    LocalHub.clear_instance_cache()
+    yield tmp_path / "hub" / "datasets" / "org" / "chats"
+    from huggingface_hub import HfFileSystem
+
+    fsspec.register_implementation("hf", HfFileSystem, clobber=True)

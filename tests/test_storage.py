@@ -13,8 +13,6 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from fsspec.implementations.dirfs import DirFileSystem
-from fsspec.implementations.local import LocalFileSystem
 
 from pipeline.cli import cli
 from pipeline.errors import ConfigError
@@ -114,27 +112,6 @@ def test_an_unreachable_hub_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_pat
     code, out = _invoke("convert", url, "--from", "chat", "--to", "chat", "-o", str(tmp_path / "o.jsonl"))
     assert code == 2 and len(out.strip().splitlines()) == 1, out
     assert out.startswith(f"Error: {url}: cannot reach the store (") and "HF_ENDPOINT" in out
-
-
-@pytest.fixture
-def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """``hf://`` served by a local directory shaped like the Hub (``datasets/ORG/NAME/...``): the
-    chatlake side of the Hub (URLs, listing, ranged reads) without the network. Registered in this
-    process only, so the commands run in process."""
-
-    class LocalHub(DirFileSystem):
-        protocol = "hf"
-
-        def __init__(self, **kw: object) -> None:
-            super().__init__(path=str(tmp_path / "hub"), fs=LocalFileSystem())
-
-    (tmp_path / "hub" / "datasets" / "org" / "chats" / "data").mkdir(parents=True)
-    fsspec.register_implementation("hf", LocalHub, clobber=True)
-    LocalHub.clear_instance_cache()
-    yield tmp_path / "hub" / "datasets" / "org" / "chats"
-    from huggingface_hub import HfFileSystem
-
-    fsspec.register_implementation("hf", HfFileSystem, clobber=True)
 
 
 def test_hub_dataset_files_read_like_local_ones(hub: Path, tmp_path: Path) -> None:

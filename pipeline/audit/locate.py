@@ -11,14 +11,16 @@ from pathlib import Path
 
 from pipeline.catalog import Catalog
 from pipeline.errors import ConfigError
+from pipeline.storage import as_path
 
 # the checkout this package runs from: notebooks/ and the quick start's runs/ are relative to it
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_RUN = REPO / "runs" / "sample"  # where jobs/sample.toml (the quick start) writes
 
 
-def resolve_run(run: str | Path, catalog: str | Path | None = None) -> Path:
-    """RUN as given: a path that exists; else a run id (or ``latest``) in the catalog.
+def resolve_run(run: str | Path, catalog: str | Path | None = None) -> Path | str:
+    """RUN as given: a path that exists; else a run id (or ``latest``) in the catalog (its URL, as a
+    string, for a run written to object storage: docs/storage.md#outputs).
 
     A name with a directory part (``runs/r1``) is a path whatever the catalog holds: it is returned
     as is, so the caller says it does not exist. Raises ConfigError for a bare name that is
@@ -34,7 +36,7 @@ def resolve_run(run: str | Path, catalog: str | Path | None = None) -> Path:
             f"{str(run)!r} is neither a run directory nor a run id in the catalog {cat.path} "
             "(`chatlake runs` lists the runs and their ids)"
         )
-    return Path(found)
+    return as_path(found)
 
 
 def notebook_run(catalog: str | Path | None = None) -> Path:
@@ -50,7 +52,10 @@ def notebook_run(catalog: str | Path | None = None) -> Path:
         in_repo = REPO / given
         if not Path(given).exists() and not Path(given).is_absolute() and in_repo.exists():
             return in_repo
-        return resolve_run(given, catalog)
+        found = resolve_run(given, catalog)
+        if isinstance(found, str):
+            raise ConfigError(f"CHATLAKE_RUN {given!r} is at a URL ({found}); the notebook reads local runs")
+        return found
     latest = Catalog(catalog).run_dir("latest")
     if latest is not None and Path(latest).is_dir():
         return Path(latest)

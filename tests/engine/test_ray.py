@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +68,35 @@ def test_ray_runs_the_two_stage_threads_job_as_local_does(
     assert ray_ == local
     for k in ("read", "written", "rejected", "rejected_by_reason", "inputs"):
         assert summaries["ray"][k] == summaries["local"][k], k
+
+
+def test_ray_reads_its_input_from_s3_as_the_local_engine_does(s3: str, tmp_path: Path) -> None:
+    """The same job over a JSONL object on the S3 server: Ray's tasks read their byte ranges from the
+    store and write what the local engine writes. Run as a command (its own local Ray), so that the
+    workers start with the environment that points them at the server, as on a cluster's nodes."""
+    import subprocess
+    import sys
+
+    from pipeline.storage import filesystem
+
+    good = [orjson.dumps(r) for _, r in CASES["responses"]]
+    data = b"".join(line + b"\n" for line in good * 4)
+    fs, path = filesystem(f"{s3}/in.jsonl")
+    fs.pipe_file(path, data)
+    summaries = {}
+    for engine in ("local", "ray"):
+        job = write_job(
+            tmp_path / f"{engine}.toml",
+            [{"path": f"{s3}/in.jsonl", "format": "responses"}],
+            {"path": engine, "target": "chat", "shard_records": 7},
+            engine={"kind": engine, "workers": 2},
+        )
+        cmd = [sys.executable, "-m", "pipeline", "run", str(job), "--json", "--no-catalog"]
+        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # a Ray of its own
+        done = subprocess.run(cmd, capture_output=True, env=env, timeout=600, check=False)
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+        summaries[engine] = orjson.loads(done.stdout.splitlines()[-1])
+    assert summaries["ray"]["engine"] == "ray" and summaries["ray"]["shards"] > 2
+    assert summaries["ray"]["read"] == len(good) * 4 == summaries["local"]["read"]
+    assert summaries["ray"]["inputs"][0]["path"] == f"{s3}/in.jsonl"
+    assert file_hashes(tmp_path / "ray") == file_hashes(tmp_path / "local")

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from pipeline import synth
 from pipeline.cli import cli
 from pipeline.engine.writers import FOLDERS
-from pipeline.storage import listing, read_bytes, work_dir
+from pipeline.storage import filesystem, listing, read_bytes, work_dir
 from tests.engine.helpers import file_hashes, write_job
 from tests.test_cli_inputs import JSONL, SHAPES
 from tests.test_storage import _closed_port, _ids_out, _upload
@@ -271,3 +271,57 @@ def test_an_output_url_naming_no_object_or_an_input_is_refused(s3: str, tmp_path
     code, said = _invoke("convert", f"{s3}/in.jsonl", "--from", "chat", "--to", "chat", "-o", f"{s3}/dir/")
     assert code == 2 and "names no object" in said
     assert set(listing(s3)) == {"in.jsonl"}
+
+
+# --- reading a run on the store: verify, export-hf ------------------------------------------------
+
+
+def test_verify_and_export_hf_read_a_run_on_s3_and_write_to_it(s3: str, tmp_path: Path) -> None:
+    (tmp_path / "in.jsonl").write_bytes(JSONL)
+    url = f"{s3}/runs/v"
+    code, said = _invoke("run", str(_job(tmp_path, "v", url)), "-q")  # registered in the catalog
+    assert code == 0, said
+    code, said = _invoke("run", str(_job(tmp_path, "v", "local")), "-q", "--no-catalog")
+    assert code == 0, said
+    for run in (url, "latest"):  # the catalog holds the URL
+        code, said = _invoke("verify", run)
+        assert code == 0 and said.startswith(f"OK {url}: 1 shards complete and as listed"), said
+
+    code, said = _invoke("export-hf", url, f"{s3}/hf")
+    assert code == 0 and re.search(rf"to {s3}/hf; excluded \d+$", said.strip()), said
+    code, said = _invoke("export-hf", str(tmp_path / "local"), str(tmp_path / "hf"))
+    assert code == 0, said
+    local = orjson.loads((tmp_path / "hf" / "export_report.json").read_bytes())
+    remote = orjson.loads(_get(f"{s3}/hf/export_report.json"))
+    assert remote == local and set(listing(f"{s3}/hf")) == {*local["sha256"], "export_report.json"}
+    for name in local["files"]:  # the same dataset files, byte for byte
+        assert _get(f"{s3}/hf/{name}") == (tmp_path / "hf" / name).read_bytes()
+    code, said = _invoke("export-hf", url, f"{s3}/hf")
+    assert code == 2 and "holds an earlier chatlake export; pass --overwrite" in said
+    code, said = _invoke("export-hf", url, f"{s3}/hf", "--overwrite")
+    assert code == 0, said
+    _upload(f"{s3}/mine", {"notes.txt": b"x"})
+    code, said = _invoke("export-hf", url, f"{s3}/mine", "--overwrite")
+    assert code == 2 and "is not empty and not an export of chatlake" in said and _get(f"{s3}/mine/notes.txt")
+    assert not any((tmp_path / "cache").rglob("*.parquet"))  # read copies and exports are removed
+
+    fs, path = filesystem(f"{url}/output/part-00000.jsonl")
+    fs.pipe_file(path, b"{}\n")  # damaged on the store
+    code, said = _invoke("verify", url)
+    assert code == 1 and said.startswith(f"{url}: ") and "output/part-00000.jsonl" in said, said
+
+
+def test_a_file_written_to_a_hub_shaped_repository(hub: Path, tmp_path: Path) -> None:
+    """hf:// outputs go through huggingface_hub's filesystem like any fsspec store: here a local
+    folder shaped like the Hub stands for it (writing to the real Hub needs the network and a token)."""
+    src = _in(tmp_path)
+    code, said = _invoke(
+        "convert", src, "--from", "chat", "--to", "parquet", "-o", "hf://datasets/org/chats/out/c.parquet"
+    )
+    assert code == 0, said
+    code, said = _invoke(
+        "convert", src, "--from", "chat", "--to", "parquet", "-o", str(tmp_path / "c.parquet")
+    )
+    assert code == 0, said
+    assert (hub / "out" / "c.parquet").read_bytes() == (tmp_path / "c.parquet").read_bytes()
+    assert sorted(p.name for p in (hub / "out").iterdir()) == ["c.parquet", "c.parquet.rejected.parquet"]
