@@ -287,6 +287,9 @@ def test_verify_and_export_hf_read_a_run_on_s3_and_write_to_it(s3: str, tmp_path
         code, said = _invoke("verify", run)
         assert code == 0 and said.startswith(f"OK {url}: 1 shards complete and as listed"), said
 
+    query = "SELECT count(*) AS n, sum(length(conversation_id)) AS c FROM conversations"
+    code, said = _invoke("sql", url, query, "--format", "csv")
+    assert code == 0 and said == _invoke("sql", str(tmp_path / "local"), query, "--format", "csv")[1], said
     code, said = _invoke("export-hf", url, f"{s3}/hf")
     assert code == 0 and re.search(rf"to {s3}/hf; excluded \d+$", said.strip()), said
     code, said = _invoke("export-hf", str(tmp_path / "local"), str(tmp_path / "hf"))
