@@ -189,6 +189,14 @@ def quickstart(directory: Path) -> None:
                "&& chatlake audit runs/sample")  # fmt: skip
 
 
+def _strict_inputs_option(f: Callable[..., None]) -> Callable[..., None]:
+    return click.option(
+        "--strict-inputs", is_flag=True,
+        help="Exit 2 naming a file no reader recognises (empty, unknown, chatlake's own output) instead "
+        "of rejecting it whole (stage detect) and converting the others.",
+    )(f)  # fmt: skip
+
+
 @cli.command()
 @click.argument("inputs", nargs=-1, required=True, type=click.Path())
 @click.option(
@@ -229,6 +237,7 @@ def quickstart(directory: Path) -> None:
     "loss, a fraction of the bytes, read by DuckDB, audit and sql) or OUTPUT.losses.jsonl (the same rows "
     "as JSON lines). A --run-dir always has losses/ in Parquet.",
 )  # fmt: skip
+@_strict_inputs_option
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 def convert(
     inputs: tuple[str, ...],
@@ -242,6 +251,7 @@ def convert(
     allow_loss: str,
     set_fields: tuple[str, ...],
     losses_format: str | None,
+    strict_inputs: bool,
     quiet: bool,
 ) -> None:
     """Convert conversations: JSONL, a JSON array or document, compressed, a directory, - (stdin), or Parquet.
@@ -293,7 +303,7 @@ def convert(
             _check_report(report, names, run_dir)
             job = convert_job(
                 names, source, target, str(run_dir), on_loss=policy.on_loss,
-                allow=sorted(policy.allowed), workers=workers or 2, sets=sets,
+                allow=sorted(policy.allowed), workers=workers or 2, sets=sets, strict_inputs=strict_inputs,
             )  # fmt: skip
         except ConfigError as e:
             raise _usage_error(e) from None
@@ -303,16 +313,14 @@ def convert(
     assert output is not None
     summary, verdict = _single_file(
         names, source, target, output, report, policy=policy, workers=workers, quiet=quiet, sets=sets,
-        losses_format=losses_format or "parquet",
+        losses_format=losses_format or "parquet", strict_inputs=strict_inputs,
     )  # fmt: skip
     summary.update({"from": source, "to": target})
     _write_report(report, summary)
     if not quiet:
-        from rich.console import Console
+        from pipeline.engine.report import console, print_summary
 
-        from pipeline.engine.report import print_summary
-
-        print_summary(summary, Console())
+        print_summary(summary, console())
     _say_auto(summary, source == "auto" and not quiet)
     if verdict is not None:
         raise click.ClickException(verdict)
@@ -341,6 +349,7 @@ def _single_file(
     inputs: list[str], source: str, target: str, output: Path | str, report: Path | None, *,
     policy: LossPolicy | None = None, workers: int | None = None, steps: list[str] | None = None,
     quiet: bool = False, sets: dict[str, object] | None = None, losses_format: str = "parquet",
+    strict_inputs: bool = False,
 ) -> tuple[dict[str, object], str | None]:  # fmt: skip
     """Run convert/transform -o FILE on the engine (single-file layout, docs/run-layout.md).
 
@@ -370,6 +379,7 @@ def _single_file(
             inputs, source, target, str(staging_dir(output)), on_loss=policy.on_loss,
             allow=sorted(policy.allowed), workers=workers or 2, steps=steps, layout=SINGLE_FILE,
             shard_records=SINGLE_FILE_SHARD_RECORDS, sets=sets, losses_format=losses_format,
+            strict_inputs=strict_inputs,
         )  # fmt: skip
         if job.grouping:  # a threads job writes FILE.dropped.parquet too: check it as well
             check_paths(output, target, inputs, report, grouping=True)
@@ -503,9 +513,11 @@ def synth(
 @click.option(
     "--strict", is_flag=True, help="Exit 1 naming the first rejected record (checked after the run)."
 )
+@_strict_inputs_option
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 def transform(
-    inputs: tuple[str, ...], specs: tuple[str, ...], output: Path, source: str, strict: bool, quiet: bool
+    inputs: tuple[str, ...], specs: tuple[str, ...], output: Path, source: str, strict: bool,
+    strict_inputs: bool, quiet: bool,
 ) -> None:
     """Run transform steps over canonical Parquet (or any input convert reads) into one Parquet file.
 
@@ -526,7 +538,9 @@ def transform(
     except ConfigError as e:
         raise _usage_error(e) from None
     names = [str(p) for p in inputs]
-    summary, verdict = _single_file(names, source, PARQUET, output, None, steps=list(specs), quiet=quiet)
+    summary, verdict = _single_file(
+        names, source, PARQUET, output, None, steps=list(specs), quiet=quiet, strict_inputs=strict_inputs
+    )
     if strict and summary["rejected"]:
         first = first_rejected(summary) or {}
         raise click.ClickException(
@@ -551,10 +565,8 @@ class _BadConfig(click.ClickException):
 
 def _run_job(job: object, *, catalog: str | None, quiet: bool, as_json: bool, fresh: bool,
              report: Path | None = None, auto: bool = False) -> None:  # fmt: skip
-    from rich.console import Console
-
     from pipeline.engine import JobFailed, TooManyRejected, run_job
-    from pipeline.engine.report import print_summary
+    from pipeline.engine.report import console, print_summary
 
     rejected: TooManyRejected | None = None
     try:
@@ -575,7 +587,7 @@ def _run_job(job: object, *, catalog: str | None, quiet: bool, as_json: bool, fr
     if as_json:
         click.echo(orjson.dumps(summary).decode())
     elif not quiet:
-        print_summary(summary, Console())
+        print_summary(summary, console())
     _say_auto(summary, auto and not (quiet or as_json))
     if rejected is not None:
         raise _Failed(str(rejected), 1)

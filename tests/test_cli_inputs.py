@@ -102,13 +102,22 @@ def test_a_directory_through_convert_and_a_run_directory(tmp_path: Path) -> None
     report = orjson.loads((tmp_path / "r.json").read_bytes())
     assert len(report["inputs"]) == len(SHAPES) and report["read"] == 1 + (len(SHAPES) - 1) * len(RECORDS)
     assert "file nested/" not in err and "(file f.jsonl.gz)" in err  # the file's name, not its path
-    # a second convert over the same directory skips the first one's outputs and run directory
+    # a second convert over the same directory leaves out the first one's run directory, and
+    # rejects its single-file outputs whole (stage detect), saying what they are
     (tmp_path / "run").rename(d / "run")
     code, out, err = _invoke("convert", str(d), "--from", "auto", "--to", "chat", "-o", str(d / "out.jsonl"))
     assert code == 0, out + err
     code, said = _convert(d, "auto", tmp_path / "x.parquet", "--report", str(tmp_path / "r2.json"))
     assert code == 0, said
-    assert len(orjson.loads((tmp_path / "r2.json").read_bytes())["inputs"]) == len(SHAPES)
+    inputs = orjson.loads((tmp_path / "r2.json").read_bytes())["inputs"]
+    assert len([i for i in inputs if "skipped" not in i]) == len(SHAPES)
+    skipped = {Path(i["path"]).name: i["skipped"] for i in inputs if "skipped" in i}
+    assert skipped == {
+        "out.jsonl": "chatlake's own output: an output of chatlake convert -o (its side files are beside it)",
+        "out.jsonl.losses.parquet": "chatlake's own output: the loss report of chatlake's output out.jsonl",
+        "out.jsonl.rejected.jsonl":
+            "chatlake's own output: the rejected records of chatlake's output out.jsonl",
+    }
 
 
 def test_stdin(tmp_path: Path) -> None:
@@ -178,3 +187,39 @@ def test_every_corpus_file_converts_with_auto(tmp_path: Path) -> None:
     # the only rejections: the cassettes' Gemini-native exchanges, which no codec reads
     assert all("generateContent" in r for r in report["rejected_by_reason"]), report["rejected_by_reason"]
     assert err.count(" as ") >= len(files)
+
+
+def test_a_messy_directory_converts_the_rest_and_names_each_skipped_file(tmp_path: Path) -> None:
+    """A dataset's manifest, an empty file and a compressed agent log beside good files: the good
+    files and the log are converted, each skipped file is named with why (whole, on one line though
+    the path is longer than a terminal: the output is piped), and --strict-inputs refuses instead."""
+    d = tmp_path / ("a-folder-with-a-long-name-" * 3) / "logs"
+    d.mkdir(parents=True)
+    (d / "good.jsonl").write_bytes(JSONL)
+    (d / "dataset-manifest.json").write_bytes(orjson.dumps({"name": "evals", "files": ["good.jsonl"]}))
+    (d / "empty.jsonl").write_bytes(b"")
+    tau = [{"task_id": 0, "traj": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}]
+    (d / "tau.json.gz").write_bytes(gzip.compress(orjson.dumps(tau)))
+    out = tmp_path / "out" / "chat.jsonl"
+    cmd = [sys.executable, "-m", "pipeline", "convert", str(d), "--from", "auto", "--to", "chat",
+           "-o", str(out)]  # fmt: skip
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    lines = res.stdout.splitlines()
+    assert f"  {d / 'empty.jsonl'}: the file is empty" in lines
+    assert any(line.startswith(f"  {d / 'dataset-manifest.json'}: format 'auto' could not tell what it is")
+               for line in lines), res.stdout  # fmt: skip
+    assert "files rejected whole (not read): 2" in lines
+    assert "file tau.json.gz as tau-bench" in res.stderr
+    rejected = [orjson.loads(x) for x in Path(f"{out}.rejected.jsonl").read_bytes().splitlines()]
+    assert sorted((Path(r["source_file"]).name, r["stage"]) for r in rejected if r["stage"] == "detect") == [
+        ("dataset-manifest.json", "detect"), ("empty.jsonl", "detect")
+    ]
+    written = out.read_bytes().count(b"\n")
+    assert written >= 1 + len(CASES["chat"])  # the log's conversation and at least the chat records
+    res = subprocess.run([*cmd[:-1], str(tmp_path / "strict.jsonl"), "--strict-inputs"],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    said = res.stderr.replace("\n", "")  # click's error, wrapped or not
+    assert f"input '{d / 'dataset-manifest.json'}': format 'auto' could not tell" in said
+    assert not list(tmp_path.glob("strict*"))

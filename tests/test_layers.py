@@ -17,7 +17,7 @@ PIPELINE = Path(__file__).resolve().parents[1] / "pipeline"
 # own __init__, the public API). A module may import its own unit and units of lower layers only;
 # units that share a layer may not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "oserrors", "codec", "arrays", "libc", "bundled"),
+    ("errors", "oserrors", "codec", "arrays", "libc", "bundled", "compression"),
     ("storage",),
     ("schema",),
     ("losses",),

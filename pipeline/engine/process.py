@@ -25,6 +25,7 @@ from pipeline.encoders.encode_rows import encode_rows
 from pipeline.errors import reason_of
 from pipeline.formats import encode_jsonl
 from pipeline.io.run_tables import LOSSES_SCHEMA, loss_refused, rejected_row
+from pipeline.jobs.files import SKIPPED
 from pipeline.jobs.resolve import CANONICAL, PARQUET, build_steps
 from pipeline.losses import ADDITIONS, LossPolicy
 from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
@@ -318,7 +319,9 @@ def _encode(
 
 def _wire_lines(shard: Shard) -> bool:
     """Whether the shard's records are wire-format JSON lines (JSONL, or a dataset's rows)."""
-    return shard.container == "jsonl" or (shard.container != "source" and shard.format != CANONICAL)
+    return shard.container == "jsonl" or (
+        shard.container not in ("source", SKIPPED) and shard.format != CANONICAL
+    )
 
 
 def shard_codec(shard: Shard) -> str:
@@ -439,6 +442,7 @@ def run_shard(
     except BaseException:
         writer.abort()
         raise
+    skipped, auto = shard.container == SKIPPED, shard.format == WIRE
     return {
         "id": shard.id,
         "input": {k: v for k, v in shard.to_json().items() if k not in ("id", "weight")},
@@ -454,8 +458,8 @@ def run_shard(
         "records_with_losses": counts.lossy,
         "additions_by_kind": dict(sorted(counts.additions.items())),
         **({"source_counts": dict(sorted(counts.source_counts.items()))} if counts.source_counts else {}),
-        **({"detected": dict(sorted(counts.detected.items()))} if shard.format == WIRE else {}),
-        "codec": shard_codec(shard),
+        **({"detected": dict(sorted(counts.detected.items()))} if auto and not skipped else {}),
+        **({"codec": shard_codec(shard)} if not skipped else {}),  # a skipped file decodes nothing
         "native_fallback": dict(sorted(counts.fallback.items())),
         "files": files,
         "weight": shard.weight,

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from pipeline.formats import DecodeResult, Rejected, decode_lines
 from pipeline.io.run_tables import rejected_row
-from pipeline.jobs.files import open_arrow, open_input
+from pipeline.jobs.files import SKIPPED, open_arrow, open_input
 from pipeline.jobs.resolve import CANONICAL
 from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
 from pipeline.sources import read_source
@@ -348,8 +348,19 @@ def _partition(shard: Shard) -> Iterator[Batch]:
     yield Batch(table, rejected, table.num_rows + len(rejected), nbytes=shard.weight)
 
 
+def _skipped(shard: Shard) -> Iterator[Batch]:
+    """A file no reader recognises (jobs/resolve.py): one rejected record, stage ``detect``, saying why."""
+    row = rejected_row(shard.label, None, DETECT, shard.options["reason"])
+    yield Batch(CONVERSATION_SCHEMA.empty_table(), [row], 1, nbytes=shard.weight)
+
+
+DETECT = "detect"  # the stage of a file rejected whole
+
+
 def read_shard(shard: Shard, chunk_bytes: int, batch_rows: int) -> Iterator[Batch]:
     """The batches of one shard, in input order."""
+    if shard.container == SKIPPED:
+        return _skipped(shard)
     if shard.container == PARTITION:
         return _partition(shard)
     if shard.container == "jsonl":

@@ -11,13 +11,24 @@ from rich.table import Table
 from rich.text import Text
 
 
+def console() -> Console:
+    """Standard output's console. Piped or redirected, lines are not wrapped (rich would fold them at
+    80 columns, cutting a path mid-name): a script or a log gets each line whole."""
+    out = Console()
+    if not out.is_terminal:
+        out.soft_wrap = True
+    return out
+
+
 def auto_choices(summary: dict[str, Any]) -> str:
     """What ``--from auto`` chose, in one line: records per wire format of each file read per record
     (``detected``), and the adapter of each file read by one (docs/sources.md#auto)."""
     parts = []
     for inp in summary["inputs"]:
         name = Path(inp["path"]).name if "://" not in inp["path"] else inp["path"]
-        if "detected" in inp:
+        if "skipped" in inp:
+            parts.append(f"file {name} skipped")
+        elif "detected" in inp:
             counts = sorted(inp["detected"].items(), key=lambda kv: (-kv[1], kv[0]))
             for i, (fmt, n) in enumerate(counts):
                 what = "records" if i == 0 else ""
@@ -29,14 +40,35 @@ def auto_choices(summary: dict[str, Any]) -> str:
     return "auto: " + ", ".join(parts)
 
 
+LISTED = 5  # rejection reasons (and skipped files) printed; the rest are counted
+
+
+def rejection_lines(summary: dict[str, Any]) -> list[str]:
+    """The rejection reasons of a run, most frequent first, as printed: ``LISTED`` of them, then how
+    many more reasons and records there are (the rejected file has them all)."""
+    reasons = list(summary["rejected_by_reason"].items())
+    lines = [f"  {n:,} x {reason}" for reason, n in reasons[:LISTED]]
+    if len(reasons) > LISTED:
+        rest = sum(n for _, n in reasons[LISTED:])
+        lines.append(f"  and {len(reasons) - LISTED:,} more reasons ({rest:,} records)")
+    return lines
+
+
 def print_summary(summary: dict[str, Any], console: Console) -> None:
     """The end-of-run table: counts, rejections by stage and reason, losses by kind, where it went."""
     console.print(_counts_table(summary))
     if summary["rejected"]:
         stages = ", ".join(f"{k} {n:,}" for k, n in summary["rejected_by_stage"].items())
         console.print(f"rejected by stage: {stages}")
-        for reason, n in list(summary["rejected_by_reason"].items())[:5]:
-            console.print(f"  {n:,} x {reason}")
+        for line in rejection_lines(summary):
+            console.print(line, markup=False, highlight=False)
+    skipped = [inp for inp in summary["inputs"] if "skipped" in inp]
+    if skipped:
+        console.print(f"files rejected whole (not read): {len(skipped):,}")
+        for inp in skipped[:LISTED]:
+            console.print(f"  {inp['path']}: {inp['skipped']}", markup=False, highlight=False)
+        if len(skipped) > LISTED:
+            console.print(f"  and {len(skipped) - LISTED:,} more (the rejected file lists them all)")
     _print_threads(summary, console)
     if summary.get("dropped"):
         # a grouping step's dropped records are not rejected: each is kept inside its leaf (dropped/)

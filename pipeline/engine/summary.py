@@ -11,6 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from pipeline import codec
+from pipeline.jobs.files import SKIPPED
 from pipeline.jobs.resolve import Job, chatlake_version
 
 
@@ -47,6 +48,7 @@ def summarize(
     codecs: Counter[str] = Counter()
     inputs: dict[tuple[str, str], int] = {(f.url, f.format): 0 for f in job.files}
     names = {f.url: f.name for f in job.files if f.name}
+    skipped = {f.url: f.options["reason"] for f in job.files if f.container == SKIPPED}
     detected: dict[tuple[str, str], Counter[str]] = {}
     read = written = rejected = lossy = blank = dropped = 0
     dropped_by: Counter[str] = Counter()
@@ -87,6 +89,8 @@ def summarize(
                 "format": f,
                 "read": n,
                 **({"detected": dict(sorted(detected[p, f].items()))} if (p, f) in detected else {}),
+                # a file no reader recognises, rejected whole (stage detect): why
+                **({"skipped": skipped[p]} if p in skipped else {}),
             }
             for (p, f), n in inputs.items()
         ],

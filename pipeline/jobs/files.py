@@ -7,10 +7,12 @@ which reads byte ranges on demand and lists globs and directories remotely.
 A directory that is not a saved dataset contributes, recursively and sorted, its files named
 ``*.jsonl``, ``*.ndjson``, ``*.json``, ``*.parquet``, ``*.eval``, ``*.traj`` and ``*.kiln`` (the
 first three also compressed: ``.gz``, ``.zst``, ``.bz2``, ``.xz``) and its saved datasets; hidden
-files and directories (a leading dot) and what chatlake writes (``*.rejected.jsonl``,
-``*.rejected.parquet``, ``*.losses.jsonl``, ``*.losses.parquet``, the ``convert -o`` output ``X`` beside them,
-``*.partial/``, a run directory: one holding ``manifest.json``) are skipped; symbolic links to
-directories are not followed.
+files and directories (a leading dot), ``*.partial/`` staging directories and run directories (one
+holding ``manifest.json``) are left out; symbolic links to directories are not followed. The files
+chatlake writes (``*.rejected.jsonl``, ``*.rejected.parquet``, ``*.losses.jsonl``,
+``*.losses.parquet``, ``*.dropped.parquet``, the ``convert -o`` output ``X`` beside them,
+``export_report.json``) are listed apart: a job rejects each whole, saying what it is
+(``jobs/resolve.py``), or refuses it with ``strict_inputs``.
 """
 
 from __future__ import annotations
@@ -35,14 +37,20 @@ from pipeline.storage import file_size, filesystem, is_url, local_path, open_inp
 __all__ = ["file_size", "is_url", "open_input"]  # re-exported: the engine and jobs read through them
 
 # stream: a whole file read by pipeline.sources.inputs (compressed, a JSON array or document, stdin)
-Container = Literal["jsonl", "stream", "parquet", "arrow", "dataset", "source"]
+# skipped: a file that is rejected whole (stage ``detect``): its ``options["reason"]`` says why
+Container = Literal["jsonl", "stream", "parquet", "arrow", "dataset", "source", "skipped"]
 
 _DIR_SUFFIXES = (".jsonl", ".ndjson", ".json")
 _DIR_FILES = (
     *_DIR_SUFFIXES, *(s + z for s in _DIR_SUFFIXES for z in COMPRESSED_SUFFIXES),
     ".parquet", ".eval", ".traj", ".kiln",
 )  # fmt: skip
-_OUR_FILES = (".rejected.jsonl", ".rejected.parquet", ".losses.jsonl", ".losses.parquet")
+_OUR_FILES = (
+    ".rejected.jsonl", ".rejected.parquet", ".losses.jsonl", ".losses.parquet", ".dropped.parquet",
+)  # fmt: skip
+_OUR_NAMES = {"export_report.json": "the report of chatlake export-hf"}
+# A file that reads as nothing: empty, or what chatlake wrote (a whole-file rejection, stage detect).
+SKIPPED = "skipped"
 
 
 def _fs(url: str) -> tuple[Any, str]:
@@ -52,12 +60,18 @@ def _fs(url: str) -> tuple[Any, str]:
 _local = local_path
 
 
-def expand(pattern: str, base: Path) -> list[str]:
-    """The files (or saved-dataset directories) a path, glob or URL names, sorted; [] when none."""
+def expand(pattern: str, base: Path, ours: dict[str, str] | None = None) -> list[str]:
+    """The files (or saved-dataset directories) a path, glob or URL names, sorted; [] when none.
+
+    ``ours``: when given, the files of a directory that chatlake wrote (its ``.rejected``,
+    ``.losses`` and ``.dropped`` files, the ``convert -o`` output beside them, an
+    ``export_report.json``) are listed too, and each is added to it with what it is; otherwise
+    they are left out.
+    """
     if is_url(pattern):
         fs, path = _fs(pattern)
         with reaching(pattern):
-            return _remote_files(fs, path)
+            return _remote_files(fs, path, ours)
     p = Path(_local(pattern)).expanduser()
     if not p.is_absolute():
         p = base / p
@@ -67,14 +81,16 @@ def expand(pattern: str, base: Path) -> list[str]:
         hits = sorted(_glob(parts[0] or os.sep, parts[1:], set()))
     else:
         hits = [text] if os.path.exists(text) else []
-        hits = [f for h in hits for f in (_directory_files(h) if _is_plain_dir(h) else [h])]
+        hits = [f for h in hits for f in (_directory_files(h, None, ours) if _is_plain_dir(h) else [h])]
     # Real paths, each once: a file named through two links (or a loop) is still one input.
-    return list(dict.fromkeys(
-        os.path.realpath(h) for h in hits if os.path.isfile(h) or _is_dataset_dir(None, h)
-    ))  # fmt: skip
+    real = {h: os.path.realpath(h) for h in hits if os.path.isfile(h) or _is_dataset_dir(None, h)}
+    if ours:
+        for h in [h for h in ours if h in real and real[h] != h]:
+            ours[real[h]] = ours.pop(h)
+    return list(dict.fromkeys(real.values()))
 
 
-def _remote_files(fs: Any, path: str) -> list[str]:
+def _remote_files(fs: Any, path: str, ours: dict[str, str] | None = None) -> list[str]:
     """The URLs a remote path, glob or directory names: a directory by the rules of a local one
     (listed remotely, recursively, sorted)."""
     path = path.rstrip("/") or path
@@ -84,7 +100,10 @@ def _remote_files(fs: Any, path: str) -> list[str]:
         if not fs.isdir(h) or _is_dataset_dir(fs, h):
             found.append(h)
         elif not globmod.has_magic(path):  # a directory named as such (a glob names only what matches)
-            found += _directory_files(h, fs)
+            mine: dict[str, str] = {}
+            found += _directory_files(h, fs, None if ours is None else mine)
+            if ours is not None:
+                ours.update({unstrip(fs, k): v for k, v in mine.items()})
     return [unstrip(fs, h) for h in dict.fromkeys(found)]
 
 
@@ -92,9 +111,9 @@ def _is_plain_dir(path: str) -> bool:
     return os.path.isdir(path) and not _is_dataset_dir(None, path)
 
 
-def _directory_files(root: str, fs: Any = None) -> list[str]:
+def _directory_files(root: str, fs: Any = None, ours: dict[str, str] | None = None) -> list[str]:
     """The input files of a directory (the module docstring says which), sorted by path; ``fs``: the
-    fsspec filesystem of a remote directory (None: local)."""
+    fsspec filesystem of a remote directory (None: local); ``ours``: as for :func:`expand`."""
     found: list[str] = []
     walk = os.walk(root) if fs is None else fs.walk(root, topdown=True)
     join = os.path.join if fs is None else (lambda *a: "/".join(a))
@@ -117,12 +136,31 @@ def _directory_files(root: str, fs: Any = None) -> list[str]:
         names = set(files)
         for name in files:
             low = name.lower()
-            if name.startswith(".") or low.endswith(_OUR_FILES) or not low.endswith(_DIR_FILES):
+            if name.startswith(".") or not low.endswith(_DIR_FILES):
                 continue
-            if any(name + ours in names for ours in _OUR_FILES):  # convert -o NAME wrote it
+            what = _ours(name, names)
+            if what is not None:
+                if ours is not None:
+                    ours[join(here, name)] = what
+                    found.append(join(here, name))
                 continue
             found.append(join(here, name))
     return sorted(found)
+
+
+def _ours(name: str, names: set[str]) -> str | None:
+    """What chatlake file ``name`` is (a side file, the ``convert -o`` output beside its side files,
+    an export report), else None; ``names``: the files of its directory."""
+    low = name.lower()
+    if low in _OUR_NAMES:
+        return _OUR_NAMES[low]
+    for suffix in _OUR_FILES:
+        if low.endswith(suffix):
+            what = {"rejected": "rejected records", "losses": "loss report", "dropped": "dropped records"}
+            return f"the {what[suffix.split('.')[1]]} of chatlake's output {name[: -len(suffix)]}"
+    if any(name + suffix in names for suffix in _OUR_FILES):
+        return "an output of chatlake convert -o (its side files are beside it)"
+    return None
 
 
 def spool_stdin() -> str:

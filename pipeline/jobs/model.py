@@ -24,6 +24,8 @@ model = "claude-sonnet-4-5"  # max_completion_tokens (chat) / max_output_tokens 
 on_loss = "allow"            # or "reject"; allow = ["item_id"] accepts those kinds under reject
 max_rejected_share = 0.5     # fail (exit 1) when more than this share of the records is rejected
                              # (unset: fail only when every record read was rejected)
+strict_inputs = false        # true: refuse a file no reader recognises (exit 2) instead of
+                             # rejecting it whole (stage "detect") and reading the others
 
 [engine]
 kind = "local"               # or "ray"
@@ -76,6 +78,9 @@ class LossSpec(_Strict):
     on_loss: Literal["allow", "reject"] = "allow"
     allow: list[str] = Field(default_factory=list)
     max_rejected_share: float | None = Field(default=None, ge=0, le=1)
+    # refuse (exit 2) an input file no reader recognises (empty, unknown, chatlake's own output)
+    # instead of rejecting it whole (stage detect) and reading the others
+    strict_inputs: bool = False
 
 
 class EngineSpec(_Strict):

@@ -22,6 +22,7 @@ from pipeline.encoders.request_fields import check_sets
 from pipeline.errors import ConfigError
 from pipeline.formats import WIRE_FORMATS
 from pipeline.jobs.files import (
+    SKIPPED,
     Container,
     container_of,
     dataset_arrow_files,
@@ -39,7 +40,7 @@ from pipeline.schema import CONVERSATION_SCHEMA, SCHEMA_VERSION
 from pipeline.sources import SOURCES
 from pipeline.sources._base import check_options
 from pipeline.sources.detect import WIRE, detect_input
-from pipeline.sources.inputs import MAX_DOCUMENT_BYTES, STDIN_NAME, WIRE_OPTIONS, compression_of
+from pipeline.sources.inputs import MAX_DOCUMENT_BYTES, STDIN_NAME, WIRE_OPTIONS
 from pipeline.storage import check_output, work_dir
 from pipeline.transforms import GROUPING_STEPS, make_step, parse_step
 
@@ -62,7 +63,8 @@ class InputFile:
 
     ``container``: ``jsonl`` | ``stream`` (compressed, a JSON array or document, stdin: read whole
     by :mod:`pipeline.sources.inputs`) | ``parquet`` | ``arrow`` (a ``save_to_disk`` file) |
-    ``source`` (an adapter from :mod:`pipeline.sources` reads the whole file); ``format``: a wire
+    ``source`` (an adapter from :mod:`pipeline.sources` reads the whole file) | ``skipped`` (a file
+    rejected whole, stage ``detect``: ``options["reason"]`` says why); ``format``: a wire
     format, ``auto`` (wire records, each one's format decided as it is read), ``canonical`` or a
     source name. ``name``: what provenance calls the file when not its url (``<stdin>``).
     """
@@ -213,13 +215,9 @@ def _resolve_format(
         except ConfigError:
             raise
         except Exception as e:  # a detector that cannot read the file: say which file
-            raise ConfigError(f"input {url!r}: cannot detect its format ({e}); give format = ...") from None
+            raise _undetected(url, f"{type(e).__name__}: {e}") from None
         if not detected:
-            raise ConfigError(
-                f"input {url!r}: format 'auto' could not tell what it is (no source's log, and no record "
-                "is a Responses, Chat, Anthropic, HF or ShareGPT record: docs/sources.md#auto); give its "
-                "format (format = ... in a job file, --from on the command line)"
-            )
+            raise _undetected(url)
         if detected == WIRE:
             return WIRE, container
         return _resolve_format(str(detected), url, container)
@@ -242,15 +240,6 @@ def _container(url: str, fmt: str, container: Container) -> Container:
         raise ConfigError(f"input {url!r}: cannot read it ({e.strerror or e})") from None
 
 
-def _check_plain(url: str, source: str) -> None:
-    """Source adapters read plain files: a compressed one fails here, before any work."""
-    with open_input(url) as f:
-        if compression_of(f.read(6)) is not None:
-            raise ConfigError(
-                f"input {url!r} is compressed; the {source} adapter reads plain files: decompress it first"
-            )
-
-
 def _check_canonical(f: InputFile) -> None:
     if f.container != "parquet" or f.format != CANONICAL:
         return
@@ -266,42 +255,79 @@ def _check_canonical(f: InputFile) -> None:
         )
 
 
+class _Unreadable(Exception):
+    """A file no reader recognises: rejected whole (stage ``detect``), or refused with strict_inputs."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason  # the rejected row's reason (the file is its source_file)
+
+
+def _undetected(url: str, why: str | None = None) -> _Unreadable:
+    """Format auto found nothing in ``url`` (``why``: the detector's error)."""
+    if file_size(url) == 0:
+        reason = "the file is empty"
+    elif why:
+        reason = f"format 'auto' cannot read it ({why})"
+    else:
+        reason = (
+            "format 'auto' could not tell what it is (no source's log, and no record is a Responses, "
+            "Chat, Anthropic, HF or ShareGPT record: docs/sources.md#auto)"
+        )
+    fix = "leave the file out" if reason == "the file is empty" else (
+        "give its format (format = ... in a job file, --from on the command line), or leave the file out"
+    )
+    return _Unreadable(reason, f"input {url!r}: {reason}; {fix}")
+
+
 def resolve(spec: JobSpec, base: Path, source_text: str = "") -> Job:
-    """Check a job against the world (files, formats, steps, output) and resolve it."""
+    """Check a job against the world (files, formats, steps, output) and resolve it.
+
+    A file no reader recognises (format auto finds nothing in it, it is empty, or a directory holds
+    it and chatlake wrote it) becomes a :data:`SKIPPED` input, rejected whole when the job runs;
+    with ``loss.strict_inputs`` it fails here instead (ConfigError naming it), and so does a job
+    whose every file is such.
+    """
     files: list[InputFile] = []
     named: set[str] = set()  # a file named by two patterns (or inputs) is read once, the first time
     stdin_read = False
+    strict = spec.loss.strict_inputs
     for n, inp in enumerate(spec.inputs):
         if inp.format not in SOURCES:  # wire inputs (and auto) take the reader's options
             check_options(inp.format, inp.options, WIRE_OPTIONS)
         cap = int(inp.options.get("max_document_bytes", MAX_DOCUMENT_BYTES))
         for pattern in inp.path:
             name = ""
+            ours: dict[str, str] = {}  # the files of a directory that chatlake wrote -> what they are
             if is_stdin(pattern):
                 if stdin_read:
                     raise ConfigError(f"inputs[{n}]: '-' (standard input) is given twice; it is read once")
                 stdin_read, name, urls = True, STDIN_NAME, [spool_stdin()]
             else:
-                urls = expand(pattern, base)
+                urls = expand(pattern, base, ours)
             if not urls:
                 raise ConfigError(f"inputs[{n}]: {pattern!r} matches no file; check the path or glob")
             for url in urls:
                 if url in named:
                     continue
                 named.add(url)
-                container = container_of(url)
-                fmt, container = _resolve_format(inp.format, url, container, cap)
-                # auto chose an adapter: the wire reader's options are not the adapter's
-                options = {} if fmt in SOURCES and inp.format not in SOURCES else dict(inp.options)
-                if container == "source":
-                    _check_source_options(fmt, options)
-                    _check_plain(url, fmt)
-                else:
-                    container = _container(url, fmt, container)
-                for leaf, leaf_container in _leaves(url, container):
-                    f = InputFile(leaf, leaf_container, fmt, dict(options), file_size(leaf), name)
-                    _check_canonical(f)
-                    files.append(f)
+                try:
+                    if url in ours:
+                        raise _Unreadable(
+                            f"chatlake's own output: {ours[url]}",
+                            f"input {url!r} is chatlake's own output ({ours[url]}); move it out of the "
+                            "input directory",
+                        )
+                    files += _input_files(url, inp.format, inp.options, cap, name)
+                except _Unreadable as e:
+                    if strict:  # --strict-inputs / loss.strict_inputs
+                        raise ConfigError(f"{e} (strict inputs: refused, not rejected whole)") from None
+                    skipped = {"reason": e.reason}
+                    files.append(InputFile(url, SKIPPED, inp.format, skipped, file_size(url), name))
+    if files and all(f.container == SKIPPED for f in files):
+        listed = "; ".join(f"{f.url}: {f.options['reason']}" for f in files[:3])
+        more = f" (and {len(files) - 3} more)" if len(files) > 3 else ""
+        raise ConfigError(f"no input can be read: {listed}{more}")
     target = spec.output.target
     if target not in TARGETS:
         raise ConfigError(f"output.target {target!r} is not a format; use one of {', '.join(TARGETS)}")
@@ -365,6 +391,26 @@ def resolve(spec: JobSpec, base: Path, source_text: str = "") -> Job:
         source_text=source_text,
         run_url=run_url,
     )
+
+
+def _input_files(url: str, fmt: str, given: dict[str, Any], cap: int, name: str) -> list[InputFile]:
+    """The input files one matched path reads as (a saved dataset: its arrow files), checked;
+    raises :class:`_Unreadable` for a file no reader recognises."""
+    container = container_of(url)
+    read_as, container = _resolve_format(fmt, url, container, cap)
+    # auto chose an adapter: the wire reader's options are not the adapter's
+    options = {} if read_as in SOURCES and fmt not in SOURCES else dict(given)
+    fmt = read_as
+    if container == "source":
+        _check_source_options(fmt, options)
+    else:
+        container = _container(url, fmt, container)
+    out = []
+    for leaf, leaf_container in _leaves(url, container):
+        f = InputFile(leaf, leaf_container, fmt, dict(options), file_size(leaf), name)
+        _check_canonical(f)
+        out.append(f)
+    return out
 
 
 def _leaves(url: str, container: Container) -> list[tuple[str, Container]]:
@@ -439,6 +485,7 @@ def convert_job(
     max_rejected_share: float | None = None,
     sets: dict[str, Any] | None = None,
     losses_format: str = "jsonl",
+    strict_inputs: bool = False,
 ) -> Job:
     """``chatlake convert`` / ``transform``: a job (steps optional) from command-line flags.
 
@@ -451,7 +498,8 @@ def convert_job(
         "steps": list(steps or []),
         "output": {"path": run_dir, "target": target,
                    **({"shard_records": shard_records} if shard_records else {})},
-        "loss": {"on_loss": on_loss, "allow": list(allow or []), "max_rejected_share": max_rejected_share},
+        "loss": {"on_loss": on_loss, "allow": list(allow or []), "max_rejected_share": max_rejected_share,
+                 "strict_inputs": strict_inputs},
         "engine": {"workers": workers},
         "set": dict(sets or {}),
     }  # fmt: skip

@@ -9,16 +9,19 @@ line and reason -- nothing vanishes.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 import pyarrow as pa
 
+from pipeline.compression import compression_of, decompressed
 from pipeline.errors import ConfigError
 from pipeline.formats import CODECS, RecordError, Rejected, conversation_id, gc_paused
 from pipeline.formats import _loads as loads_record
@@ -179,7 +182,7 @@ class SourceBuilder:
 
 def iter_jsonl(path: Path, b: SourceBuilder) -> Iterator[tuple[int, bytes, dict[str, Any]]]:
     """Stream ``(line number, raw line, object)``; blank lines are counted, broken lines rejected."""
-    with open_input(path) as f:
+    with open_plain(path) as f:
         for n, raw in enumerate(f, 1):
             b.counts["lines_read"] += 1
             if not raw.strip():
@@ -218,7 +221,7 @@ def load_json(path: Path, b: SourceBuilder, records: str | None = None) -> Any:
     that is nested too deep or holds an integer beyond 64 bits is replaced by a :class:`BadRecord`
     for the adapter to reject by number (:func:`iter_records`); the other records are read.
     """
-    with open_input(path) as f:
+    with open_plain(path) as f:
         raw = f.read()
     try:
         value, bad = loads_document(raw, records)
@@ -281,7 +284,23 @@ __all__ = [
     "iter_records",
     "load_json",
     "meta_text",
+    "open_plain",
     "parse_jsonish",
     "records_of",
     "text_of",
 ]
+
+
+@contextlib.contextmanager
+def open_plain(url: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
+    """A local file or URL as its plain bytes: decompressed as a stream when it is gzip, zstd, bzip2
+    or xz (told from its first bytes, not its name), so an agent log reads the same compressed or not."""
+    with open_input(url) as f:
+        compression = compression_of(f.read(6))
+        f.seek(0)
+        stream = decompressed(f, compression)
+        try:
+            yield stream
+        finally:
+            if stream is not f:
+                stream.close()

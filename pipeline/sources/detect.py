@@ -36,7 +36,6 @@ from typing import Any
 
 import orjson
 
-from pipeline.errors import ConfigError
 from pipeline.sources import (
     claude_code,
     codex_rollout,
@@ -49,7 +48,8 @@ from pipeline.sources import (
     swe_agent,
     tau_bench,
 )
-from pipeline.sources.inputs import MAX_DOCUMENT_BYTES, compression_of, record_batches
+from pipeline.sources._base import open_plain
+from pipeline.sources.inputs import MAX_DOCUMENT_BYTES, record_batches
 from pipeline.sources.wire_kind import classify
 from pipeline.storage import as_path, open_input
 
@@ -80,7 +80,7 @@ def detect_source(path: Path) -> str | None:
     """The source adapter for ``path``, or None when the content is ambiguous or unknown."""
     path = as_path(path)
     try:
-        with open_input(path) as f:
+        with open_plain(path) as f:  # a compressed log is told by its content, as a plain one
             head = f.read(1 << 16)
     except OSError:
         return None
@@ -100,7 +100,7 @@ def detect_source(path: Path) -> str | None:
     if not one_line_object:
         return _from_json(path)  # a pretty-printed JSON object
     found: set[str] = set()
-    with open_input(path) as f:
+    with open_plain(path) as f:
         for n, raw in enumerate(f):
             if n >= SNIFF_LINES:
                 break
@@ -122,7 +122,7 @@ _WHOLE_FILE = frozenset((inspect_log.NAME, swe_agent.NAME, kiln.NAME))
 
 def _from_json(path: Path) -> str | None:
     try:
-        with open_input(path) as f:
+        with open_plain(path) as f:
             value = orjson.loads(f.read())
     except orjson.JSONDecodeError:
         return None
@@ -155,12 +155,10 @@ def detect_input(path: str | Path, max_document_bytes: int = MAX_DOCUMENT_BYTES)
     """What ``--from auto`` reads ``path`` as: a source adapter's name, :data:`WIRE` (wire records,
     each record's format decided as it is read), or None when nothing fits.
 
-    Raises ConfigError for a compressed file holding a source's log (adapters read plain files).
+    A compressed file is told by its decompressed content, like a plain one.
     """
     path = as_path(path)
-    with open_input(path) as f:
-        compressed = compression_of(f.read(6)) is not None
-    source = None if compressed else detect_source(path)
+    source = detect_source(path)
     if source is not None and source not in _WIRE_ADAPTERS:
         return source
     lines = sample_lines(path, max_document_bytes)
@@ -169,13 +167,6 @@ def detect_input(path: str | Path, max_document_bytes: int = MAX_DOCUMENT_BYTES)
         return source if all(k == _WIRE_ADAPTERS[source] for k in kinds) else WIRE
     if kinds:
         return WIRE
-    if compressed:
-        found = {row_source(_loads(line)) for line in lines} - {None}
-        if found:
-            raise ConfigError(
-                f"input {str(path)!r} is a compressed {sorted(found)[0]} log; source adapters read "
-                "plain files: decompress it first"
-            )
     return None
 
 

@@ -23,18 +23,14 @@ off ``.gz``) keeps what was read and rejects the rest as one record naming the e
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import io
-import lzma
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 import orjson
-import pyarrow as pa
 
+from pipeline.compression import DECOMPRESS_ERRORS, compression_of, decompressed
 from pipeline.formats import Rejected
 from pipeline.formats._common import RecordError
 from pipeline.formats._json import loads_document
@@ -46,39 +42,9 @@ MAX_DOCUMENT_BYTES = 1 << 30
 # The options every wire-format input takes (a job's [[inputs]] options), with their types.
 WIRE_OPTIONS: dict[str, type] = {"max_document_bytes": int}
 
-# First bytes of each compressed format (RFC 1952, zstd frame, bzip2, xz).
-_MAGIC = (
-    (b"\x1f\x8b", "gzip"),
-    (b"\x28\xb5\x2f\xfd", "zstd"),
-    (b"BZh", "bz2"),
-    (b"\xfd7zXZ\x00", "xz"),
-)
 COMPRESSED_SUFFIXES = {".gz": "gzip", ".zst": "zstd", ".bz2": "bz2", ".xz": "xz"}
 # Errors a decompressor raises on corrupt or truncated data.
-_DECOMPRESS_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError, pa.ArrowException)
-
-
-def compression_of(head: bytes) -> str | None:
-    """The compression of a file from its first bytes (``gzip``, ``zstd``, ``bz2``, ``xz``), else None."""
-    for magic, name in _MAGIC:
-        if head.startswith(magic):
-            return name
-    return None
-
-
-def decompressed(f: IO[bytes], compression: str | None) -> IO[bytes]:
-    """``f`` read through its decompressor, as a stream (``compression`` None: ``f`` itself)."""
-    if compression is None:
-        return f
-    if compression == "gzip":
-        return gzip.GzipFile(fileobj=f, mode="rb")
-    if compression == "bz2":
-        return bz2.BZ2File(f, "rb")
-    if compression == "xz":
-        return lzma.LZMAFile(f, "rb")
-    if compression == "zstd":
-        return pa.CompressedInputStream(pa.PythonFile(f, mode="r"), "zstd")  # type: ignore[return-value]
-    raise ValueError(f"unknown compression {compression!r}")
+_DECOMPRESS_ERRORS = DECOMPRESS_ERRORS
 
 
 @dataclass

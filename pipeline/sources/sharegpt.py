@@ -21,9 +21,9 @@ from pipeline.sources._base import (
     iter_jsonl,
     iter_records,
     load_json,
+    open_plain,
     records_of,
 )
-from pipeline.storage import open_input
 
 NAME = "sharegpt"
 OPTIONS: dict[str, type] = {}
@@ -35,7 +35,7 @@ def sniff(obj: Any) -> bool:
 
 def rows(path: Path, b: SourceBuilder) -> Iterator[tuple[int, Any]]:
     """``(line or 1-based row number, row)`` of a JSON list file or a JSON Lines file."""
-    with open_input(path) as f:
+    with open_plain(path) as f:
         head = f.read(64).lstrip()
     if head.startswith(b"["):
         yield from iter_records(records_of(load_json(path, b), b, "rows"), b, "records_read")

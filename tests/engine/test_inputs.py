@@ -253,8 +253,117 @@ def test_a_directory_contributes_its_input_files(tmp_path: Path) -> None:
     summary = _run(tmp_path, [{"path": "in", "format": "auto"}], "parquet")
     names = [str(Path(i["path"]).relative_to(d.resolve())) for i in summary["inputs"]]
     want = ["array.json", "f.jsonl.bz2", "f.jsonl.gz", "f.jsonl.xz", "f.jsonl.zst", "sub/doc.json"]
-    assert names == sorted(want)
-    assert summary["rejected"] == 0
+    assert names == sorted([*want, "old.jsonl.rejected.jsonl"])
+    # chatlake's own file is not read: it is rejected whole, saying what it is
+    [ours] = [i for i in summary["inputs"] if "skipped" in i]
+    assert ours["skipped"] == "chatlake's own output: the rejected records of chatlake's output old.jsonl"
+    assert summary["rejected"] == 1 and summary["rejected_by_stage"] == {"detect": 1}
+
+
+TAU_LOG = [
+    {"task_id": i, "reward": 1.0,
+     "traj": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]}
+    for i in range(3)
+]  # fmt: skip
+
+
+def _messy_directory(tmp_path: Path) -> Path:
+    """A folder as users have them: good logs beside a dataset's manifest, an empty file, a
+    compressed agent log and chatlake's own outputs."""
+    import gzip
+
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "good.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for _, r in CASES["chat"]))
+    (d / "manifest.json").write_bytes(orjson.dumps({"name": "a dataset", "files": ["good.jsonl"]}))
+    (d / "empty.jsonl").write_bytes(b"")
+    (d / "tau.json.gz").write_bytes(gzip.compress(orjson.dumps(TAU_LOG, option=orjson.OPT_INDENT_2)))
+    (d / "export_report.json").write_bytes(b'{"exported": 3}\n')
+    (d / "chat.jsonl.losses.parquet").write_bytes(b"PAR1")
+    return d
+
+
+def test_files_no_reader_recognises_are_rejected_whole_and_the_rest_is_read(tmp_path: Path) -> None:
+    _messy_directory(tmp_path)
+    summary = _run(tmp_path, [{"path": "logs", "format": "auto"}], "chat")
+    skipped = {Path(i["path"]).name: i["skipped"] for i in summary["inputs"] if "skipped" in i}
+    assert skipped == {
+        "chat.jsonl.losses.parquet": "chatlake's own output: the loss report of chatlake's output chat.jsonl",
+        "empty.jsonl": "the file is empty",
+        "export_report.json": "chatlake's own output: the report of chatlake export-hf",
+        "manifest.json": "format 'auto' could not tell what it is (no source's log, and no record is a "
+        "Responses, Chat, Anthropic, HF or ShareGPT record: docs/sources.md#auto)",
+    }
+    formats = {Path(i["path"]).name: i["format"] for i in summary["inputs"] if "skipped" not in i}
+    assert formats == {"good.jsonl": "auto", "tau.json.gz": "tau-bench"}
+    # one rejected row per skipped file, in the same table as every other rejection
+    rows = [r for r in _rejected(tmp_path / "run") if r["stage"] == "detect"]
+    assert {(Path(r["source_file"]).name, r["reason"], r["source_line"], r["input"]) for r in rows} == {
+        (name, why, None, None) for name, why in skipped.items()
+    }
+    assert summary["rejected_by_stage"]["detect"] == 4
+    assert summary["read"] == summary["written"] + summary["rejected"]
+    conv = folder(tmp_path / "run", "conversations")
+    sources = [p and p["source"] for p in conv.column("provenance").to_pylist()]
+    assert sources.count("tau-bench") == 3 and conv.num_rows == summary["written"] > 3
+    assert summary["verdict"]["ok"]
+
+
+def test_the_verdict_rules_count_a_skipped_file(tmp_path: Path) -> None:
+    """A skipped file is one rejected record: max_rejected_share decides, as for any rejection."""
+    _messy_directory(tmp_path)
+    job = write_job(tmp_path / "job.toml", [{"path": "logs", "format": "auto"}],
+                    {"path": "run", "target": "chat"}, loss={"max_rejected_share": 0.0})  # fmt: skip
+    with pytest.raises(TooManyRejected, match="at detect"):
+        run_job(load_job(job))
+
+
+def test_strict_inputs_refuse_a_file_no_reader_recognises(tmp_path: Path) -> None:
+    _messy_directory(tmp_path)
+    for name in ("chat.jsonl.losses.parquet", "empty.jsonl", "export_report.json"):
+        job = write_job(tmp_path / "job.toml", [{"path": "logs", "format": "auto"}],
+                        {"path": "run", "target": "chat"}, loss={"strict_inputs": True})  # fmt: skip
+        with pytest.raises(ConfigError, match=rf"{name}.*strict inputs"):
+            load_job(job)
+        (tmp_path / "logs" / name).unlink()
+    with pytest.raises(ConfigError, match=r"manifest.json': format 'auto' could not tell what it is"):
+        load_job(job)
+    (tmp_path / "logs" / "manifest.json").unlink()
+    assert [f.format for f in load_job(job).files] == ["auto", "tau-bench"]
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_job_whose_every_file_is_unreadable_fails_before_work(tmp_path: Path) -> None:
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "x.json").write_bytes(b'{"hello": 1}')
+    job = write_job(tmp_path / "job.toml", [{"path": ["empty.jsonl", "x.json"], "format": "auto"}],
+                    {"path": "run", "target": "chat"})  # fmt: skip
+    with pytest.raises(ConfigError, match=r"no input can be read: .*empty.jsonl: the file is empty; "
+                       r".*x.json: format 'auto' could not tell"):
+        load_job(job)
+
+
+@pytest.mark.parametrize("kind", ["gzip", "zstd", "bz2", "xz"])
+def test_a_compressed_agent_log_reads_as_the_plain_one(tmp_path: Path, kind: str) -> None:
+    from tests.sources.test_inputs import COMPRESSORS
+
+    plain = orjson.dumps(TAU_LOG, option=orjson.OPT_INDENT_2)
+    (tmp_path / "tau.json").write_bytes(plain)
+    (tmp_path / "packed").mkdir()
+    (tmp_path / "packed" / "tau.json.gz").write_bytes(COMPRESSORS[kind](plain))
+    for fmt in ("tau-bench", "auto"):
+        a = _run(tmp_path, [{"path": "tau.json", "format": fmt}], "chat")
+        first = folder(tmp_path / "run", "conversations")
+        b = _run(tmp_path / "packed", [{"path": "tau.json.gz", "format": fmt}], "chat")
+        second = folder(tmp_path / "packed" / "run", "conversations")
+        assert a["written"] == b["written"] == 3 and b["inputs"][0]["format"] == "tau-bench"
+        drop = ["conversation_id", "source_file", "provenance"]  # ids are made from the file name
+        assert second.drop_columns(drop).equals(first.drop_columns(drop))
+        assert output_lines(tmp_path / "packed" / "run") == output_lines(tmp_path / "run")
+        for run in (tmp_path / "run", tmp_path / "packed" / "run"):
+            import shutil
+
+            shutil.rmtree(run)
 
 
 def test_auto_reads_parquet_of_wire_rows_and_canonical_parquet(tmp_path: Path) -> None:

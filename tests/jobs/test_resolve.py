@@ -81,13 +81,6 @@ def test_unknown_format_lists_each_format_once(src: Path, tmp_path: Path) -> Non
     assert "sharegpt" in names and len(names) == len(set(names)), names
 
 
-def test_compressed_input_for_a_source_adapter(src: Path, tmp_path: Path) -> None:
-    """Wire inputs may be compressed (read as a stream); source adapters read plain files only."""
-    (tmp_path / "in.jsonl.gz").write_bytes(b"\x1f\x8b")
-    _fails(tmp_path, "adapter reads plain files: decompress it first",
-           inputs=[{"path": "in.jsonl.gz", "format": "codex-rollout"}])  # fmt: skip
-
-
 def test_unknown_target(src: Path, tmp_path: Path) -> None:
     _fails(tmp_path, "output.target 'csv' is not a format", output={"path": "run", "target": "csv"})
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pipeline.errors import ConfigError
 from pipeline.sources.detect import WIRE, detect_input
 from tests.cases import CASES
 from tests.corpus import CORPUS_DIR, corpus_available, skipped_corpus_parts
+from tests.sources.test_inputs import COMPRESSORS
 
 SHAREGPT = {"conversations": [{"from": "human", "value": "q"}, {"from": "gpt", "value": "a"}]}
 HF = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}
@@ -51,11 +51,21 @@ def test_nothing_fits(tmp_path: Path) -> None:
     assert detect_input(tmp_path / "text.txt") is None
 
 
-def test_a_compressed_agent_log_says_to_decompress(tmp_path: Path) -> None:
-    line = {"timestamp": "t", "type": "session_meta", "payload": {"id": "s"}}
-    (tmp_path / "rollout.jsonl.gz").write_bytes(gzip.compress(orjson.dumps(line) + b"\n"))
-    with pytest.raises(ConfigError, match=r"compressed codex-rollout log; .* decompress it first"):
-        detect_input(tmp_path / "rollout.jsonl.gz")
+TAU = [{"task_id": 1, "traj": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}]
+CODEX_LINE = {"timestamp": "t", "type": "session_meta", "payload": {"id": "s"}}
+
+
+@pytest.mark.parametrize("kind", sorted(COMPRESSORS))
+def test_a_compressed_agent_log_is_told_by_its_content(tmp_path: Path, kind: str) -> None:
+    """A JSON agent log (tau-bench) and a JSON Lines one (codex rollout), compressed, are detected as
+    their plain files are: by the decompressed content, whatever the file is named."""
+    pack = COMPRESSORS[kind]
+    (tmp_path / "tau.json.gz").write_bytes(pack(orjson.dumps(TAU, option=orjson.OPT_INDENT_2)))
+    assert detect_input(tmp_path / "tau.json.gz") == "tau-bench"
+    (tmp_path / "rollout.jsonl.gz").write_bytes(pack(orjson.dumps(CODEX_LINE) + b"\n"))
+    assert detect_input(tmp_path / "rollout.jsonl.gz") == "codex-rollout"
+    (tmp_path / "noise.gz").write_bytes(pack(b'{"a": 1}\n'))
+    assert detect_input(tmp_path / "noise.gz") is None
 
 
 def _corpus_files() -> list[str]:
