@@ -391,6 +391,12 @@ def _single_file(
     verdict: str | None = None
     try:
         summary = run_single_file(job, output, progress=not quiet)
+    except KeyboardInterrupt:  # Ctrl-C: click would print a bare "Aborted!" and exit 1
+        raise _Failed(
+            f"interrupted: the finished shards are kept in {job.run_dir}; run the same command again to "
+            f"resume (nothing is written to {url or output} until the run is complete)",
+            130,  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
+        ) from None
     except TooManyRejected as e:  # its files are in place all the same
         summary, verdict = e.summary, str(e)
     except ConfigError as e:

@@ -62,7 +62,7 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         console.print(f"rejected by stage: {stages}")
         for line in rejection_lines(summary):
             console.print(line, markup=False, highlight=False)
-    skipped = [inp for inp in summary["inputs"] if "skipped" in inp]
+    skipped = [inp for inp in summary.get("inputs", []) if "skipped" in inp]
     if skipped:
         console.print(f"files rejected whole (not read): {len(skipped):,}")
         for inp in skipped[:LISTED]:

@@ -222,3 +222,26 @@ def test_a_renamed_job_does_not_take_over_another_jobs_run_directory(tmp_path: P
     fresh = CliRunner().invoke(cli, ["run", str(renamed), "--no-catalog", "-q", "--fresh"])
     assert fresh.exit_code == 0, fresh.output
     assert orjson.loads((tmp_path / "run" / "manifest.json").read_bytes())["job"] == "other-job"
+
+
+@pytest.mark.parametrize("command", ["convert", "transform"])
+def test_ctrl_c_on_a_single_file_output_says_how_to_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    from pipeline.engine import local
+    from pipeline.engine.single_file import staging_dir
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(local, "execute", interrupted)
+    src = Path(__file__).parents[2] / "data" / "sample-responses.jsonl"
+    out = tmp_path / ("out.jsonl" if command == "convert" else "out.parquet")
+    how = ["--to", "chat"] if command == "convert" else ["--step", "role_swap"]
+    res = CliRunner().invoke(cli, [command, str(src), "--from", "responses", *how, "-o", str(out), "-q"])
+    assert res.exit_code == 130, res.output
+    assert "Aborted!" not in res.output and "Traceback" not in res.output
+    said = " ".join(res.output.split())  # click wraps nothing, but the path may be long
+    assert f"interrupted: the finished shards are kept in {staging_dir(out)}; run the same command again " \
+        "to resume" in said
+    assert not out.exists()
