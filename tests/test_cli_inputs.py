@@ -169,7 +169,7 @@ def test_bad_inputs_exit_with_a_line_not_a_traceback(tmp_path: Path) -> None:
     code, said = _convert(tmp_path / "empty.jsonl", "chat", out)
     assert code == 0, said
     code, said = _convert(tmp_path / "empty.jsonl", "auto", out)
-    assert code == 2 and "could not tell" in said
+    assert code == 2 and "no input can be read: " in said and "empty.jsonl: the file is empty" in said
 
 
 @pytest.mark.skipif(not corpus_available(), reason=f"the shared corpus is absent ({CORPUS_DIR}); CI has it")
