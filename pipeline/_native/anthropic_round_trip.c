@@ -207,19 +207,11 @@ static void lose_group(Enc *e, int32_t g, const char *kind, const char *detail) 
     at_lose_p(e, p, kind, detail);
 }
 
-static int report(Enc *e, int media_in_results, const uint8_t *emitted) {
-    size_t n;
-    /* every item sits in a message (message_ptr is /messages/G): compare messages by group */
+/* _segments of the report: a segment per source message and per tool_use / tool_result, as the
+ * Anthropic encoder would build them from the rows that come back. */
+static int report_segments(Enc *e, int media_in_results) {
     for (int64_t i = e->start; i < e->end; i++) {
-        const char *sec = col_str(&e->section, i, &n);
-        if (!str_eq(sec, n, "messages") || !col_valid(&e->group, i)) return FALLBACK;
-    }
-    e->nblk = e->nseg = e->nturn = e->nix = 0;
-    e->paths.len = 0;
-    if (request_fields(e) || system_(e)) return FALLBACK;
-    /* _segments */
-    for (int64_t i = e->start; i < e->end; i++) {
-        size_t tl, rl;
+        size_t tl, rl, n;
         const char *t = col_str(&e->type, i, &tl);
         int64_t s;
         if (str_eq(t, tl, "message")) {
@@ -236,57 +228,50 @@ static int report(Enc *e, int media_in_results, const uint8_t *emitted) {
             e->seg[s].cid_len = n;
         }
     }
-    /* _leading_system: their segments in kb (at_pair uses ix) */
-    Buf *lead = &e->kb;
+    return 0;
+}
+
+/* _leading_system: the leading system segments of the emitted items (their indexes into lead, as
+ * at_pair uses ix), each with its loss; then every other non-empty segment grouped into turns. */
+static int report_turns(Enc *e, const uint8_t *emitted, Buf *lead, int64_t *nlead) {
     lead->len = 0;
-    int64_t nlead = 0;
+    *nlead = 0;
     for (int64_t s = 0; s < e->nseg; s++) {
         Seg *g = &e->seg[s];
         if (emitted && !emitted[g->i - e->start]) continue;
         if (g->role != R_SYSTEM) break;
         put(&e->st, lead, &s, sizeof s);
-        nlead++;
+        (*nlead)++;
         lose_group(e, col_i32(&e->group, g->i), "system_position", "a leading system message comes back as /system");
     }
-    if (nlead) lose_s(e, "/system", 7, "system_position", "leading system messages join the top-level system");
-    /* rest, _group */
+    if (*nlead) lose_s(e, "/system", 7, "system_position", "leading system messages join the top-level system");
     for (int64_t s = 0; s < e->nseg; s++) {
         Seg *g = &e->seg[s];
         if (!g->nb && g->kind == S_TEXT) continue;
         if (e->st.oom) return FALLBACK;
         int is_lead = 0;
-        for (int64_t q = 0; q < nlead; q++) is_lead |= ((const int64_t *)lead->p)[q] == s;
-        if (is_lead) continue;
-        if (e->nturn && e->turn[e->nturn - 1].role == g->role) {
-            if (at_turn_push(e, &e->turn[e->nturn - 1], s)) return FALLBACK;
-        } else {
-            Turn *t = at_turn_insert(e, e->nturn, g->role);
-            if (!t || at_turn_push(e, t, s)) return FALLBACK;
-        }
+        for (int64_t q = 0; q < *nlead; q++) is_lead |= ((const int64_t *)lead->p)[q] == s;
+        if (!is_lead && at_group(e, s)) return FALLBACK;
     }
-    if (at_pair(e) || at_strip_final(e)) return FALLBACK;
-    if (e->st.oom) return FALLBACK;
-    const int64_t *leads = (const int64_t *)lead->p;
-    for (int64_t k = 0; k < e->nturn; k++) {
-        Turn *t = &e->turn[k];
-        for (int64_t q = 0; q + 1 < t->n; q++) {
-            int32_t ga = col_i32(&e->group, e->seg[t->s[q]].i), gb = col_i32(&e->group, e->seg[t->s[q + 1]].i);
-            if (ga == gb) continue;
-            lose_group(e, gb, "message_merge", "comes back joined to the previous message of the same role");
-            lose_group(e, ga, "message_merge", "the next message of the same role comes back joined to it");
-        }
-    }
-    /* where: each source message (in the order it first comes back) -> the turns its blocks are in */
+    return 0;
+}
+
+/* Is a segment of message group g in turn k before position q (q < 0: anywhere in it)? */
+static int turn_has_group(Enc *e, int64_t k, int64_t q_end, int32_t g) {
+    int64_t n = q_end < 0 ? e->turn[k].n : q_end;
+    for (int64_t q = 0; q < n; q++)
+        if (col_i32(&e->group, e->seg[e->turn[k].s[q]].i) == g) return 1;
+    return 0;
+}
+
+/* where: each source message, in the order it first comes back, and the turns its blocks are in:
+ * split across turns, or in a turn of the other role. */
+static void split_losses(Enc *e) {
     for (int64_t k = 0; k < e->nturn; k++) {
         for (int64_t q = 0; q < e->turn[k].n; q++) {
             int32_t g = col_i32(&e->group, e->seg[e->turn[k].s[q]].i);
-            int seen = 0; /* first appearance only */
-            for (int64_t k2 = 0; k2 <= k && !seen; k2++)
-                for (int64_t q2 = 0; q2 < (k2 == k ? q : e->turn[k2].n); q2++)
-                    if (col_i32(&e->group, e->seg[e->turn[k2].s[q2]].i) == g) {
-                        seen = 1;
-                        break;
-                    }
+            int seen = turn_has_group(e, k, q, g); /* first appearance only */
+            for (int64_t k2 = 0; k2 < k && !seen; k2++) seen = turn_has_group(e, k2, -1, g);
             if (seen) continue;
             int64_t first = k, split = 0, last_i = -1;
             for (int64_t k2 = k; k2 < e->nturn; k2++)
@@ -307,17 +292,15 @@ static int report(Enc *e, int media_in_results, const uint8_t *emitted) {
                 lose_group(e, g, "message_split", "it comes back as a message of the other role");
         }
     }
-    /* kept = where | leading; a message with nothing kept and no loss at its pointer */
+}
+
+/* kept = where | leading: a message with nothing kept and no loss at its pointer yet. */
+static void vanished_losses(Enc *e, const int64_t *leads, int64_t nlead) {
     Buf *p = &e->p3;
     for (int64_t i = e->start; i < e->end; i++) {
         int32_t g = col_i32(&e->group, i);
         int kept = 0;
-        for (int64_t k = 0; k < e->nturn && !kept; k++)
-            for (int64_t q = 0; q < e->turn[k].n; q++)
-                if (col_i32(&e->group, e->seg[e->turn[k].s[q]].i) == g) {
-                    kept = 1;
-                    break;
-                }
+        for (int64_t k = 0; k < e->nturn && !kept; k++) kept = turn_has_group(e, k, -1, g);
         for (int64_t q = 0; q < nlead && !kept; q++) kept = col_i32(&e->group, e->seg[leads[q]].i) == g;
         if (kept) continue;
         p->len = 0;
@@ -326,8 +309,36 @@ static int report(Enc *e, int media_in_results, const uint8_t *emitted) {
         if (at_has_loss_at(e, p->p, p->len, e->loss0)) continue;
         at_lose_p(e, p, "content_form", "nothing of this message comes back to Anthropic");
     }
+}
+
+static int report(Enc *e, int media_in_results, const uint8_t *emitted) {
+    size_t n;
+    /* every item sits in a message (message_ptr is /messages/G): compare messages by group */
+    for (int64_t i = e->start; i < e->end; i++) {
+        const char *sec = col_str(&e->section, i, &n);
+        if (!str_eq(sec, n, "messages") || !col_valid(&e->group, i)) return FALLBACK;
+    }
+    e->nblk = e->nseg = e->nturn = e->nix = 0;
+    e->paths.len = 0;
+    if (request_fields(e) || system_(e) || report_segments(e, media_in_results)) return FALLBACK;
+    Buf *lead = &e->kb; /* the leading system segments (at_pair uses ix) */
+    int64_t nlead;
+    if (report_turns(e, emitted, lead, &nlead) || at_pair(e) || at_strip_final(e)) return FALLBACK;
+    if (e->st.oom) return FALLBACK;
+    for (int64_t k = 0; k < e->nturn; k++) { /* the messages _merge_adjacent joined */
+        Turn *t = &e->turn[k];
+        for (int64_t q = 0; q + 1 < t->n; q++) {
+            int32_t ga = col_i32(&e->group, e->seg[t->s[q]].i), gb = col_i32(&e->group, e->seg[t->s[q + 1]].i);
+            if (ga == gb) continue;
+            lose_group(e, gb, "message_merge", "comes back joined to the previous message of the same role");
+            lose_group(e, ga, "message_merge", "the next message of the same role comes back joined to it");
+        }
+    }
+    split_losses(e);
+    vanished_losses(e, (const int64_t *)lead->p, nlead);
     return e->st.oom ? FALLBACK : 0;
 }
+
 
 int anthropic_report(Enc *e, int media_in_results, const uint8_t *emitted) {
     int chat = e->chat, anthropic = e->anthropic;

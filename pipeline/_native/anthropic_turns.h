@@ -65,6 +65,8 @@ int at_text_blk(struct Enc *e, const char *text, size_t n, const Buf *path, cons
 int64_t at_new_seg(struct Enc *e, int kind, int role, int64_t i);
 int at_turn_push(struct Enc *e, Turn *t, int64_t s);
 Turn *at_turn_insert(struct Enc *e, int64_t k, int role);
+/* to_anthropic._group: segment s appended to the last turn of its role, or to a new one */
+int at_group(struct Enc *e, int64_t s);
 /* to_anthropic.image_source: 1 a data URL of a media type Anthropic takes (*media_len: its length, at
  * u + 5), 2 an http(s) URL, 0 neither; IMAGE_MEDIA membership */
 int at_image_source(const char *u, size_t n, size_t *media_len);

@@ -352,150 +352,124 @@ static int add_call(Enc *e, size_t off, size_t len) {
 }
 
 
-/* to_chat._tools for a Responses source, written as `"tools":[...]` into b (or nothing, with the
- * "no tool survives" loss). */
-static int tools_json_once(Enc *e, Buf *b) {
+/* A Responses function or custom tool as a Chat tool (the type's sub-object holding its keys; a
+ * custom tool's grammar format nested as Chat writes it). */
+static void put_chat_tool(Enc *e, yyjson_val *tool, int function, Buf *out) {
     St *st = &e->st;
-    yyjson_doc *doc;
-    if (col_json(&e->tools, e->r, &doc)) return FALLBACK;
-    if (!doc) return 0;
-    yyjson_val *raw = yyjson_doc_get_root(doc);
-    Buf out = {0};
-    int kept = 0;
-    Buf path = {0};
-    if (yyjson_is_arr(raw)) {
-        size_t idx, max;
-        yyjson_val *tool;
-        yyjson_arr_foreach(raw, idx, max, tool) {
-            tool_ptr(st, &path, idx);
-            if (!yyjson_is_obj(tool)) {
-                lose_s(e, path.p, path.len, "tools", "not a tool object");
-                continue;
+    static const char *const fn_keys[] = {"name", "description", "parameters", "strict", NULL};
+    static const char *const cu_keys[] = {"name", "description", NULL};
+    const char *const *keys = function ? fn_keys : cu_keys;
+    puts_(st, out, function ? "{\"type\":\"function\",\"function\":{" : "{\"type\":\"custom\",\"custom\":{");
+    int first = 1;
+    for (const char *const *kk = keys; *kk; kk++) {
+        yyjson_val *v = yyjson_obj_get(tool, *kk);
+        if (!v) continue;
+        if (!first) put(st, out, ",", 1);
+        first = 0;
+        put_json_str(st, out, *kk, strlen(*kk));
+        put(st, out, ":", 1);
+        put_value(st, out, v);
+    }
+    if (!function) {
+        yyjson_val *fmt = yyjson_obj_get(tool, "format");
+        if (fmt && yyjson_is_obj(fmt) && is_str(yyjson_obj_get(fmt, "type"), "grammar")) {
+            if (!first) put(st, out, ",", 1);
+            first = 0;
+            puts_(st, out, "\"format\":{\"type\":\"grammar\",\"grammar\":{");
+            size_t k3, m3;
+            yyjson_val *fk, *fv;
+            int ff = 1;
+            yyjson_obj_foreach(fmt, k3, m3, fk, fv) {
+                if (key_is(fk, "type")) continue;
+                if (!ff) put(st, out, ",", 1);
+                ff = 0;
+                put_value(st, out, fk);
+                put(st, out, ":", 1);
+                put_value(st, out, fv);
             }
-            yyjson_val *t = yyjson_obj_get(tool, "type");
-            int function = is_str(t, "function"), custom = is_str(t, "custom");
-            yyjson_val *schema = e->anthropic ? yyjson_obj_get(tool, "input_schema") : NULL;
-            if (schema && (!t || yyjson_is_null(t) || custom)) { /* an Anthropic tool */
-                static const char *const a_known[] = {"name", "description", "input_schema", "type", NULL};
-                size_t k2, m2;
-                yyjson_val *key, *val;
-                yyjson_obj_foreach(tool, k2, m2, key, val) {
-                    if (key_in(key, a_known)) continue;
-                    lose_key(e, &path, NULL, key, "tools", "tool ", "' has no slot in Chat");
-                }
-                if (t) lose_s(e, path.p, path.len, "tools", "the tool's 'type' tag is not kept");
-                put(st, &out, kept ? "," : "", kept ? 1 : 0);
-                kept++;
-                puts_(st, &out, "{\"type\":\"function\",\"function\":{\"name\":");
-                yyjson_val *name = yyjson_obj_get(tool, "name");
-                if (name) put_value(st, &out, name);
-                else puts_(st, &out, "\"\"");
-                yyjson_val *desc = yyjson_obj_get(tool, "description");
-                if (desc) {
-                    puts_(st, &out, ",\"description\":");
-                    put_value(st, &out, desc);
-                }
-                puts_(st, &out, ",\"parameters\":");
-                put_value(st, &out, schema);
-                puts_(st, &out, "}}");
-                continue;
-            }
-            if (e->anthropic) function = custom = 0; /* (to_chat._tools' Responses branches) */
-            if (!function && !custom) {
-                e->tmp.len = 0;
-                if (!t || yyjson_is_null(t)) puts_(st, &e->tmp, "a 'None");
-                else if (yyjson_is_str(t)) {
-                    puts_(st, &e->tmp, article_quoted(yyjson_get_str(t), yyjson_get_len(t)));
-                    put(st, &e->tmp, yyjson_get_str(t), yyjson_get_len(t));
-                }
-                else {
-                    free(out.p);
-                    free(path.p);
-                    yyjson_doc_free(doc);
-                    return FALLBACK; /* a non-string tag: its Python str() is not written here */
-                }
-                puts_(st, &e->tmp, "' tool has no equivalent in Chat");
-                lose(e, path.p, path.len, "tools", e->tmp.p, e->tmp.len);
-                continue;
-            }
-            static const char *const fn_keys[] = {"name", "description", "parameters", "strict", NULL};
-            static const char *const fn_known[] = {"name", "description", "parameters", "strict", "type", NULL};
-            static const char *const cu_keys[] = {"name", "description", NULL};
-            static const char *const cu_known[] = {"name", "description", "format", "type", NULL};
-            const char *const *keys = function ? fn_keys : cu_keys;
-            size_t k2, m2;
-            yyjson_val *key, *val;
-            yyjson_obj_foreach(tool, k2, m2, key, val) {
-                if (key_in(key, function ? fn_known : cu_known)) continue;
-                lose_key(e, &path, NULL, key, "tools", "tool ", "' has no slot in Chat");
-            }
-            if (function) { /* the way back sets them (required on Responses): to_chat._tools */
-                static const char *const required[] = {"parameters", "strict", NULL};
-                for (const char *const *rq = required; *rq; rq++) {
-                    if (yyjson_obj_get(tool, *rq)) continue;
-                    e->tmp2.len = 0;
-                    put(st, &e->tmp2, path.p, path.len);
-                    put(st, &e->tmp2, "/", 1);
-                    puts_(st, &e->tmp2, *rq);
-                    e->tmp.len = 0;
-                    puts_(st, &e->tmp, "absent '");
-                    puts_(st, &e->tmp, *rq);
-                    puts_(st, &e->tmp, "' comes back null");
-                    lose(e, e->tmp2.p, e->tmp2.len, "filled_default", e->tmp.p, e->tmp.len);
-                }
-            }
-            put(st, &out, kept ? "," : "", kept ? 1 : 0);
-            kept++;
-            puts_(st, &out, function ? "{\"type\":\"function\",\"function\":{" : "{\"type\":\"custom\",\"custom\":{");
-            int first = 1;
-            for (const char *const *kk = keys; *kk; kk++) {
-                yyjson_val *v = yyjson_obj_get(tool, *kk);
-                if (!v) continue;
-                if (!first) put(st, &out, ",", 1);
-                first = 0;
-                put_json_str(st, &out, *kk, strlen(*kk));
-                put(st, &out, ":", 1);
-                put_value(st, &out, v);
-            }
-            if (custom) {
-                yyjson_val *fmt = yyjson_obj_get(tool, "format");
-                if (fmt && yyjson_is_obj(fmt) && is_str(yyjson_obj_get(fmt, "type"), "grammar")) {
-                    if (!first) put(st, &out, ",", 1);
-                    first = 0;
-                    puts_(st, &out, "\"format\":{\"type\":\"grammar\",\"grammar\":{");
-                    size_t k3, m3;
-                    yyjson_val *fk, *fv;
-                    int ff = 1;
-                    yyjson_obj_foreach(fmt, k3, m3, fk, fv) {
-                        if (key_is(fk, "type")) continue;
-                        if (!ff) put(st, &out, ",", 1);
-                        ff = 0;
-                        put_value(st, &out, fk);
-                        put(st, &out, ":", 1);
-                        put_value(st, &out, fv);
-                    }
-                    puts_(st, &out, "}}");
-                } else if (fmt && !yyjson_is_null(fmt)) {
-                    if (!first) put(st, &out, ",", 1);
-                    first = 0;
-                    puts_(st, &out, "\"format\":");
-                    put_value(st, &out, fmt);
-                }
-            }
-            puts_(st, &out, "}}");
+            puts_(st, out, "}}");
+        } else if (fmt && !yyjson_is_null(fmt)) {
+            if (!first) put(st, out, ",", 1);
+            first = 0;
+            puts_(st, out, "\"format\":");
+            put_value(st, out, fmt);
         }
     }
-    if (kept || (yyjson_is_arr(raw) && yyjson_arr_size(raw) == 0)) {
-        puts_(st, b, ",\"tools\":[");
-        put(st, b, out.p, out.len);
-        puts_(st, b, "]");
-    } else {
-        lose_s(e, "/tools", 6, "tools", "no tool survives the conversion");
+    puts_(st, out, "}}");
+}
+
+/* to_chat._tools' rules for one tool of a Responses or (e->anthropic) Anthropic source (a ToolFn). */
+static int chat_tool(Enc *e, yyjson_val *tool, size_t idx, Buf *path, Buf *out, int *wrote) {
+    (void)idx;
+    St *st = &e->st;
+    if (!yyjson_is_obj(tool)) {
+        lose_s(e, path->p, path->len, "tools", "not a tool object");
+        return 0;
     }
-    free(out.p);
-    free(path.p);
-    yyjson_doc_free(doc);
+    yyjson_val *t = yyjson_obj_get(tool, "type");
+    int function = is_str(t, "function"), custom = is_str(t, "custom");
+    yyjson_val *schema = e->anthropic ? yyjson_obj_get(tool, "input_schema") : NULL;
+    if (schema && (!t || yyjson_is_null(t) || custom)) { /* an Anthropic tool */
+        lose_anthropic_tool_keys(e, tool, path, "' has no slot in Chat");
+        *wrote = 1;
+        puts_(st, out, "{\"type\":\"function\",\"function\":{\"name\":");
+        yyjson_val *name = yyjson_obj_get(tool, "name");
+        if (name) put_value(st, out, name);
+        else puts_(st, out, "\"\"");
+        yyjson_val *desc = yyjson_obj_get(tool, "description");
+        if (desc) {
+            puts_(st, out, ",\"description\":");
+            put_value(st, out, desc);
+        }
+        puts_(st, out, ",\"parameters\":");
+        put_value(st, out, schema);
+        puts_(st, out, "}}");
+        return 0;
+    }
+    if (e->anthropic) function = custom = 0; /* (to_chat._tools' Responses branches) */
+    if (!function && !custom) {
+        e->tmp.len = 0;
+        if (!t || yyjson_is_null(t)) puts_(st, &e->tmp, "a 'None");
+        else if (yyjson_is_str(t)) {
+            puts_(st, &e->tmp, article_quoted(yyjson_get_str(t), yyjson_get_len(t)));
+            put(st, &e->tmp, yyjson_get_str(t), yyjson_get_len(t));
+        }
+        else return FALLBACK; /* a non-string tag: its Python str() is not written here */
+        puts_(st, &e->tmp, "' tool has no equivalent in Chat");
+        lose(e, path->p, path->len, "tools", e->tmp.p, e->tmp.len);
+        return 0;
+    }
+    static const char *const fn_known[] = {"name", "description", "parameters", "strict", "type", NULL};
+    static const char *const cu_known[] = {"name", "description", "format", "type", NULL};
+    size_t k2, m2;
+    yyjson_val *key, *val;
+    yyjson_obj_foreach(tool, k2, m2, key, val) {
+        if (key_in(key, function ? fn_known : cu_known)) continue;
+        lose_key(e, path, NULL, key, "tools", "tool ", "' has no slot in Chat");
+    }
+    if (function) { /* the way back sets them (required on Responses): to_chat._tools */
+        static const char *const required[] = {"parameters", "strict", NULL};
+        for (const char *const *rq = required; *rq; rq++) {
+            if (yyjson_obj_get(tool, *rq)) continue;
+            e->tmp2.len = 0;
+            put(st, &e->tmp2, path->p, path->len);
+            put(st, &e->tmp2, "/", 1);
+            puts_(st, &e->tmp2, *rq);
+            e->tmp.len = 0;
+            puts_(st, &e->tmp, "absent '");
+            puts_(st, &e->tmp, *rq);
+            puts_(st, &e->tmp, "' comes back null");
+            lose(e, e->tmp2.p, e->tmp2.len, "filled_default", e->tmp.p, e->tmp.len);
+        }
+    }
+    *wrote = 1;
+    put_chat_tool(e, tool, function, out);
     return 0;
+}
+
+/* to_chat._tools: `,"tools":[...]` into b (or nothing, with the "no tool survives" loss). */
+static int tools_json_once(Enc *e, Buf *b) {
+    return write_tools(e, b, &e->aux[2], chat_tool, "no tool survives the conversion");
 }
 
 /* tools_json_once, or its result for the previous row's tools when they are the same text. */
@@ -581,18 +555,10 @@ static int anthropic_tool_choice(Enc *e, yyjson_val *raw, Buf *b) {
     return 0;
 }
 
-/* to_chat._tool_choice for a Responses source, written as `,"tool_choice":...` into b or dropped. */
-static int tool_choice_json(Enc *e, Buf *b) {
+/* to_chat._tool_choice: `,"tool_choice":...` into b, or dropped with a loss (write_tool_choice's one). */
+static int chat_tool_choice(Enc *e, yyjson_val *raw, Buf *b) {
     St *st = &e->st;
-    yyjson_doc *doc;
-    if (col_json(&e->tool_choice, e->r, &doc)) return FALLBACK;
-    if (!doc) return 0;
-    yyjson_val *raw = yyjson_doc_get_root(doc);
-    if (e->anthropic) {
-        int rc = anthropic_tool_choice(e, raw, b);
-        yyjson_doc_free(doc);
-        return rc;
-    }
+    if (e->anthropic) return anthropic_tool_choice(e, raw, b);
     if (yyjson_is_obj(raw)) {
         /* a Responses choice's keys (Anthropic's disable_parallel_tool_use is no key here) */
         static const char *const known[] = {"type", "name", NULL};
@@ -616,48 +582,28 @@ static int tool_choice_json(Enc *e, Buf *b) {
     } else {
         lose_s(e, "/tool_choice", 12, "tools", "tool_choice has no equivalent in Chat");
     }
-    yyjson_doc_free(doc);
     return 0;
 }
 
-/* to_chat._top's openai_top_extra part: explicit nulls dropped, then each unmodelled key carried,
- * renamed or dropped, written into b. */
-static int top_extra_json(Enc *e, Buf *b) {
+/* to_chat._top's rule for one top-level key (openai_top_extra's carry): carried, max_output_tokens
+ * and max_tokens renamed, or reported. */
+static int chat_top_key(Enc *e, yyjson_val *k, yyjson_val *v, Buf *b, int *n_renamed) {
     St *st = &e->st;
-    if (lose_null_fields(e)) return FALLBACK;
-    yyjson_doc *doc;
-    if (col_json_obj(&e->extra, e->r, &doc)) return FALLBACK;
-    if (!doc) return 0;
-    yyjson_val *root = yyjson_doc_get_root(doc);
     static const char *const same[] = {"temperature", "top_p", "parallel_tool_calls", "metadata", "store",
                                        "user", "n", "seed", NULL};
     static const char *const renamed[] = {"max_output_tokens", "max_tokens", NULL};
-    int n_renamed = 0;
-    size_t idx, max;
-    yyjson_val *key, *val;
-    yyjson_obj_foreach(root, idx, max, key, val) {
-        if (key_in(key, renamed)) n_renamed++;
+    if (key_in(k, same)) {
+        put(st, b, ",", 1);
+        put_value(st, b, k);
+        put(st, b, ":", 1);
+        put_value(st, b, v);
+    } else if (key_in(k, renamed)) {
+        if ((*n_renamed)++) return FALLBACK; /* two keys onto one: dict order rules we do not model */
+        puts_(st, b, ",\"max_completion_tokens\":");
+        put_value(st, b, v);
+    } else {
+        lose_key(e, NULL, NULL, k, "request_field", "", "' is not carried to Chat");
     }
-    if (n_renamed > 1) { /* two keys onto one: dict order rules we do not model */
-        yyjson_doc_free(doc);
-        return FALLBACK;
-    }
-    yyjson_obj_foreach(root, idx, max, key, val) {
-        if (e->anthropic && key_is(key, "metadata")) { /* openai_top_extra: {user_id}, not a free map */
-            lose_s(e, "/metadata", 9, "request_field", "Anthropic metadata is not OpenAI metadata");
-        } else if (key_in(key, same)) {
-            put(st, b, ",", 1);
-            put_value(st, b, key);
-            put(st, b, ":", 1);
-            put_value(st, b, val);
-        } else if (key_in(key, renamed)) {
-            puts_(st, b, ",\"max_completion_tokens\":");
-            put_value(st, b, val);
-        } else {
-            lose_key(e, NULL, NULL, key, "request_field", "", "' is not carried to Chat");
-        }
-    }
-    yyjson_doc_free(doc);
     return 0;
 }
 
@@ -689,339 +635,411 @@ static void put_msg(Enc *e, Buf *b, const Msg *m) {
     put(st, b, "}", 1);
 }
 
-/* One row; 0 (written) or FALLBACK (nothing kept: the caller rolls back). */
-static int encode_row(Enc *e) {
-    St *st = &e->st;
+/* Whether this row is one encode_chat takes: a Responses or Anthropic request body (*anthropic set)
+ * whose calls and outputs all carry their own call id (else call_ids.py generates and pairs them).
+ * Sets the row's item range and input form. 0, or FALLBACK. */
+static int row_taken(Enc *e, int *anthropic) {
     int64_t r = e->r;
     size_t n, n2;
     const char *s = col_str(&e->source_format, r, &n);
     const char *k = col_str(&e->record_kind, r, &n2);
-    /* Anthropic request bodies: to_chat.py's Anthropic branches (e->anthropic), then the report */
-    int anthropic = str_eq(s, n, "anthropic");
-    if ((!anthropic && !str_eq(s, n, "responses")) || !str_eq(k, n2, "request")) return FALLBACK;
+    *anthropic = str_eq(s, n, "anthropic");
+    if ((!*anthropic && !str_eq(s, n, "responses")) || !str_eq(k, n2, "request")) return FALLBACK;
     if (!col_valid(&e->items, r) || !col_valid(&e->instr_valid, r)) return FALLBACK;
     const char *form = col_str(&e->items_form, r, &n);
     if (!str_eq(form, n, "string") && !str_eq(form, n, "parts")) return FALLBACK;
     e->string_input = str_eq(form, n, "string");
-    if (anthropic && e->string_input) return FALLBACK;
+    if (*anthropic && e->string_input) return FALLBACK;
     col_list(&e->items, r, &e->start, &e->end);
-    e->nmsgs = e->ncalls = 0;
-    e->scratch.len = 0;
-    Buf base = e->base; /* handed back at the end (it may have grown) */
-    base.len = 0;
-    int rc = FALLBACK;
-
-    /* every call and output has its own call id (else call_ids.py generates / pairs them) */
     for (int64_t i = e->start; i < e->end; i++) {
-        if (!col_valid(&e->item_valid, i)) goto done;
+        if (!col_valid(&e->item_valid, i)) return FALLBACK;
         const char *t = col_str(&e->type, i, &n);
-        if (!t) goto done;
-        if ((is_call(t, n) || is_output(t, n)) && !col_valid(&e->call_id, i)) goto done;
-        if (anthropic && (str_eq(t, n, "custom_tool_call") || str_eq(t, n, "custom_tool_call_output")))
-            goto done; /* (none comes from the Anthropic decoder) */
+        if (!t) return FALLBACK;
+        if ((is_call(t, n) || is_output(t, n)) && !col_valid(&e->call_id, i)) return FALLBACK;
+        if (*anthropic && (str_eq(t, n, "custom_tool_call") || str_eq(t, n, "custom_tool_call_output")))
+            return FALLBACK; /* (none comes from the Anthropic decoder) */
         size_t nl;
         const char *nt = col_str(&e->native_type, i, &nl);
-        if (anthropic && str_eq(t, n, "message") && str_eq(nt, nl, "redacted_thinking"))
-            goto done; /* (wire_key: its encrypted_content is "data") */
+        if (*anthropic && str_eq(t, n, "message") && str_eq(nt, nl, "redacted_thinking"))
+            return FALLBACK; /* (wire_key: its encrypted_content is "data") */
     }
-    e->anthropic = anthropic;
-    e->loss0 = e->nloss;
-    if (e->string_input) lose_s(e, "/input", 6, "content_form", "the string input shorthand becomes a user message");
+    return 0;
+}
 
+/* A leading system message of the text c_off .. scratch's end (a JSON value in scratch). */
+static int system_msg(Enc *e, size_t c_off) {
+    Msg *m = new_msg(e, -1, "system", 6);
+    if (!m) return FALLBACK;
+    m->content = C_VALUE;
+    m->c_off = c_off;
+    m->c_len = e->scratch.len - c_off;
+    return 0;
+}
+
+/* An Anthropic source's system blocks [a, z): one leading system message of text parts. */
+static int system_blocks(Enc *e, int64_t a, int64_t z) {
+    St *st = &e->st;
+    size_t off = e->scratch.len;
+    put(st, &e->scratch, "[", 1);
+    Buf *p = &e->ptr2;
+    for (int64_t j = a; j < z; j++) {
+        if (!col_valid(&e->instr_blk_valid, j)) return FALLBACK;
+        p->len = 0;
+        puts_(st, p, "/system/");
+        put_i64(st, p, j - a);
+        size_t pl = p->len;
+        if (col_valid(&e->instr_cache, j)) {
+            puts_(st, p, "/cache_control");
+            lose_s(e, p->p, p->len, "cache_control", "Chat has no cache_control");
+            p->len = pl;
+        }
+        if (col_valid(&e->instr_cit, j)) {
+            puts_(st, p, "/citations");
+            lose_s(e, p->p, p->len, "citations", "Chat has no citations");
+            p->len = pl;
+        }
+        if (col_valid(&e->instr_extra, j))
+            lose_s(e, p->p, p->len, "unknown_field", "system block keys have no slot in Chat");
+        size_t tl;
+        const char *text = col_str(&e->instr_text, j, &tl);
+        if (j > a) put(st, &e->scratch, ",", 1);
+        puts_(st, &e->scratch, "{\"type\":\"text\",\"text\":");
+        put_json_str(st, &e->scratch, text ? text : "", text ? tl : 0);
+        put(st, &e->scratch, "}", 1);
+    }
+    put(st, &e->scratch, "]", 1);
+    lose_s(e, "/system", 7, "instruction_position", "system blocks became a leading system message");
+    return z > a ? system_msg(e, off) : 0;
+}
+
+/* to_chat._instructions: the row's instructions (an Anthropic source's system) as a leading system
+ * message, or their loss. */
+static int instructions(Enc *e) {
+    int64_t r = e->r;
+    size_t n;
     const char *instr = col_str(&e->instr_form, r, &n);
-    const char *ikey = anthropic ? "/system" : "/instructions"; /* to_chat._instructions' key */
+    const char *ikey = e->anthropic ? "/system" : "/instructions"; /* to_chat._instructions' key */
     size_t ikl = strlen(ikey);
+    int64_t a, z;
     if (str_eq(instr, n, "null")) {
         lose_s(e, ikey, ikl, "instruction_position", "explicit null instructions dropped");
     } else if (str_eq(instr, n, "string")) {
-        int64_t a, z;
-        if (!col_valid(&e->instr_content, r)) goto done;
+        if (!col_valid(&e->instr_content, r)) return FALLBACK;
         col_list(&e->instr_content, r, &a, &z);
-        if (z - a != 1 || !col_valid(&e->instr_blk_valid, a)) goto done;
+        if (z - a != 1 || !col_valid(&e->instr_blk_valid, a)) return FALLBACK;
         size_t tl;
         const char *text = col_str(&e->instr_text, a, &tl);
-        if (!text) goto done;
+        if (!text) return FALLBACK;
         if (!tl) {
             lose_s(e, ikey, ikl, "empty_text", "empty instructions produce no system message");
         } else {
             lose_s(e, ikey, ikl, "instruction_position", "instructions became a leading system message");
-            Msg *m = new_msg(e, -1, "system", 6);
-            if (!m) goto done;
-            m->content = C_VALUE;
-            m->c_off = e->scratch.len;
-            put_json_str(st, &e->scratch, text, tl);
-            m->c_len = e->scratch.len - m->c_off;
+            size_t off = e->scratch.len;
+            put_json_str(&e->st, &e->scratch, text, tl);
+            return system_msg(e, off);
         }
-    } else if (anthropic && str_eq(instr, n, "parts")) { /* system blocks: a leading system message */
-        int64_t a, z;
+    } else if (e->anthropic && str_eq(instr, n, "parts")) { /* system blocks: a leading system message */
         col_list(&e->instr_content, r, &a, &z);
-        size_t off = e->scratch.len;
-        put(st, &e->scratch, "[", 1);
-        Buf *p = &e->ptr2;
-        for (int64_t j = a; j < z; j++) {
-            if (!col_valid(&e->instr_blk_valid, j)) goto done;
-            p->len = 0;
-            puts_(st, p, "/system/");
-            put_i64(st, p, j - a);
-            size_t pl = p->len;
-            if (col_valid(&e->instr_cache, j)) {
-                puts_(st, p, "/cache_control");
-                lose_s(e, p->p, p->len, "cache_control", "Chat has no cache_control");
-                p->len = pl;
-            }
-            if (col_valid(&e->instr_cit, j)) {
-                puts_(st, p, "/citations");
-                lose_s(e, p->p, p->len, "citations", "Chat has no citations");
-                p->len = pl;
-            }
-            if (col_valid(&e->instr_extra, j))
-                lose_s(e, p->p, p->len, "unknown_field", "system block keys have no slot in Chat");
-            size_t tl;
-            const char *text = col_str(&e->instr_text, j, &tl);
-            if (j > a) put(st, &e->scratch, ",", 1);
-            puts_(st, &e->scratch, "{\"type\":\"text\",\"text\":");
-            put_json_str(st, &e->scratch, text ? text : "", text ? tl : 0);
-            put(st, &e->scratch, "}", 1);
-        }
-        put(st, &e->scratch, "]", 1);
-        lose_s(e, "/system", 7, "instruction_position", "system blocks became a leading system message");
-        if (z > a) {
-            Msg *m = new_msg(e, -1, "system", 6);
-            if (!m) goto done;
-            m->content = C_VALUE;
-            m->c_off = off;
-            m->c_len = e->scratch.len - off;
-        }
+        return system_blocks(e, a, z);
     } else if (instr && !str_eq(instr, n, "absent")) {
-        goto done; /* parts (system blocks) and items (an error in to_chat) */
+        return FALLBACK; /* parts (system blocks) and items (an error in to_chat) */
     }
+    return 0;
+}
 
-    int64_t cur = -1, cur_first = -1;
+/* The assistant message tool calls attach to (to_chat.encode's one piece of state): its index in
+ * e->msgs and its first item, or -1. */
+typedef struct {
+    int64_t msg, first;
+} Cur;
+
+/* to_chat._message_losses for message i (base: its pointer). */
+static int message_losses(Enc *e, int64_t i, int nonempty) {
+    St *st = &e->st;
+    Buf *base = &e->base;
+    lose_fields(e, i, base, e->anthropic ? A_MSG_UNUSED : MSG_UNUSED);
+    size_t cfl, rl;
+    const char *cform = col_str(&e->content_form, i, &cfl);
+    const char *role_raw = col_str(&e->role, i, &rl);
+    int assistant = !e->anthropic && str_eq(role_raw, rl, "assistant"); /* (a Responses source's rules) */
+    int parts = str_eq(cform, cfl, "parts");
+    size_t bl = base->len;
+    if (!e->anthropic && (col_valid(&e->native_type, i) || has_null(&e->inulls, &e->inull_names, i, "native_type")) &&
+        (!assistant || !parts)) {
+        puts_(st, base, "/type");
+        lose_s(e, base->p, base->len, "content_form", "Chat messages have no type tag");
+        base->len = bl;
+    }
+    if (assistant && str_eq(cform, cfl, "string") && !nonempty)
+        lose_s(e, base->p, base->len, "content_form", "an empty assistant text has no item on the way back");
+    if (assistant && str_eq(cform, cfl, "absent"))
+        lose_s(e, base->p, base->len, "content_form", "an assistant message without content has no item on the way back");
+    if (assistant && parts) {
+        if (!col_valid(&e->id, i) && !has_null(&e->inulls, &e->inull_names, i, "id")) {
+            puts_(st, base, "/id");
+            lose_s(e, base->p, base->len, "generated_id", "no id: one is generated on the way back");
+            base->len = bl;
+        }
+        if (!col_valid(&e->status, i) && !has_null(&e->inulls, &e->inull_names, i, "status")) {
+            puts_(st, base, "/status");
+            lose_s(e, base->p, base->len, "status", "no status: 'completed' comes back");
+            base->len = bl;
+        }
+        if (!col_valid(&e->native_type, i)) {
+            puts_(st, base, "/type");
+            lose_s(e, base->p, base->len, "content_form", "comes back as a typed output message");
+            base->len = bl;
+        }
+    }
+    return lose_extra(e, i, base);
+}
+
+/* Message item i: a new message, or its text merged into the assistant message cur (before the
+ * calls it followed). */
+static int message_item(Enc *e, int64_t i, Cur *cur) {
+    St *st = &e->st;
+    Buf *base = &e->base;
+    size_t rl;
+    const char *role_raw = col_str(&e->role, i, &rl);
+    const char *role = role_raw && rl ? role_raw : "user";
+    size_t role_len = role_raw && rl ? rl : 4;
+    int state, truthy, nonempty;
+    size_t off, len;
+    if (item_content(e, i, str_eq(role, role_len, "user"), 0, &state, &off, &len, &truthy, &nonempty)) return FALLBACK;
+    if (message_losses(e, i, nonempty)) return FALLBACK;
+    int is_assistant = str_eq(role, role_len, "assistant");
+    if (is_assistant && cur->msg >= 0 && e->msgs[cur->msg].content != C_VALUE && state != C_ABSENT && truthy) {
+        Msg *m = &e->msgs[cur->msg];
+        m->content_last = m->content == C_ABSENT && m->ncalls > 0;
+        m->content = C_VALUE;
+        m->c_off = off;
+        m->c_len = len;
+        m->content_str = 0; /* only the first message matters, and it is never merged into */
+        lose_s(e, base->p, base->len, "text_order", "the text is placed before the tool calls it followed");
+        Buf *fp = &e->ptr2;
+        if (item_ptr(e, fp, cur->first)) return FALLBACK;
+        lose_s(e, fp->p, fp->len, "text_order", "the calls now come after the text");
+        return 0;
+    }
+    Msg *m = new_msg(e, i, role, role_len);
+    if (!m) return FALLBACK;
+    if (state != C_ABSENT) {
+        size_t cfl;
+        const char *cform = col_str(&e->content_form, i, &cfl);
+        m->content = state;
+        m->c_off = off;
+        m->c_len = len;
+        m->content_str = nonempty && str_eq(cform, cfl, "string");
+    } else if (!is_assistant) {
+        m->content = C_VALUE;
+        m->c_off = e->scratch.len;
+        puts_(st, &e->scratch, "\"\"");
+        m->c_len = 2;
+        Buf *cp = &e->ptr2;
+        if (content_ptr(e, cp, i, -1, 0)) return FALLBACK;
+        lose_s(e, cp->p, cp->len, "content_form", "absent content written as ''");
+    }
+    cur->msg = is_assistant ? e->nmsgs - 1 : -1;
+    cur->first = is_assistant ? i : -1;
+    return 0;
+}
+
+/* Call item i: a tool_calls entry of the assistant message cur (a new one with null content when
+ * there is none). */
+static int call_item(Enc *e, int64_t i, Cur *cur) {
+    St *st = &e->st;
+    Buf *base = &e->base;
+    if (cur->msg < 0) {
+        Msg *m = new_msg(e, i, "assistant", 9);
+        if (!m) return FALLBACK;
+        m->content = C_NULL;
+        m->c_off = e->scratch.len;
+        puts_(st, &e->scratch, "null");
+        m->c_len = 4;
+        cur->msg = e->nmsgs - 1;
+        cur->first = i;
+    }
+    lose_fields(e, i, base, CALL_UNUSED);
+    size_t tl, nl, vl, cl;
+    const char *t = col_str(&e->type, i, &tl);
+    int custom = str_eq(t, tl, "custom_tool_call");
+    const char *name = col_str(&e->name, i, &nl);
+    const char *value = col_str(custom ? &e->input : &e->arguments, i, &vl);
+    const char *cid = col_str(&e->call_id, i, &cl);
+    size_t bl = base->len;
+    if (!name) {
+        puts_(st, base, "/name");
+        lose_s(e, base->p, base->len, "content_form", "a missing or null 'name' becomes ''");
+        base->len = bl;
+    }
+    if (!value) {
+        puts_(st, base, custom || e->anthropic ? "/input" : "/arguments"); /* Ctx.wire_key */
+        lose_s(e, base->p, base->len, "content_form",
+               custom ? "a missing or null 'input' becomes ''" : "a missing or null 'arguments' becomes ''");
+        base->len = bl;
+    }
+    if (lose_extra(e, i, base)) return FALLBACK;
+    size_t off = e->scratch.len;
+    puts_(st, &e->scratch, "{\"id\":");
+    put_json_str(st, &e->scratch, cid, cl);
+    puts_(st, &e->scratch, custom ? ",\"type\":\"custom\",\"custom\":{\"name\":"
+                                  : ",\"type\":\"function\",\"function\":{\"name\":");
+    put_json_str(st, &e->scratch, name ? name : "", nl);
+    puts_(st, &e->scratch, custom ? ",\"input\":" : ",\"arguments\":");
+    put_json_str(st, &e->scratch, value ? value : "", vl);
+    puts_(st, &e->scratch, "}}");
+    /* calls of one message are contiguous in e->calls: only calls append there, always to cur */
+    Msg *m = &e->msgs[cur->msg];
+    if (m->ncalls && m->calls_first + m->ncalls != e->ncalls) return FALLBACK;
+    if (!m->ncalls) m->calls_first = e->ncalls;
+    if (add_call(e, off, e->scratch.len - off)) return FALLBACK;
+    m->ncalls++;
+    return 0;
+}
+
+/* Tool output item i: a tool message (its kind is inferred in Chat: from the row's custom calls). */
+static int output_item(Enc *e, int64_t i) {
+    St *st = &e->st;
+    Buf *base = &e->base;
+    size_t tl, cl;
+    const char *t = col_str(&e->type, i, &tl);
+    const char *cid = col_str(&e->call_id, i, &cl);
+    int state, truthy, nonempty;
+    size_t off, len;
+    if (item_content(e, i, 0, 1, &state, &off, &len, &truthy, &nonempty)) return FALLBACK;
+    Msg *m = new_msg(e, i, "tool", 4);
+    if (!m) return FALLBACK;
+    m->tcid = cid;
+    m->tcid_len = cl;
+    if (state != C_VALUE) {
+        Buf *cp = &e->ptr2;
+        if (content_ptr(e, cp, i, -1, 1)) return FALLBACK;
+        lose_s(e, cp->p, cp->len, "content_form", "Chat tool messages need content; wrote ''");
+        off = e->scratch.len;
+        puts_(st, &e->scratch, "\"\"");
+        len = 2;
+    }
+    m->content = C_VALUE;
+    m->c_off = off;
+    m->c_len = len;
+    lose_fields(e, i, base, e->anthropic ? A_OUT_UNUSED : OUT_UNUSED);
+    if (lose_extra(e, i, base)) return FALLBACK;
+    /* the kind Chat infers: custom when any custom call of the row has this id */
+    int custom = 0;
+    for (int64_t q = e->start; q < e->end && !custom; q++) {
+        size_t ql, il;
+        const char *qt = col_str(&e->type, q, &ql);
+        if (!str_eq(qt, ql, "custom_tool_call")) continue;
+        const char *qid = col_str(&e->call_id, q, &il);
+        custom = il == cl && memcmp(qid, cid, cl) == 0;
+    }
+    if (!e->anthropic && custom != str_eq(t, tl, "custom_tool_call_output"))
+        lose_s(e, base->p, base->len, "content_form", "Chat tool messages have no kind; it is inferred from the call");
+    return 0;
+}
+
+/* An item Chat has no message for (reasoning, compaction, references, hosted and unknown items):
+ * its losses. Returns whether it ends the assistant message calls attach to. */
+static int dropped_item(Enc *e, int64_t i, const char *t, size_t tl) {
+    St *st = &e->st;
+    Buf *base = &e->base;
+    if (str_eq(t, tl, "reasoning")) {
+        lose_s(e, base->p, base->len, "reasoning", "Chat has no reasoning");
+        size_t bl = base->len;
+        if (col_valid(&e->encrypted_content, i)) {
+            size_t nl; /* Ctx.wire_key: a redacted thinking block's data */
+            const char *nt = col_str(&e->native_type, i, &nl);
+            int data = e->anthropic && str_eq(nt, nl, "redacted_thinking");
+            puts_(st, base, data ? "/data" : "/encrypted_content");
+            lose_s(e, base->p, base->len, "encrypted_reasoning", "dropped");
+            base->len = bl;
+        }
+        if (col_valid(&e->signature, i)) {
+            puts_(st, base, "/signature");
+            lose_s(e, base->p, base->len, "thinking_signature", "dropped");
+            base->len = bl;
+        }
+        return 0;
+    }
+    if (str_eq(t, tl, "compaction")) {
+        lose_s(e, base->p, base->len, "compaction", "Chat has no compaction items");
+        return 1;
+    }
+    if (str_eq(t, tl, "item_reference")) {
+        lose_s(e, base->p, base->len, "unknown_item", "an item reference cannot be resolved here");
+        return 0;
+    }
+    int hosted = ends_with(t, tl, "_call") || ends_with(t, tl, "_call_output") || ends_with(t, tl, "_tool_result") ||
+                 ends_with(t, tl, "_tool_use") || (tl >= 4 && memcmp(t, "mcp_", 4) == 0);
+    e->tmp.len = 0;
+    put(st, &e->tmp, "'", 1);
+    put(st, &e->tmp, t, tl);
+    puts_(st, &e->tmp, "' has no equivalent in Chat");
+    lose(e, base->p, base->len, hosted ? "hosted_tool" : "unknown_item", e->tmp.p, e->tmp.len);
+    return 1;
+}
+
+/* The row's items, in order, as messages (e->msgs) and their tool calls. */
+static int items(Enc *e) {
+    Cur cur = {-1, -1};
     for (int64_t i = e->start; i < e->end; i++) {
         size_t tl;
         const char *t = col_str(&e->type, i, &tl);
-        if (item_ptr(e, &base, i)) goto done;
-        if (anthropic && at_lose_wrapper(e, i)) goto done;
+        if (item_ptr(e, &e->base, i)) return FALLBACK;
+        if (e->anthropic && at_lose_wrapper(e, i)) return FALLBACK;
         if (str_eq(t, tl, "message")) {
-            size_t rl;
-            const char *role_raw = col_str(&e->role, i, &rl);
-            const char *role = role_raw && rl ? role_raw : "user";
-            size_t role_len = role_raw && rl ? rl : 4;
-            int state, truthy, nonempty;
-            size_t off, len;
-            if (item_content(e, i, str_eq(role, role_len, "user"), 0, &state, &off, &len, &truthy, &nonempty))
-                goto done;
-            /* _message_losses */
-            lose_fields(e, i, &base, anthropic ? A_MSG_UNUSED : MSG_UNUSED);
-            size_t cfl;
-            const char *cform = col_str(&e->content_form, i, &cfl);
-            int assistant = !anthropic && str_eq(role_raw, rl, "assistant"); /* (a Responses source's rules) */
-            int parts = str_eq(cform, cfl, "parts");
-            if (!anthropic && (col_valid(&e->native_type, i) || has_null(&e->inulls, &e->inull_names, i, "native_type")) &&
-                (!assistant || !parts)) {
-                size_t bl = base.len;
-                puts_(st, &base, "/type");
-                lose_s(e, base.p, base.len, "content_form", "Chat messages have no type tag");
-                base.len = bl;
-            }
-            if (assistant && str_eq(cform, cfl, "string") && !nonempty)
-                lose_s(e, base.p, base.len, "content_form", "an empty assistant text has no item on the way back");
-            if (assistant && str_eq(cform, cfl, "absent"))
-                lose_s(e, base.p, base.len, "content_form",
-                       "an assistant message without content has no item on the way back");
-            if (assistant && parts) {
-                size_t bl = base.len;
-                if (!col_valid(&e->id, i) && !has_null(&e->inulls, &e->inull_names, i, "id")) {
-                    puts_(st, &base, "/id");
-                    lose_s(e, base.p, base.len, "generated_id", "no id: one is generated on the way back");
-                    base.len = bl;
-                }
-                if (!col_valid(&e->status, i) && !has_null(&e->inulls, &e->inull_names, i, "status")) {
-                    puts_(st, &base, "/status");
-                    lose_s(e, base.p, base.len, "status", "no status: 'completed' comes back");
-                    base.len = bl;
-                }
-                if (!col_valid(&e->native_type, i)) {
-                    puts_(st, &base, "/type");
-                    lose_s(e, base.p, base.len, "content_form", "comes back as a typed output message");
-                    base.len = bl;
-                }
-            }
-            if (lose_extra(e, i, &base)) goto done;
-            int is_assistant = str_eq(role, role_len, "assistant");
-            if (is_assistant && cur >= 0 && e->msgs[cur].content != C_VALUE && state != C_ABSENT && truthy) {
-                Msg *m = &e->msgs[cur];
-                m->content_last = m->content == C_ABSENT && m->ncalls > 0;
-                m->content = C_VALUE;
-                m->c_off = off;
-                m->c_len = len;
-                m->content_str = 0; /* only the first message matters, and it is never merged into */
-                lose_s(e, base.p, base.len, "text_order", "the text is placed before the tool calls it followed");
-                Buf *fp = &e->ptr2;
-                if (item_ptr(e, fp, cur_first)) goto done;
-                lose_s(e, fp->p, fp->len, "text_order", "the calls now come after the text");
-                continue;
-            }
-            Msg *m = new_msg(e, i, role, role_len);
-            if (!m) goto done;
-            if (state != C_ABSENT) {
-                m->content = state;
-                m->c_off = off;
-                m->c_len = len;
-                m->content_str = nonempty && str_eq(cform, cfl, "string");
-            } else if (!is_assistant) {
-                m->content = C_VALUE;
-                m->c_off = e->scratch.len;
-                puts_(st, &e->scratch, "\"\"");
-                m->c_len = 2;
-                Buf *cp = &e->ptr2;
-                if (content_ptr(e, cp, i, -1, 0)) goto done;
-                lose_s(e, cp->p, cp->len, "content_form", "absent content written as ''");
-            }
-            if (is_assistant) {
-                cur = e->nmsgs - 1;
-                cur_first = i;
-            } else {
-                cur = cur_first = -1;
-            }
+            if (message_item(e, i, &cur)) return FALLBACK;
         } else if (is_call(t, tl)) {
-            if (cur < 0) {
-                Msg *m = new_msg(e, i, "assistant", 9);
-                if (!m) goto done;
-                m->content = C_NULL;
-                m->c_off = e->scratch.len;
-                puts_(st, &e->scratch, "null");
-                m->c_len = 4;
-                cur = e->nmsgs - 1;
-                cur_first = i;
-            }
-            lose_fields(e, i, &base, CALL_UNUSED);
-            int custom = str_eq(t, tl, "custom_tool_call");
-            size_t nl, vl, cl;
-            const char *name = col_str(&e->name, i, &nl);
-            const char *value = col_str(custom ? &e->input : &e->arguments, i, &vl);
-            const char *cid = col_str(&e->call_id, i, &cl);
-            if (!name) {
-                size_t bl = base.len;
-                puts_(st, &base, "/name");
-                lose_s(e, base.p, base.len, "content_form", "a missing or null 'name' becomes ''");
-                base.len = bl;
-            }
-            if (!value) {
-                size_t bl = base.len;
-                puts_(st, &base, custom || anthropic ? "/input" : "/arguments"); /* Ctx.wire_key */
-                lose_s(e, base.p, base.len, "content_form",
-                       custom ? "a missing or null 'input' becomes ''" : "a missing or null 'arguments' becomes ''");
-                base.len = bl;
-            }
-            if (lose_extra(e, i, &base)) goto done;
-            size_t off = e->scratch.len;
-            puts_(st, &e->scratch, "{\"id\":");
-            put_json_str(st, &e->scratch, cid, cl);
-            puts_(st, &e->scratch, custom ? ",\"type\":\"custom\",\"custom\":{\"name\":"
-                                          : ",\"type\":\"function\",\"function\":{\"name\":");
-            put_json_str(st, &e->scratch, name ? name : "", nl);
-            puts_(st, &e->scratch, custom ? ",\"input\":" : ",\"arguments\":");
-            put_json_str(st, &e->scratch, value ? value : "", vl);
-            puts_(st, &e->scratch, "}}");
-            /* calls of one message are contiguous in e->calls: only calls append there, always to cur */
-            if (e->msgs[cur].ncalls && e->msgs[cur].calls_first + e->msgs[cur].ncalls != e->ncalls) goto done;
-            if (!e->msgs[cur].ncalls) e->msgs[cur].calls_first = e->ncalls;
-            if (add_call(e, off, e->scratch.len - off)) goto done;
-            e->msgs[cur].ncalls++;
+            if (call_item(e, i, &cur)) return FALLBACK;
         } else if (is_output(t, tl)) {
-            size_t cl;
-            const char *cid = col_str(&e->call_id, i, &cl);
-            int state, truthy, nonempty;
-            size_t off, len;
-            if (item_content(e, i, 0, 1, &state, &off, &len, &truthy, &nonempty)) goto done;
-            Msg *m = new_msg(e, i, "tool", 4);
-            if (!m) goto done;
-            m->tcid = cid;
-            m->tcid_len = cl;
-            if (state != C_VALUE) {
-                Buf *cp = &e->ptr2;
-                if (content_ptr(e, cp, i, -1, 1)) goto done;
-                lose_s(e, cp->p, cp->len, "content_form", "Chat tool messages need content; wrote ''");
-                off = e->scratch.len;
-                puts_(st, &e->scratch, "\"\"");
-                len = 2;
-            }
-            m->content = C_VALUE;
-            m->c_off = off;
-            m->c_len = len;
-            lose_fields(e, i, &base, anthropic ? A_OUT_UNUSED : OUT_UNUSED);
-            if (lose_extra(e, i, &base)) goto done;
-            cur = -1;
-            /* the kind Chat infers: custom when any custom call of the row has this id */
-            int custom = 0;
-            for (int64_t q = e->start; q < e->end && !custom; q++) {
-                size_t ql, il;
-                const char *qt = col_str(&e->type, q, &ql);
-                if (!str_eq(qt, ql, "custom_tool_call")) continue;
-                const char *qid = col_str(&e->call_id, q, &il);
-                custom = il == cl && memcmp(qid, cid, cl) == 0;
-            }
-            if (!anthropic && custom != str_eq(t, tl, "custom_tool_call_output"))
-                lose_s(e, base.p, base.len, "content_form", "Chat tool messages have no kind; it is inferred from the call");
-        } else if (str_eq(t, tl, "reasoning")) {
-            lose_s(e, base.p, base.len, "reasoning", "Chat has no reasoning");
-            size_t bl = base.len;
-            if (col_valid(&e->encrypted_content, i)) {
-                size_t nl; /* Ctx.wire_key: a redacted thinking block's data */
-                const char *nt = col_str(&e->native_type, i, &nl);
-                int data = anthropic && str_eq(nt, nl, "redacted_thinking");
-                puts_(st, &base, data ? "/data" : "/encrypted_content");
-                lose_s(e, base.p, base.len, "encrypted_reasoning", "dropped");
-                base.len = bl;
-            }
-            if (col_valid(&e->signature, i)) {
-                puts_(st, &base, "/signature");
-                lose_s(e, base.p, base.len, "thinking_signature", "dropped");
-                base.len = bl;
-            }
-        } else if (str_eq(t, tl, "compaction")) {
-            lose_s(e, base.p, base.len, "compaction", "Chat has no compaction items");
-            cur = -1;
-        } else if (str_eq(t, tl, "item_reference")) {
-            lose_s(e, base.p, base.len, "unknown_item", "an item reference cannot be resolved here");
-        } else {
-            int hosted = ends_with(t, tl, "_call") || ends_with(t, tl, "_call_output") ||
-                         ends_with(t, tl, "_tool_result") || ends_with(t, tl, "_tool_use") ||
-                         (tl >= 4 && memcmp(t, "mcp_", 4) == 0);
-            e->tmp.len = 0;
-            put(st, &e->tmp, "'", 1);
-            put(st, &e->tmp, t, tl);
-            puts_(st, &e->tmp, "' has no equivalent in Chat");
-            lose(e, base.p, base.len, hosted ? "hosted_tool" : "unknown_item", e->tmp.p, e->tmp.len);
-            cur = -1;
+            if (output_item(e, i)) return FALLBACK;
+            cur.msg = cur.first = -1;
+        } else if (dropped_item(e, i, t, tl)) {
+            cur.msg = cur.first = -1;
         }
     }
+    return 0;
+}
+
+/* One row; 0 (written) or FALLBACK (nothing kept: the caller rolls back). */
+static int encode_row(Enc *e) {
+    St *st = &e->st;
+    int anthropic; /* Anthropic request bodies: to_chat.py's Anthropic branches, then the report */
+    if (row_taken(e, &anthropic)) return FALLBACK;
+    e->nmsgs = e->ncalls = 0;
+    e->scratch.len = 0;
+    e->base.len = 0;
+    e->anthropic = anthropic;
+    e->loss0 = e->nloss;
+    int rc = FALLBACK;
+    if (e->string_input) lose_s(e, "/input", 6, "content_form", "the string input shorthand becomes a user message");
+    if (instructions(e) || items(e)) goto done;
     /* _leading_system_will_become_instructions (no instructions message reaches here first) */
     if (!anthropic && e->nmsgs && e->msgs[0].item >= 0 && str_eq(e->msgs[0].role, e->msgs[0].role_len, "system") &&
         e->msgs[0].content == C_VALUE && e->msgs[0].content_str) {
         static const char d[] = "a leading system message and top-level instructions look the same in Chat";
-        if (item_ptr(e, &base, e->msgs[0].item)) goto done;
-        lose_s(e, base.p, base.len, "instruction_position", d);
+        if (item_ptr(e, &e->base, e->msgs[0].item)) goto done;
+        lose_s(e, e->base.p, e->base.len, "instruction_position", d);
         lose_s(e, "/instructions", 13, "instruction_position", d);
     }
-
     puts_(st, &e->out, "{\"messages\":[");
     for (int64_t q = 0; q < e->nmsgs; q++) {
         if (q) put(st, &e->out, ",", 1);
         put_msg(e, &e->out, &e->msgs[q]);
     }
     put(st, &e->out, "]", 1);
-    const char *model = col_str(&e->model, r, &n);
+    size_t n;
+    const char *model = col_str(&e->model, e->r, &n);
     if (model) {
         puts_(st, &e->out, ",\"model\":");
         put_json_str(st, &e->out, model, n);
     }
-    if (tools_json(e, &e->out) || tool_choice_json(e, &e->out) || top_extra_json(e, &e->out)) goto done;
+    if (tools_json(e, &e->out) || write_tool_choice(e, &e->out, chat_tool_choice) ||
+        openai_top_extra(e, &e->out, chat_top_key))
+        goto done;
     put(st, &e->out, "}", 1);
     rc = anthropic ? anthropic_report(e, 0, NULL) : 0; /* Chat keeps no media in tool results */
 done:
-    e->base = base;
     e->anthropic = 0;
     return rc;
 }

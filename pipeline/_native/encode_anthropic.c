@@ -294,6 +294,14 @@ Turn *at_turn_insert(Enc *e, int64_t k, int role) {
     return &e->turn[k];
 }
 
+/* to_anthropic._group: segment s joins the last turn when it has the same role, else opens one. */
+int at_group(Enc *e, int64_t s) {
+    int role = e->seg[s].role;
+    if (e->nturn && e->turn[e->nturn - 1].role == role) return at_turn_push(e, &e->turn[e->nturn - 1], s);
+    Turn *t = at_turn_insert(e, e->nturn, role);
+    return !t || at_turn_push(e, t, s);
+}
+
 static int ix_push(Enc *e, int64_t v) {
     if (grow(e, (void **)&e->ix, &e->capix, e->nix + 1, sizeof(int64_t))) return FALLBACK;
     e->ix[e->nix++] = v;
@@ -323,47 +331,20 @@ static void lose_part(Enc *e, const Buf *path, const char *t, size_t tl, const c
     lose_b(e, path, kind, &e->tmp);
 }
 
-/* to_anthropic._text_block: block j (text or refusal) as a text Blk (with its path), or dropped. */
-static int text_block(Enc *e, int64_t j, const Buf *path, const char *where, int *made) {
-    St *st = &e->st;
-    *made = 0;
-    size_t tl;
-    const char *t = col_str(&e->btype, j, &tl);
-    int assistant = str_eq(where, strlen(where), "assistant");
-    const char *back = e->chat ? "text" : assistant ? "output_text" : "input_text"; /* _text_type_back */
+/* A loss at path + suffix with a fixed detail (the pointer built in p3). */
+static void lose_sub(Enc *e, const Buf *path, const char *suffix, const char *kind, const char *detail) {
     Buf *p = &e->p3;
-    if (str_eq(t, tl, "refusal")) {
-        at_lose_p(e, path, "refusal", "a refusal became plain text (Anthropic has no refusal part)");
-    } else if (!str_eq(t, tl, back)) {
-        p->len = 0;
-        put(st, p, path->p, path->len);
-        puts_(st, p, "/type");
-        e->tmp.len = 0;
-        puts_(st, &e->tmp, article_quoted(t, tl));
-        if (t) put(st, &e->tmp, t, tl);
-        else puts_(st, &e->tmp, "None");
-        puts_(st, &e->tmp, "' part comes back as '");
-        puts_(st, &e->tmp, back);
-        puts_(st, &e->tmp, "'");
-        lose_b(e, p, "content_form", &e->tmp);
-    }
-    size_t al;
-    const char *ann = col_str(&e->bann, j, &al);
-    int ann_loss;
-    if (!e->chat && assistant && !str_eq(t, tl, "refusal")) ann_loss = !str_eq(ann, al, "[]");
-    else ann_loss = ann != NULL || has_null(&e->bnulls, &e->bnull_names, j, "annotations");
-    if (ann_loss) {
-        p->len = 0;
-        put(st, p, path->p, path->len);
-        puts_(st, p, "/annotations");
-        at_lose_p(e, p, "annotations", "Anthropic text blocks have no annotations");
-    }
-    if (col_valid(&e->blogp, j) || has_null(&e->bnulls, &e->bnull_names, j, "logprobs")) {
-        p->len = 0;
-        put(st, p, path->p, path->len);
-        puts_(st, p, "/logprobs");
-        at_lose_p(e, p, "logprobs", "Anthropic requests have no logprobs");
-    }
+    p->len = 0;
+    put(&e->st, p, path->p, path->len);
+    puts_(&e->st, p, suffix);
+    at_lose_p(e, p, kind, detail);
+}
+
+/* A text block's explicit nulls (other than annotations and logprobs) and extra keys: no slot in an
+ * Anthropic text block (t: its type, for the refusal's text key). */
+static int text_keys_lost(Enc *e, int64_t j, const Buf *path, const char *t, size_t tl) {
+    St *st = &e->st;
+    Buf *p = &e->p3;
     if (col_valid(&e->bnulls, j)) {
         int64_t a, z;
         col_list(&e->bnulls, j, &a, &z);
@@ -402,6 +383,42 @@ static int text_block(Enc *e, int64_t j, const Buf *path, const char *where, int
         }
         yyjson_doc_free(doc);
     }
+    return 0;
+}
+
+/* to_anthropic._text_block: block j (text or refusal) as a text Blk (with its path), or dropped. */
+static int text_block(Enc *e, int64_t j, const Buf *path, const char *where, int *made) {
+    St *st = &e->st;
+    *made = 0;
+    size_t tl;
+    const char *t = col_str(&e->btype, j, &tl);
+    int assistant = str_eq(where, strlen(where), "assistant");
+    const char *back = e->chat ? "text" : assistant ? "output_text" : "input_text"; /* _text_type_back */
+    Buf *p = &e->p3;
+    if (str_eq(t, tl, "refusal")) {
+        at_lose_p(e, path, "refusal", "a refusal became plain text (Anthropic has no refusal part)");
+    } else if (!str_eq(t, tl, back)) {
+        p->len = 0;
+        put(st, p, path->p, path->len);
+        puts_(st, p, "/type");
+        e->tmp.len = 0;
+        puts_(st, &e->tmp, article_quoted(t, tl));
+        if (t) put(st, &e->tmp, t, tl);
+        else puts_(st, &e->tmp, "None");
+        puts_(st, &e->tmp, "' part comes back as '");
+        puts_(st, &e->tmp, back);
+        puts_(st, &e->tmp, "'");
+        lose_b(e, p, "content_form", &e->tmp);
+    }
+    size_t al;
+    const char *ann = col_str(&e->bann, j, &al);
+    int ann_loss;
+    if (!e->chat && assistant && !str_eq(t, tl, "refusal")) ann_loss = !str_eq(ann, al, "[]");
+    else ann_loss = ann != NULL || has_null(&e->bnulls, &e->bnull_names, j, "annotations");
+    if (ann_loss) lose_sub(e, path, "/annotations", "annotations", "Anthropic text blocks have no annotations");
+    if (col_valid(&e->blogp, j) || has_null(&e->bnulls, &e->bnull_names, j, "logprobs"))
+        lose_sub(e, path, "/logprobs", "logprobs", "Anthropic requests have no logprobs");
+    if (text_keys_lost(e, j, path, t, tl)) return FALLBACK;
     size_t xl;
     const char *text = col_str(&e->btext, j, &xl);
     if (!text || at_blank(text, xl)) {
@@ -505,7 +522,6 @@ static int image_block(Enc *e, int64_t j, const Buf *path, int *made) {
     }
     /* the keys with no slot: Chat's every one but the url; Responses' every one but image_url and an
        "auto" detail, and a missing detail (it comes back "auto") */
-    Buf *p = &e->p3;
     int has_detail = 0;
     if (e->chat) {
         size_t idx, max;
@@ -532,10 +548,7 @@ static int image_block(Enc *e, int64_t j, const Buf *path, int *made) {
         }
     }
     if (!has_detail) {
-        p->len = 0;
-        put(st, p, path->p, path->len);
-        puts_(st, p, "/detail");
-        at_lose_p(e, p, "image", "image 'detail' has no slot in Anthropic");
+        lose_sub(e, path, "/detail", "image", "image 'detail' has no slot in Anthropic");
     }
     if (doc) yyjson_doc_free(doc);
     Blk *b = at_new_blk(e);
@@ -651,6 +664,44 @@ static int item_keys_lost(Enc *e, int64_t i, const char *skip) {
     return 0;
 }
 
+/* A Chat message's refusal field (base: the message's pointer): its loss, and a non-blank refusal
+ * text appended to segment s as a text block. */
+static int chat_refusal(Enc *e, int64_t i, const Buf *base, int64_t s) {
+    St *st = &e->st;
+    size_t n;
+    const char *x = col_str(&e->iextra, i, &n);
+    yyjson_doc *doc = x ? parse(x, n) : NULL;
+    if (x && !doc) return FALLBACK;
+    yyjson_val *refusal = doc ? yyjson_obj_get(yyjson_doc_get_root(doc), "refusal") : NULL;
+    if (refusal) {
+        Buf *p = &e->p3; /* the refusal's pointer, also its text block's */
+        p->len = 0;
+        put(st, p, base->p, base->len);
+        puts_(st, p, "/refusal");
+        at_lose_p(e, p, "refusal", "the refusal field became plain text (or was empty)");
+        const char *rt = yyjson_is_str(refusal) ? yyjson_get_str(refusal) : NULL;
+        size_t rn = rt ? yyjson_get_len(refusal) : 0;
+        if (rt && !at_blank(rt, rn)) { /* a refusal message becomes a text message */
+            at_lose_p(e, base, "refusal", "the refusal text was added to the message content");
+            Blk *b = at_new_blk(e);
+            if (!b) {
+                yyjson_doc_free(doc);
+                return FALLBACK;
+            }
+            b->type = B_TEXT;
+            b->in_scratch = 1;
+            b->off = e->scratch.len;
+            put(st, &e->scratch, rt, rn);
+            b->len = rn;
+            at_blk_path(e, b, p, NULL);
+            e->seg[s].nb++;
+            e->seg[s].string = 0;
+        }
+    }
+    if (doc) yyjson_doc_free(doc);
+    return 0;
+}
+
 /* to_anthropic._message_seg; *out = the segment or -1 (dropped). */
 static int message_seg(Enc *e, int64_t i, int64_t *out) {
     St *st = &e->st;
@@ -685,39 +736,7 @@ static int message_seg(Enc *e, int64_t i, int64_t *out) {
     if (content_blocks(e, i, ROLE[ar], s)) return FALLBACK;
     if (item_keys_lost(e, i, e->chat ? "refusal" : NULL)) return FALLBACK;
     if (at_item_ptr(e, base, i)) return FALLBACK;
-    if (e->chat) { /* a Chat message's refusal field */
-        size_t n;
-        const char *x = col_str(&e->iextra, i, &n);
-        yyjson_doc *doc = x ? parse(x, n) : NULL;
-        if (x && !doc) return FALLBACK;
-        yyjson_val *refusal = doc ? yyjson_obj_get(yyjson_doc_get_root(doc), "refusal") : NULL;
-        if (refusal) {
-            Buf *p = &e->p3;
-            p->len = 0;
-            put(st, p, base->p, base->len);
-            puts_(st, p, "/refusal");
-            at_lose_p(e, p, "refusal", "the refusal field became plain text (or was empty)");
-            const char *rt = yyjson_is_str(refusal) ? yyjson_get_str(refusal) : NULL;
-            size_t rn = rt ? yyjson_get_len(refusal) : 0;
-            if (rt && !at_blank(rt, rn)) { /* a refusal message becomes a text message */
-                at_lose_p(e, base, "refusal", "the refusal text was added to the message content");
-                Blk *b = at_new_blk(e);
-                if (!b) {
-                    yyjson_doc_free(doc);
-                    return FALLBACK;
-                }
-                b->type = B_TEXT;
-                b->in_scratch = 1;
-                b->off = e->scratch.len;
-                put(st, &e->scratch, rt, rn);
-                b->len = rn;
-                at_blk_path(e, b, p, NULL);
-                e->seg[s].nb++;
-                e->seg[s].string = 0;
-            }
-        }
-        if (doc) yyjson_doc_free(doc);
-    }
+    if (e->chat && chat_refusal(e, i, base, s)) return FALLBACK;
     if (e->seg[s].nb) {
         *out = s;
         return 0;
@@ -998,16 +1017,15 @@ static int in_list(const int64_t *xs, int64_t n, int64_t v) {
     return 0;
 }
 
-/* to_anthropic._answer: move turn k's calls' outputs to the front of the next user message; drop
- * calls nobody answers. */
-static int answer(Enc *e, int64_t k) {
+/* _answer's search: ix[0 .. *ncalls) the calls of turn k (a snapshot), then ix[*ncalls ..) the
+ * result each finds in a later turn; a call nobody answers is dropped with its loss. */
+static int find_results(Enc *e, int64_t k, int64_t *ncalls) {
     Buf *p = &e->p1;
     e->nix = 0;
-    /* ix[0 .. ncalls): the turn's calls (a snapshot); then the found results */
     for (int64_t q = 0; q < e->turn[k].n; q++)
         if (e->seg[e->turn[k].s[q]].kind == S_CALL && ix_push(e, e->turn[k].s[q])) return FALLBACK;
-    int64_t ncalls = e->nix;
-    for (int64_t c = 0; c < ncalls; c++) {
+    *ncalls = e->nix;
+    for (int64_t c = 0; c < *ncalls; c++) {
         Seg *call = &e->seg[e->ix[c]];
         int64_t hit = -1;
         for (int64_t u = k + 1; u < e->nturn && hit < 0; u++) {
@@ -1015,7 +1033,7 @@ static int answer(Enc *e, int64_t k) {
                 int64_t s = e->turn[u].s[q];
                 Seg *r = &e->seg[s];
                 if (r->kind == S_RESULT && !r->placed && same(r->cid, r->cid_len, call->cid, call->cid_len) &&
-                    !in_list(e->ix + ncalls, e->nix - ncalls, s)) {
+                    !in_list(e->ix + *ncalls, e->nix - *ncalls, s)) {
                     hit = s;
                     break;
                 }
@@ -1029,13 +1047,37 @@ static int answer(Enc *e, int64_t k) {
             return FALLBACK;
         }
     }
-    int64_t *found = e->ix + ncalls;
+    return 0;
+}
+
+/* _jumped: result s moves to the head of turn k + 1; a loss at each segment it now precedes
+ * although it came after them (the other found results aside). */
+static int jumped(Enc *e, int64_t k, int64_t s, const int64_t *found, int64_t nfound) {
+    Buf *p = &e->p1;
+    for (int64_t u = k + 1; u < e->nturn; u++) {
+        for (int64_t q = 0; q < e->turn[u].n; q++) {
+            int64_t o = e->turn[u].s[q];
+            if (o == s) return 0;
+            if (in_list(found, nfound, o)) continue;
+            if (at_message_ptr(e, p, e->seg[o].i)) return FALLBACK; /* _answer names the message it jumped */
+            at_lose_p(e, p, "tool_output_order", "a later tool output moved before this");
+        }
+    }
+    return 0;
+}
+
+/* to_anthropic._answer: move turn k's calls' outputs to the front of the next user message; drop
+ * calls nobody answers. */
+static int answer(Enc *e, int64_t k) {
+    Buf *p = &e->p1;
+    int64_t ncalls;
+    if (find_results(e, k, &ncalls)) return FALLBACK;
     int64_t nfound = e->nix - ncalls;
     if (!nfound) return 0;
     if (k + 1 == e->nturn || e->turn[k + 1].role != R_USER) {
         if (!at_turn_insert(e, k + 1, R_USER)) return FALLBACK;
     }
-    found = e->ix + ncalls; /* (ix did not move: no push since) */
+    int64_t *found = e->ix + ncalls;
     /* the results the head already starts with */
     Turn *head = &e->turn[k + 1];
     int64_t nin = 0;
@@ -1058,24 +1100,7 @@ static int answer(Enc *e, int64_t k) {
                 break;
             }
             at_lose_p(e, p, "tool_output_order", "moved right after the message with its call");
-            /* _jumped: the segments it now precedes although it came after them */
-            int done = 0;
-            for (int64_t u = k + 1; u < e->nturn && !done; u++) {
-                for (int64_t q = 0; q < e->turn[u].n; q++) {
-                    int64_t o = e->turn[u].s[q];
-                    if (o == s) {
-                        done = 1;
-                        break;
-                    }
-                    if (in_list(found, nfound, o)) continue;
-                    if (at_message_ptr(e, p, e->seg[o].i)) { /* _answer names the message it jumped */
-                        rc = FALLBACK;
-                        done = 1;
-                        break;
-                    }
-                    at_lose_p(e, p, "tool_output_order", "a later tool output moved before this");
-                }
-            }
+            rc = jumped(e, k, s, found, nfound);
         }
         for (int64_t u = k + 1; u < e->nturn; u++) {
             if (in_list(e->turn[u].s, e->turn[u].n, s)) {
@@ -1373,74 +1398,91 @@ static Elem *elem_at(Enc *e, Elem *x, Buf *buf, const Buf *p) {
     return x;
 }
 
-/* to_anthropic._ambiguous_neighbours for Responses: the items, then each content list. */
-static int ambiguous(Enc *e) {
-    int64_t above_end = e->nloss;
-    if (above_end == e->loss0) return 0; /* no loss: nothing to search from */
-    int64_t n = e->end - e->start, cap = n + 1;
-    Elem *el = (Elem *)malloc((size_t)cap * sizeof(Elem));
-    if (!el) {
-        e->st.oom = 1;
-        return FALLBACK;
-    }
-    int rc = 0;
+/* The element lists searched (one at a time, in e->tmp2's pointers): reused from list to list. */
+typedef struct {
+    Elem *el;
+    int64_t cap;
+    int64_t above_end; /* losses [loss0, above_end) are the row's before the search */
+} Elems;
+
+/* The item list (Chat calls aside: their tool_calls lists are searched on their own). */
+static int ambiguous_items(Enc *e, Elems *L) {
     Buf *buf = &e->tmp2, *p = &e->p2;
     buf->len = 0;
     int64_t m = 0;
     for (int64_t i = e->start; i < e->end; i++) {
-        size_t ctl;
-        const char *ct = col_str(&e->type, i, &ctl);
-        if (e->chat && is_call(ct, ctl)) continue; /* Chat calls: their tool_calls list, below */
-        if (at_message_ptr(e, p, i)) {
-            rc = FALLBACK;
-            goto out;
-        }
-        if (m && el[m - 1].len == p->len && memcmp(buf->p + el[m - 1].off, p->p, p->len) == 0) continue;
-        Elem *x = elem_at(e, &el[m++], buf, p); /* every field is set below */
         size_t tl;
         const char *t = col_str(&e->type, i, &tl);
+        if (e->chat && is_call(t, tl)) continue;
+        if (at_message_ptr(e, p, i)) return FALLBACK;
+        if (m && L->el[m - 1].len == p->len && memcmp(buf->p + L->el[m - 1].off, p->p, p->len) == 0) continue;
+        Elem *x = elem_at(e, &L->el[m++], buf, p); /* every field is set below */
         if (str_eq(t, tl, "message")) x->kind = "message", x->kind_len = 7;
         else x->kind = col_str(&e->native_type, i, &x->kind_len);
         x->role = col_str(&e->role, i, &x->role_len);
         if (str_eq(x->role, x->role_len, "developer")) x->role = "system", x->role_len = 6;
         x->cid = col_str(&e->call_id, i, &x->cid_len);
     }
-    if (e->st.oom || ambiguous_list(e, el, m, buf, above_end)) {
-        rc = FALLBACK;
-        goto out;
+    return e->st.oom || ambiguous_list(e, L->el, m, buf, L->above_end);
+}
+
+/* Item i's content list (its parts; text kinds alike). */
+static int ambiguous_content(Enc *e, Elems *L, int64_t i) {
+    Buf *buf = &e->tmp2, *p = &e->p2;
+    int64_t a, z;
+    col_list(&e->content, i, &a, &z);
+    if (elems_reserve(e, &L->el, &L->cap, z - a)) return FALLBACK;
+    buf->len = 0;
+    for (int64_t j = a; j < z; j++) {
+        if (at_content_ptr(e, p, i, j - a)) return FALLBACK;
+        Elem *x = elem_at(e, &L->el[j - a], buf, p);
+        size_t bl;
+        const char *bt = col_str(&e->btype, j, &bl);
+        int text = !bt || str_eq(bt, bl, "input_text") || str_eq(bt, bl, "output_text") || str_eq(bt, bl, "text") ||
+                   str_eq(bt, bl, "refusal");
+        if (text) x->kind = "text", x->kind_len = 4;
+        else x->kind = bt, x->kind_len = bl;
     }
-    for (int64_t i = e->start; i < e->end; i++) {
+    return e->st.oom || ambiguous_list(e, L->el, z - a, buf, L->above_end);
+}
+
+/* Chat: the tool_calls list of the message whose calls are items [i, z) (calls of one message are
+ * contiguous items; the same message's calls further on are not modelled: FALLBACK). */
+static int ambiguous_calls(Enc *e, Elems *L, int64_t i, int64_t z) {
+    Buf *buf = &e->tmp2, *p = &e->p2;
+    for (int64_t q = z; q < e->end; q++) {
+        size_t tl;
+        const char *t = col_str(&e->type, q, &tl);
+        if (is_call(t, tl) && col_i32(&e->group, q) == col_i32(&e->group, i)) return FALLBACK;
+    }
+    if (elems_reserve(e, &L->el, &L->cap, z - i)) return FALLBACK;
+    buf->len = 0;
+    for (int64_t q = i; q < z; q++) {
+        if (at_item_ptr(e, p, q)) return FALLBACK;
+        Elem *x = elem_at(e, &L->el[q - i], buf, p);
+        x->kind = "call", x->kind_len = 4;
+    }
+    return e->st.oom || ambiguous_list(e, L->el, z - i, buf, L->above_end);
+}
+
+/* to_anthropic._ambiguous_neighbours: the items, then each content list, then (Chat) each
+ * message's tool_calls list. */
+static int ambiguous(Enc *e) {
+    if (e->nloss == e->loss0) return 0; /* no loss: nothing to search from */
+    int64_t n = e->end - e->start;
+    Elems L = {(Elem *)malloc((size_t)(n + 1) * sizeof(Elem)), n + 1, e->nloss};
+    if (!L.el) {
+        e->st.oom = 1;
+        return FALLBACK;
+    }
+    int rc = ambiguous_items(e, &L);
+    for (int64_t i = e->start; !rc && i < e->end; i++) {
         size_t tl, fl;
         const char *t = col_str(&e->type, i, &tl);
         const char *form = col_str(&e->content_form, i, &fl);
-        if (!str_eq(form, fl, "parts") || str_eq(t, tl, "reasoning")) continue;
-        int64_t a, z;
-        col_list(&e->content, i, &a, &z);
-        if (elems_reserve(e, &el, &cap, z - a)) {
-            rc = FALLBACK;
-            goto out;
-        }
-        buf->len = 0;
-        for (int64_t j = a; j < z; j++) {
-            if (at_content_ptr(e, p, i, j - a)) {
-                rc = FALLBACK;
-                goto out;
-            }
-            Elem *x = elem_at(e, &el[j - a], buf, p);
-            size_t bl;
-            const char *bt = col_str(&e->btype, j, &bl);
-            int text = !bt || str_eq(bt, bl, "input_text") || str_eq(bt, bl, "output_text") || str_eq(bt, bl, "text") ||
-                       str_eq(bt, bl, "refusal");
-            if (text) x->kind = "text", x->kind_len = 4;
-            else x->kind = bt, x->kind_len = bl;
-        }
-        if (e->st.oom || ambiguous_list(e, el, z - a, buf, above_end)) {
-            rc = FALLBACK;
-            goto out;
-        }
+        if (str_eq(form, fl, "parts") && !str_eq(t, tl, "reasoning")) rc = ambiguous_content(e, &L, i);
     }
-    /* Chat: each message's tool_calls list (calls of one message are contiguous items) */
-    for (int64_t i = e->start; e->chat && i < e->end;) {
+    for (int64_t i = e->start; !rc && e->chat && i < e->end;) {
         size_t tl;
         const char *t = col_str(&e->type, i, &tl);
         if (!is_call(t, tl)) {
@@ -1451,34 +1493,10 @@ static int ambiguous(Enc *e) {
         while (z < e->end && (t = col_str(&e->type, z, &tl), is_call(t, tl)) &&
                col_i32(&e->group, z) == col_i32(&e->group, i))
             z++;
-        for (int64_t q = z; q < e->end; q++) { /* the same message's calls further on: not modelled */
-            t = col_str(&e->type, q, &tl);
-            if (is_call(t, tl) && col_i32(&e->group, q) == col_i32(&e->group, i)) {
-                rc = FALLBACK;
-                goto out;
-            }
-        }
-        if (elems_reserve(e, &el, &cap, z - i)) {
-            rc = FALLBACK;
-            goto out;
-        }
-        buf->len = 0;
-        for (int64_t q = i; q < z; q++) {
-            if (at_item_ptr(e, p, q)) {
-                rc = FALLBACK;
-                goto out;
-            }
-            Elem *x = elem_at(e, &el[q - i], buf, p);
-            x->kind = "call", x->kind_len = 4;
-        }
-        if (e->st.oom || ambiguous_list(e, el, z - i, buf, above_end)) {
-            rc = FALLBACK;
-            goto out;
-        }
+        rc = ambiguous_calls(e, &L, i, z);
         i = z;
     }
-out:
-    free(el);
+    free(L.el);
     return rc;
 }
 
@@ -1515,10 +1533,7 @@ static int function_tool(Enc *e, yyjson_val *tool, const Buf *tpath, Buf *b) {
         puts_(st, b, ",\"description\":");
         put_value(st, b, d);
     } else if (d) {
-        p->len = 0;
-        put(st, p, path->p, path->len);
-        puts_(st, p, "/description");
-        at_lose_p(e, p, "tools", "a non-string description has no slot in Anthropic");
+        lose_sub(e, path, "/description", "tools", "a non-string description has no slot in Anthropic");
     }
     puts_(st, b, ",\"input_schema\":");
     yyjson_val *params = fn ? yyjson_obj_get(fn, "parameters") : NULL;
@@ -1526,19 +1541,13 @@ static int function_tool(Enc *e, yyjson_val *tool, const Buf *tpath, Buf *b) {
         put_value(st, b, params);
     } else {
         puts_(st, b, "{\"type\":\"object\"}");
-        p->len = 0;
-        put(st, p, path->p, path->len);
-        puts_(st, p, "/parameters");
-        at_lose_p(e, p, "tools", "missing parameters became an empty object schema");
+        lose_sub(e, path, "/parameters", "tools", "missing parameters became an empty object schema");
     }
     yyjson_val *strict = fn ? yyjson_obj_get(fn, "strict") : NULL;
     if (strict && yyjson_is_bool(strict)) puts_(st, b, yyjson_get_bool(strict) ? ",\"strict\":true" : ",\"strict\":false");
     /* the way back writes Responses tools with strict null, Chat tools without strict */
     if (e->chat ? strict != NULL : (!strict || !yyjson_is_null(strict))) {
-        p->len = 0;
-        put(st, p, path->p, path->len);
-        puts_(st, p, "/strict");
-        at_lose_p(e, p, "tools", "strict is not restored from Anthropic tools");
+        lose_sub(e, path, "/strict", "tools", "strict is not restored from Anthropic tools");
     }
     static const char *const known[] = {"name", "description", "parameters", "strict", "type", NULL};
     static const char *const chat_known[] = {"type", "function", NULL};
@@ -1564,86 +1573,55 @@ static int function_tool(Enc *e, yyjson_val *tool, const Buf *tpath, Buf *b) {
     return 0;
 }
 
-/* to_anthropic._tools: the "tools" key and value written to out (or nothing). */
-static int tools_json(Enc *e, Buf *out) {
+/* to_anthropic._tools' rules for one tool of a Responses or Chat source (a ToolFn). */
+static int anthropic_tool(Enc *e, yyjson_val *tool, size_t idx, Buf *path, Buf *b, int *wrote) {
     St *st = &e->st;
-    yyjson_doc *doc;
-    if (col_json(&e->tools, e->r, &doc)) return FALLBACK;
-    if (!doc) return 0;
-    yyjson_val *raw = yyjson_doc_get_root(doc);
-    Buf *b = &e->tmp2, *path = &e->p2;
-    b->len = 0;
-    int count = 0, rc = 0;
-    if (yyjson_is_arr(raw)) {
-        size_t idx, max;
-        yyjson_val *tool;
-        yyjson_arr_foreach(raw, idx, max, tool) {
-            tool_ptr(st, path, idx);
-            yyjson_val *t = yyjson_is_obj(tool) ? yyjson_obj_get(tool, "type") : NULL;
-            if (t && !yyjson_is_str(t) && !yyjson_is_null(t)) {
-                rc = FALLBACK; /* the loss quotes Python's str of the value */
-                break;
-            }
-            if (is_str(t, "function")) {
-                if (count++) put(st, b, ",", 1);
-                if (function_tool(e, tool, path, b)) {
-                    rc = FALLBACK;
-                    break;
-                }
-            } else if (is_str(t, "custom")) {
-                yyjson_val *spec = e->chat ? yyjson_obj_get(tool, "custom") : tool;
-                if (spec && !yyjson_is_obj(spec)) spec = NULL; /* read as {} */
-                if (count++) put(st, b, ",", 1);
-                puts_(st, b, "{\"name\":");
-                if (put_name(e, b, spec ? yyjson_obj_get(spec, "name") : NULL)) {
-                    rc = FALLBACK;
-                    break;
-                }
-                puts_(st, b, ",\"input_schema\":");
-                puts_(st, b, CUSTOM_SCHEMA);
-                yyjson_val *d = spec ? yyjson_obj_get(spec, "description") : NULL;
-                if (d && yyjson_is_str(d)) {
-                    puts_(st, b, ",\"description\":");
-                    put_value(st, b, d);
-                }
-                put(st, b, "}", 1);
-                e->tmp.len = 0;
-                puts_(st, &e->tmp, "custom tool ");
-                put_i64(st, &e->tmp, (int64_t)idx);
-                puts_(st, &e->tmp, " became a tool taking {'input': text}; format lost");
-                lose(e, "/tools", 6, "tools", e->tmp.p, e->tmp.len);
-            } else {
-                const char *ts = t && yyjson_is_str(t) ? yyjson_get_str(t) : NULL;
-                size_t tl = ts ? yyjson_get_len(t) : 0;
-                e->tmp.len = 0;
-                puts_(st, &e->tmp, article_quoted(ts, tl));
-                if (ts) put(st, &e->tmp, ts, tl);
-                else puts_(st, &e->tmp, "None");
-                puts_(st, &e->tmp, "' tool has no equivalent in Anthropic");
-                lose_b(e, path, "tools", &e->tmp);
-            }
-        }
+    yyjson_val *t = yyjson_is_obj(tool) ? yyjson_obj_get(tool, "type") : NULL;
+    if (t && !yyjson_is_str(t) && !yyjson_is_null(t)) return FALLBACK; /* the loss quotes Python's str */
+    if (is_str(t, "function")) {
+        *wrote = 1;
+        return function_tool(e, tool, path, b);
     }
-    if (!rc) {
-        int is_list = yyjson_is_arr(raw);
-        if (!is_list || (yyjson_arr_size(raw) && !count)) lose_c(e, "/tools", "tools", "no tool Anthropic can declare");
-        if (count || (is_list && !yyjson_arr_size(raw))) {
-            puts_(st, out, ",\"tools\":[");
-            put(st, out, b->p, b->len);
-            put(st, out, "]", 1);
+    if (is_str(t, "custom")) {
+        yyjson_val *spec = e->chat ? yyjson_obj_get(tool, "custom") : tool;
+        if (spec && !yyjson_is_obj(spec)) spec = NULL; /* read as {} */
+        *wrote = 1;
+        puts_(st, b, "{\"name\":");
+        if (put_name(e, b, spec ? yyjson_obj_get(spec, "name") : NULL)) return FALLBACK;
+        puts_(st, b, ",\"input_schema\":");
+        puts_(st, b, CUSTOM_SCHEMA);
+        yyjson_val *d = spec ? yyjson_obj_get(spec, "description") : NULL;
+        if (d && yyjson_is_str(d)) {
+            puts_(st, b, ",\"description\":");
+            put_value(st, b, d);
         }
+        put(st, b, "}", 1);
+        e->tmp.len = 0;
+        puts_(st, &e->tmp, "custom tool ");
+        put_i64(st, &e->tmp, (int64_t)idx);
+        puts_(st, &e->tmp, " became a tool taking {'input': text}; format lost");
+        lose(e, "/tools", 6, "tools", e->tmp.p, e->tmp.len);
+        return 0;
     }
-    yyjson_doc_free(doc);
-    return rc;
+    const char *ts = t && yyjson_is_str(t) ? yyjson_get_str(t) : NULL;
+    size_t tl = ts ? yyjson_get_len(t) : 0;
+    e->tmp.len = 0;
+    puts_(st, &e->tmp, article_quoted(ts, tl));
+    if (ts) put(st, &e->tmp, ts, tl);
+    else puts_(st, &e->tmp, "None");
+    puts_(st, &e->tmp, "' tool has no equivalent in Anthropic");
+    lose_b(e, path, "tools", &e->tmp);
+    return 0;
 }
 
-/* to_anthropic._tool_choice for Responses. */
-static int tool_choice_json(Enc *e, Buf *out) {
+/* to_anthropic._tools: `,"tools":[...]` into out (or nothing, with its loss). */
+static int tools_json(Enc *e, Buf *out) {
+    return write_tools(e, out, &e->p2, anthropic_tool, "no tool Anthropic can declare");
+}
+
+/* to_anthropic._tool_choice (write_tool_choice's one). */
+static int anthropic_tool_choice(Enc *e, yyjson_val *raw, Buf *out) {
     St *st = &e->st;
-    yyjson_doc *doc;
-    if (col_json(&e->tool_choice, e->r, &doc)) return FALLBACK;
-    if (!doc) return 0;
-    yyjson_val *raw = yyjson_doc_get_root(doc);
     const char *simple = NULL;
     if (is_str(raw, "auto")) simple = "auto";
     else if (is_str(raw, "required")) simple = "any";
@@ -1680,7 +1658,6 @@ static int tool_choice_json(Enc *e, Buf *out) {
             lose_c(e, "/tool_choice", "tools", "tool_choice has no equivalent in Anthropic");
         }
     }
-    yyjson_doc_free(doc);
     return 0;
 }
 
@@ -1898,8 +1875,10 @@ static int ids_ok(Enc *e) {
     return 1;
 }
 
-static int encode_row(Enc *e) {
-    St *st = &e->st;
+/* Whether this row is one encode_anthropic takes: a Responses or Chat (e->chat) request body whose
+ * instructions and items it models, with every call id present and unique. Sets the item range.
+ * 0, or FALLBACK. */
+static int row_taken(Enc *e) {
     int64_t r = e->r;
     size_t n, fl;
     const char *sf = col_str(&e->source_format, r, &n);
@@ -1918,7 +1897,79 @@ static int encode_row(Enc *e) {
         size_t tl;
         if (!col_valid(&e->item_valid, i) || !col_str(&e->type, i, &tl)) return FALLBACK;
     }
-    if (!ids_ok(e)) return FALLBACK;
+    return ids_ok(e) ? 0 : FALLBACK;
+}
+
+/* to_anthropic._segments and _group: each item after the leading system messages becomes a
+ * segment (or is dropped with its loss), same-role segments grouped into turns. */
+static int segments(Enc *e, int64_t lead_end) {
+    for (int64_t i = e->start; i < e->end; i++) {
+        if (is_leading(e, i, lead_end)) continue;
+        size_t tl;
+        const char *t = col_str(&e->type, i, &tl);
+        int64_t s = -1;
+        if (str_eq(t, tl, "message")) {
+            if (message_seg(e, i, &s)) return FALLBACK;
+        } else if (is_call(t, tl)) {
+            if (call_seg(e, i, &s)) return FALLBACK;
+        } else if (is_output(t, tl)) {
+            size_t rl;
+            const char *role = col_str(&e->role, i, &rl);
+            if (str_eq(role, rl, "function")) { /* a legacy Chat function result */
+                if (at_item_ptr(e, &e->p1, i)) return FALLBACK;
+                at_lose_p(e, &e->p1, "orphan_output", "a legacy function result has no call id to pair");
+            } else if (result_seg(e, i, &s)) {
+                return FALLBACK;
+            }
+        } else if (dropped(e, i)) {
+            return FALLBACK;
+        }
+        if (s >= 0 && at_group(e, s)) return FALLBACK;
+    }
+    return 0;
+}
+
+/* The request fields after the messages (to_anthropic._top): max_tokens moved to mt_at in out
+ * (_top builds its dict before the body), tools, tool_choice, the explicit nulls' losses, stop as
+ * stop_sequences (Chat) and every other top-level key's loss; then the closing brace. */
+static int request_fields(Enc *e, Buf *out, size_t mt_at) {
+    St *st = &e->st;
+    int64_t max_tokens;
+    yyjson_doc *doc = NULL;
+    int rc = FALLBACK;
+    if (top_fields(e, &max_tokens, &doc)) goto done;
+    char mt[48];
+    int m = snprintf(mt, sizeof mt, "\"max_tokens\":%lld,", (long long)max_tokens);
+    size_t tail = out->len - mt_at;
+    put(st, out, mt, (size_t)m); /* grow, then shift the body right */
+    if (!st->oom) {
+        memmove(out->p + mt_at + m, out->p + mt_at, tail);
+        memcpy(out->p + mt_at, mt, (size_t)m);
+    }
+    if (tools_json(e, out) || write_tool_choice(e, out, anthropic_tool_choice) || lose_null_fields(e)) goto done;
+    if (doc) {
+        size_t idx, max;
+        yyjson_val *k, *v;
+        yyjson_obj_foreach(yyjson_doc_get_root(doc), idx, max, k, v) {
+            if (key_in(k, token_keys(e))) continue;
+            if (e->chat && key_is(k, "stop") && stop_sequences(e, v, out)) {
+                lose_c(e, "/stop", "request_field", "kept as stop_sequences, which does not map back to Chat");
+                continue;
+            }
+            lose_key(e, NULL, NULL, k, "request_field", "", "' is not carried to Anthropic");
+        }
+    }
+    put(st, out, "}", 1);
+    rc = 0;
+done:
+    if (doc) yyjson_doc_free(doc);
+    return rc;
+}
+
+/* One row; 0 (written) or FALLBACK (nothing kept: the caller rolls back). */
+static int encode_row(Enc *e) {
+    St *st = &e->st;
+    if (row_taken(e)) return FALLBACK;
     e->loss0 = e->nloss;
     e->nblk = e->nseg = e->nturn = 0;
     e->scratch.len = e->paths.len = 0;
@@ -1926,44 +1977,13 @@ static int encode_row(Enc *e) {
     int64_t lead_end = leading_end(e);
     Buf sys = {0};
     int rc = FALLBACK;
-    if (system_json(e, lead_end, &sys)) goto done;
-    /* _segments */
-    for (int64_t i = e->start; i < e->end; i++) {
-        if (is_leading(e, i, lead_end)) continue;
-        size_t tl;
-        const char *t = col_str(&e->type, i, &tl);
-        int64_t s = -1;
-        if (str_eq(t, tl, "message")) {
-            if (message_seg(e, i, &s)) goto done;
-        } else if (is_call(t, tl)) {
-            if (call_seg(e, i, &s)) goto done;
-        } else if (is_output(t, tl)) {
-            size_t rl;
-            const char *role = col_str(&e->role, i, &rl);
-            if (str_eq(role, rl, "function")) { /* a legacy Chat function result */
-                if (at_item_ptr(e, &e->p1, i)) goto done;
-                at_lose_p(e, &e->p1, "orphan_output", "a legacy function result has no call id to pair");
-            } else if (result_seg(e, i, &s)) {
-                goto done;
-            }
-        } else if (dropped(e, i)) {
-            goto done;
-        }
-        if (s < 0) continue;
-        /* _group */
-        int role = e->seg[s].role;
-        if (e->nturn && e->turn[e->nturn - 1].role == role) {
-            if (at_turn_push(e, &e->turn[e->nturn - 1], s)) goto done;
-        } else {
-            Turn *t2 = at_turn_insert(e, e->nturn, role);
-            if (!t2 || at_turn_push(e, t2, s)) goto done;
-        }
-    }
+    if (system_json(e, lead_end, &sys) || segments(e, lead_end)) goto done;
     if (at_pair(e) || at_strip_final(e) || vanished(e)) goto done;
     Buf *out = &e->out;
     puts_(st, out, "{");
     /* model and max_tokens come first (_top builds its dict before the body), losses after the body */
-    const char *model = col_str(&e->model, r, &n);
+    size_t n;
+    const char *model = col_str(&e->model, e->r, &n);
     if (model) {
         puts_(st, out, "\"model\":");
         put_json_str(st, out, model, n);
@@ -1977,46 +1997,7 @@ static int encode_row(Enc *e) {
         if (render(e, &e->turn[k], out)) goto done;
     }
     put(st, out, "]", 1);
-    if (ambiguous(e)) goto done;
-    int64_t max_tokens;
-    yyjson_doc *doc = NULL;
-    if (top_fields(e, &max_tokens, &doc)) {
-        if (doc) yyjson_doc_free(doc);
-        goto done;
-    }
-    {
-        char mt[48];
-        int m = snprintf(mt, sizeof mt, "\"max_tokens\":%lld,", (long long)max_tokens);
-        size_t tail = out->len - mt_at;
-        put(st, out, mt, (size_t)m); /* grow, then shift the body right */
-        if (!st->oom) {
-            memmove(out->p + mt_at + m, out->p + mt_at, tail);
-            memcpy(out->p + mt_at, mt, (size_t)m);
-        }
-    }
-    if (tools_json(e, out) || tool_choice_json(e, out)) {
-        if (doc) yyjson_doc_free(doc);
-        goto done;
-    }
-    /* lose_nulls, then every other top-level key */
-    if (lose_null_fields(e)) {
-        if (doc) yyjson_doc_free(doc);
-        goto done;
-    }
-    if (doc) {
-        size_t idx, max;
-        yyjson_val *k, *v;
-        yyjson_obj_foreach(yyjson_doc_get_root(doc), idx, max, k, v) {
-            if (key_in(k, token_keys(e))) continue;
-            if (e->chat && key_is(k, "stop") && stop_sequences(e, v, out)) {
-                lose_c(e, "/stop", "request_field", "kept as stop_sequences, which does not map back to Chat");
-                continue;
-            }
-            lose_key(e, NULL, NULL, k, "request_field", "", "' is not carried to Anthropic");
-        }
-        yyjson_doc_free(doc);
-    }
-    put(st, out, "}", 1);
+    if (ambiguous(e) || request_fields(e, out, mt_at)) goto done;
     rc = 0;
 done:
     free(sys.p);

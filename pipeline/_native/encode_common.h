@@ -533,96 +533,187 @@ static inline int lose_chat_call_keys(Enc *e, int64_t i, const Buf *base, int cu
     return 0;
 }
 
-/* The key names of source block j in the order ContentBlocks.block rebuilds them; 0 or FALLBACK.
- * Reports each one not in `carried` as Ctx.lose_block_keys does. */
-static inline int lose_block_keys(Enc *e, int64_t j, const Buf *path, const char *const *carried) {
-    const char *names[16];
-    size_t lens[16];
-    int nn = 0;
+/* ------------------------------------------------------------------------------------------ */
+/* tools and tool_choice: the walk every target shares (each target's own rules are its callback) */
+
+/* One element of the row's tools list written by a target's rules (to_chat._tools,
+ * to_responses._tools, to_anthropic._tools): into out, *wrote = 1 when the tool is kept, else its
+ * loss reported at path ("/tools/N"). 0, or FALLBACK for a value the target's Python would fail on. */
+typedef int (*ToolFn)(Enc *e, yyjson_val *tool, size_t idx, Buf *path, Buf *out, int *wrote);
+
+/* The row's tools as every target writes them: `,"tools":[...]` into b, each element by one(); when
+ * the value is not a list, or a non-empty list keeps no tool, nothing is written and none_detail is
+ * the loss at /tools (an empty list is kept as it is). path: scratch for the element pointers. */
+static inline int write_tools(Enc *e, Buf *b, Buf *path, ToolFn one, const char *none_detail) {
+    St *st = &e->st;
+    yyjson_doc *doc;
+    if (col_json(&e->tools, e->r, &doc)) return FALLBACK;
+    if (!doc) return 0;
+    yyjson_val *raw = yyjson_doc_get_root(doc);
+    size_t start = b->len;
+    puts_(st, b, ",\"tools\":[");
+    int64_t kept = 0;
+    int rc = 0;
+    if (yyjson_is_arr(raw)) {
+        size_t idx, max;
+        yyjson_val *tool;
+        yyjson_arr_foreach(raw, idx, max, tool) {
+            tool_ptr(st, path, idx);
+            size_t mark = b->len;
+            if (kept) put_byte(st, b, ',');
+            int wrote = 0;
+            rc = one(e, tool, idx, path, b, &wrote);
+            if (rc) break;
+            if (wrote) kept++;
+            else b->len = mark;
+        }
+    }
+    put_byte(st, b, ']');
+    if (!rc && !kept && !(yyjson_is_arr(raw) && yyjson_arr_size(raw) == 0)) {
+        b->len = start;
+        lose_s(e, "/tools", 6, "tools", none_detail);
+    }
+    yyjson_doc_free(doc);
+    return rc;
+}
+
+/* The row's tool_choice, parsed, handed to a target's rules (one), which write `,"tool_choice":...`
+ * into b or report its loss. 0, or FALLBACK (a value outside the canonical subset, or one() says so). */
+static inline int write_tool_choice(Enc *e, Buf *b, int (*one)(Enc *e, yyjson_val *raw, Buf *b)) {
+    yyjson_doc *doc;
+    if (col_json(&e->tool_choice, e->r, &doc)) return FALLBACK;
+    if (!doc) return 0;
+    int rc = one(e, yyjson_doc_get_root(doc), b);
+    yyjson_doc_free(doc);
+    return rc;
+}
+
+/* One top-level key an OpenAI target may carry, written by the target's rules (to_chat._top,
+ * to_responses._top) into b or reported; *state: the target's own, 0 at the first key. 0 or FALLBACK. */
+typedef int (*TopKeyFn)(Enc *e, yyjson_val *k, yyjson_val *v, Buf *b, int *state);
+
+/* _context.openai_top_extra: the request's explicit nulls reported, then each unmodelled top-level
+ * key in source order handed to carry() (an Anthropic source's metadata, {user_id} where OpenAI's is
+ * a free map, reported here). */
+static inline int openai_top_extra(Enc *e, Buf *b, TopKeyFn carry) {
+    if (lose_null_fields(e)) return FALLBACK;
+    yyjson_doc *doc;
+    if (col_json_obj(&e->extra, e->r, &doc)) return FALLBACK;
+    if (!doc) return 0;
+    int state = 0, rc = 0;
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(yyjson_doc_get_root(doc), idx, max, k, v) {
+        if (e->anthropic && key_is(k, "metadata")) {
+            lose_s(e, "/metadata", 9, "request_field", "Anthropic metadata is not OpenAI metadata");
+        } else if ((rc = carry(e, k, v, b, &state))) {
+            break;
+        }
+    }
+    yyjson_doc_free(doc);
+    return rc;
+}
+
+/* An Anthropic source's tool (name, description, input_schema): the keys the OpenAI targets have no
+ * slot for, then its "type" tag (custom or null), which is not kept. */
+static inline void lose_anthropic_tool_keys(Enc *e, yyjson_val *tool, const Buf *path, const char *no_slot) {
+    static const char *const known[] = {"name", "description", "input_schema", "type", NULL};
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(tool, idx, max, k, v) {
+        if (!key_in(k, known)) lose_key(e, path, NULL, k, "tools", "tool ", no_slot);
+    }
+    if (yyjson_obj_get(tool, "type")) lose_s(e, path->p, path->len, "tools", "the tool's 'type' tag is not kept");
+}
+
+/* The modelled key names of source block j (type, its text key, the JSON columns, explicit nulls)
+ * in the order ContentBlocks.block rebuilds them, at most 15; 0 or FALLBACK (a repeated key). */
+static inline int block_key_names(Enc *e, int64_t j, const char **names, size_t *lens, int *nn) {
     size_t tl;
     const char *t = col_str(&e->btype, j, &tl);
     const char *text_key = "text";
     if (str_eq(t, tl, "refusal")) text_key = "refusal";
     if (str_eq(t, tl, "thinking")) text_key = "thinking";
-    if (t) names[nn] = "type", lens[nn++] = 4;
-    if (col_valid(&e->btext, j)) names[nn] = text_key, lens[nn++] = strlen(text_key);
+    *nn = 0;
+    if (t) names[*nn] = "type", lens[(*nn)++] = 4;
+    if (col_valid(&e->btext, j)) names[*nn] = text_key, lens[(*nn)++] = strlen(text_key);
     static const char *const json_names[] = {"annotations", "logprobs", "cache_control", "citations"};
     Col *json_cols[] = {&e->bann, &e->blogp, &e->bcache, &e->bcit};
     for (int q = 0; q < 4; q++)
-        if (col_valid(json_cols[q], j)) names[nn] = json_names[q], lens[nn++] = strlen(json_names[q]);
-    if (col_valid(&e->bnulls, j)) {
-        int64_t a, z;
-        col_list(&e->bnulls, j, &a, &z);
-        for (int64_t q = a; q < z; q++) {
-            if (nn >= 15) return FALLBACK;
-            size_t n;
-            const char *s = col_str(&e->bnull_names, q, &n);
-            if (!s) return FALLBACK;
-            if (str_eq(s, n, "text")) s = text_key, n = strlen(text_key);
-            for (int p = 0; p < nn; p++) /* a repeated key: dict order rules we do not model */
-                if (lens[p] == n && memcmp(names[p], s, n) == 0) return FALLBACK;
-            names[nn] = s, lens[nn++] = n;
-        }
+        if (col_valid(json_cols[q], j)) names[*nn] = json_names[q], lens[(*nn)++] = strlen(json_names[q]);
+    if (!col_valid(&e->bnulls, j)) return 0;
+    int64_t a, z;
+    col_list(&e->bnulls, j, &a, &z);
+    for (int64_t q = a; q < z; q++) {
+        if (*nn >= 15) return FALLBACK;
+        size_t n;
+        const char *s = col_str(&e->bnull_names, q, &n);
+        if (!s) return FALLBACK;
+        if (str_eq(s, n, "text")) s = text_key, n = strlen(text_key);
+        for (int p = 0; p < *nn; p++) /* a repeated key: dict order rules we do not model */
+            if (lens[p] == n && memcmp(names[p], s, n) == 0) return FALLBACK;
+        names[*nn] = s, lens[(*nn)++] = n;
     }
-    size_t xn;
-    const char *x = col_str(&e->bextra, j, &xn);
-    yyjson_doc *doc = NULL;
-    yyjson_val *root = NULL;
-    if (x && xn > 2) {
-        doc = parse(x, xn);
-        if (!doc) return FALLBACK;
-        root = yyjson_doc_get_root(doc);
-        if (!yyjson_is_obj(root)) {
-            yyjson_doc_free(doc);
-            return FALLBACK;
-        }
-        size_t idx, max;
-        yyjson_val *k, *v;
-        yyjson_obj_foreach(root, idx, max, k, v) {
-            for (int p = 0; p < nn; p++) {
-                if (lens[p] == yyjson_get_len(k) && memcmp(names[p], yyjson_get_str(k), lens[p]) == 0) {
-                    yyjson_doc_free(doc);
-                    return FALLBACK;
-                }
-            }
-        }
-    }
+    return 0;
+}
+
+/* Block key s (path: the block's pointer) reported as Ctx.lose_block_keys does, unless carried. */
+static inline void lose_block_key(Enc *e, const Buf *path, const char *s, size_t n, const char *const *carried) {
     static const char *const kinds[][2] = {
         {"annotations", "annotations"}, {"logprobs", "logprobs"}, {"cache_control", "cache_control"},
         {"citations", "citations"}, {"image_url", "image"}, {"detail", "image"}, {"file_id", "file"},
         {"source", "image"},
     };
-    size_t total = (size_t)nn + (root ? yyjson_obj_size(root) : 0);
-    yyjson_obj_iter it;
-    if (root) it = yyjson_obj_iter_with(root);
-    for (size_t q = 0; q < total; q++) {
-        const char *s;
-        size_t n;
-        if ((int)q < nn) {
-            s = names[q];
-            n = lens[q];
-        } else {
-            yyjson_val *k = yyjson_obj_iter_next(&it);
-            s = yyjson_get_str(k);
-            n = yyjson_get_len(k);
+    for (const char *const *c = carried; *c; c++)
+        if (str_eq(s, n, *c)) return;
+    const char *kind = "unknown_field";
+    for (size_t m = 0; m < sizeof kinds / sizeof kinds[0]; m++)
+        if (str_eq(s, n, kinds[m][0])) kind = kinds[m][1];
+    e->tmp2.len = 0;
+    put(&e->st, &e->tmp2, path->p, path->len);
+    put_ptr(&e->st, &e->tmp2, s, n);
+    e->tmp.len = 0;
+    put(&e->st, &e->tmp, "'", 1);
+    put(&e->st, &e->tmp, s, n);
+    puts_(&e->st, &e->tmp, "' is not carried");
+    lose(e, e->tmp2.p, e->tmp2.len, kind, e->tmp.p, e->tmp.len);
+}
+
+/* The key names of source block j in the order ContentBlocks.block rebuilds them (the modelled
+ * ones, then its extra_json's); each one not in `carried` reported as Ctx.lose_block_keys does.
+ * 0 or FALLBACK (an extra key repeating a modelled one). */
+static inline int lose_block_keys(Enc *e, int64_t j, const Buf *path, const char *const *carried) {
+    const char *names[16];
+    size_t lens[16];
+    int nn;
+    if (block_key_names(e, j, names, lens, &nn)) return FALLBACK;
+    size_t xn;
+    const char *x = col_str(&e->bextra, j, &xn);
+    yyjson_doc *doc = NULL;
+    yyjson_val *root = NULL;
+    size_t idx, max;
+    yyjson_val *k, *v;
+    if (x && xn > 2) {
+        doc = parse(x, xn);
+        if (!doc) return FALLBACK;
+        root = yyjson_doc_get_root(doc);
+        int repeated = !yyjson_is_obj(root);
+        if (!repeated) {
+            yyjson_obj_foreach(root, idx, max, k, v) {
+                for (int p = 0; p < nn; p++)
+                    repeated |= lens[p] == yyjson_get_len(k) && memcmp(names[p], yyjson_get_str(k), lens[p]) == 0;
+            }
         }
-        int keep = 0;
-        for (const char *const *c = carried; *c; c++)
-            if (str_eq(s, n, *c)) keep = 1;
-        if (keep) continue;
-        const char *kind = "unknown_field";
-        for (size_t m = 0; m < sizeof kinds / sizeof kinds[0]; m++)
-            if (str_eq(s, n, kinds[m][0])) kind = kinds[m][1];
-        e->tmp2.len = 0;
-        put(&e->st, &e->tmp2, path->p, path->len);
-        put_ptr(&e->st, &e->tmp2, s, n);
-        e->tmp.len = 0;
-        put(&e->st, &e->tmp, "'", 1);
-        put(&e->st, &e->tmp, s, n);
-        puts_(&e->st, &e->tmp, "' is not carried");
-        lose(e, e->tmp2.p, e->tmp2.len, kind, e->tmp.p, e->tmp.len);
+        if (repeated) {
+            yyjson_doc_free(doc);
+            return FALLBACK;
+        }
     }
-    if (doc) yyjson_doc_free(doc);
+    for (int q = 0; q < nn; q++) lose_block_key(e, path, names[q], lens[q], carried);
+    if (root) {
+        yyjson_obj_foreach(root, idx, max, k, v) lose_block_key(e, path, yyjson_get_str(k), yyjson_get_len(k), carried);
+        yyjson_doc_free(doc);
+    }
     return 0;
 }
 

@@ -257,162 +257,154 @@ static int content(Enc *e, int64_t i, int assistant, Buf *out, int *state, int *
 
 static const char *const FN_KEYS[] = {"name", "description", "parameters", "strict", NULL};
 
-/* to_responses._tools for a Chat or (e->anthropic) Anthropic source: `,"tools":[...]` into b, or nothing with the "no tool
- * survives" loss. */
-static int tools_json(Enc *e, Buf *b) {
+/* A Chat function tool's "function" object as a flat Responses function tool (strict and parameters
+ * set to null when absent, with their filled_default losses). */
+static void function_tool(Enc *e, yyjson_val *fn, Buf *path, Buf *b) {
     St *st = &e->st;
-    yyjson_doc *doc;
-    if (col_json(&e->tools, e->r, &doc)) return FALLBACK;
-    if (!doc) return 0;
-    yyjson_val *raw = yyjson_doc_get_root(doc);
-    size_t start = b->len;
-    puts_(st, b, ",\"tools\":[");
-    int64_t kept = 0;
-    Buf *path = &e->aux[2];
-    size_t idx, max;
-    yyjson_val *tool;
-    if (yyjson_is_arr(raw)) {
-        yyjson_arr_foreach(raw, idx, max, tool) {
-            tool_ptr(st, path, idx);
-            if (!yyjson_is_obj(tool)) {
-                lose_s(e, path->p, path->len, "tools", "not a tool object");
-                continue;
-            }
-            size_t q, qm;
-            yyjson_val *k, *v;
-            yyjson_val *type = yyjson_obj_get(tool, "type");
-            if (e->anthropic) { /* an Anthropic tool with input_schema and no type (or "custom") */
-                yyjson_val *schema = yyjson_obj_get(tool, "input_schema");
-                if (!schema || !(!type || yyjson_is_null(type) || is_str(type, "custom"))) {
-                    lose_s(e, path->p, path->len, "tools", "this tool has no equivalent in Responses here");
-                    continue;
-                }
-                if (kept++) put(st, b, ",", 1);
-                yyjson_val *name = yyjson_obj_get(tool, "name");
-                yyjson_val *desc = yyjson_obj_get(tool, "description");
-                puts_(st, b, "{\"type\":\"function\",\"name\":");
-                if (name) put_value(st, b, name);
-                else puts_(st, b, "null");
-                puts_(st, b, ",\"parameters\":");
-                put_value(st, b, schema);
-                puts_(st, b, ",\"strict\":null");
-                if (desc) {
-                    puts_(st, b, ",\"description\":");
-                    put_value(st, b, desc);
-                }
-                put(st, b, "}", 1);
-                static const char *const akeys[] = {"name", "description", "input_schema", "type", NULL};
-                yyjson_obj_foreach(tool, q, qm, k, v) {
-                    if (!key_in(k, akeys)) lose_key(e, path, NULL, k, "tools", "tool ", "' has no slot in Responses");
-                }
-                if (type) lose_s(e, path->p, path->len, "tools", "the tool's 'type' tag is not kept");
-                continue;
-            }
-            static const char *const tool_keys[] = {"type", "function", "custom", NULL};
-            yyjson_obj_foreach(tool, q, qm, k, v) {
-                if (!key_in(k, tool_keys)) lose_key(e, path, NULL, k, "tools", "tool ", "' has no slot in Responses");
-            }
-            yyjson_val *fn = yyjson_obj_get(tool, "function");
-            yyjson_val *custom = yyjson_obj_get(tool, "custom");
-            if (is_str(type, "function") && fn && yyjson_is_obj(fn)) {
-                if (kept++) put(st, b, ",", 1);
-                puts_(st, b, "{\"type\":\"function\"");
-                for (const char *const *f = FN_KEYS; *f; f++) {
-                    yyjson_val *val = yyjson_obj_get(fn, *f);
-                    if (!val) continue;
-                    puts_(st, b, ",\"");
-                    puts_(st, b, *f);
-                    puts_(st, b, "\":");
-                    put_value(st, b, val);
-                }
-                yyjson_obj_foreach(fn, q, qm, k, v) {
-                    if (!key_in(k, FN_KEYS)) lose_key(e, path, "/function", k, "tools", "tool ", "' has no slot in Responses");
-                }
-                static const char *const required[] = {"parameters", "strict"};
-                for (int m = 0; m < 2; m++) {
-                    if (yyjson_obj_get(fn, required[m])) continue;
-                    puts_(st, b, ",\"");
-                    puts_(st, b, required[m]);
-                    puts_(st, b, "\":null");
-                    size_t pl = path->len;
-                    puts_(st, path, "/function/");
-                    puts_(st, path, required[m]);
-                    e->tmp.len = 0;
-                    puts_(st, &e->tmp, "'");
-                    puts_(st, &e->tmp, required[m]);
-                    puts_(st, &e->tmp, "' set to null");
-                    lose(e, path->p, path->len, "filled_default", e->tmp.p, e->tmp.len);
-                    path->len = pl;
-                }
-                put(st, b, "}", 1);
-            } else if (is_str(type, "custom") && custom && yyjson_is_obj(custom)) {
-                if (kept++) put(st, b, ",", 1);
-                puts_(st, b, "{\"type\":\"custom\"");
-                static const char *const ckeys[] = {"name", "description", NULL};
-                for (const char *const *f = ckeys; *f; f++) {
-                    yyjson_val *val = yyjson_obj_get(custom, *f);
-                    if (!val) continue;
-                    puts_(st, b, ",\"");
-                    puts_(st, b, *f);
-                    puts_(st, b, "\":");
-                    put_value(st, b, val);
-                }
-                static const char *const carried[] = {"name", "description", "format", NULL};
-                yyjson_obj_foreach(custom, q, qm, k, v) {
-                    if (!key_in(k, carried)) lose_key(e, path, "/custom", k, "tools", "tool ", "' has no slot in Responses");
-                }
-                yyjson_val *fmt = yyjson_obj_get(custom, "format");
-                yyjson_val *grammar = fmt && yyjson_is_obj(fmt) ? yyjson_obj_get(fmt, "grammar") : NULL;
-                if (fmt && yyjson_is_obj(fmt) && is_str(yyjson_obj_get(fmt, "type"), "grammar") && grammar &&
-                    yyjson_is_obj(grammar)) {
-                    /* {"type": "grammar", **grammar}: a "type" in the grammar keeps the first place */
-                    puts_(st, b, ",\"format\":{\"type\":");
-                    yyjson_val *gt = yyjson_obj_get(grammar, "type");
-                    if (gt) put_value(st, b, gt);
-                    else puts_(st, b, "\"grammar\"");
-                    yyjson_obj_foreach(grammar, q, qm, k, v) {
-                        if (key_is(k, "type")) continue;
-                        put(st, b, ",", 1);
-                        put_json_str(st, b, yyjson_get_str(k), yyjson_get_len(k));
-                        put(st, b, ":", 1);
-                        put_value(st, b, v);
-                    }
-                    put(st, b, "}", 1);
-                    static const char *const fkeys[] = {"type", "grammar", NULL};
-                    yyjson_obj_foreach(fmt, q, qm, k, v) {
-                        if (!key_in(k, fkeys)) lose_key(e, path, "/custom/format", k, "tools", "format ", "' has no slot");
-                    }
-                } else if (fmt && !yyjson_is_null(fmt)) {
-                    puts_(st, b, ",\"format\":");
-                    put_value(st, b, fmt);
-                }
-                put(st, b, "}", 1);
-            } else {
-                lose_s(e, path->p, path->len, "tools", "this tool has no equivalent in Responses here");
-            }
+    size_t q, qm;
+    yyjson_val *k, *v;
+    puts_(st, b, "{\"type\":\"function\"");
+    for (const char *const *f = FN_KEYS; *f; f++) {
+        yyjson_val *val = yyjson_obj_get(fn, *f);
+        if (!val) continue;
+        puts_(st, b, ",\"");
+        puts_(st, b, *f);
+        puts_(st, b, "\":");
+        put_value(st, b, val);
+    }
+    yyjson_obj_foreach(fn, q, qm, k, v) {
+        if (!key_in(k, FN_KEYS)) lose_key(e, path, "/function", k, "tools", "tool ", "' has no slot in Responses");
+    }
+    static const char *const required[] = {"parameters", "strict"};
+    for (int m = 0; m < 2; m++) {
+        if (yyjson_obj_get(fn, required[m])) continue;
+        puts_(st, b, ",\"");
+        puts_(st, b, required[m]);
+        puts_(st, b, "\":null");
+        size_t pl = path->len;
+        puts_(st, path, "/function/");
+        puts_(st, path, required[m]);
+        e->tmp.len = 0;
+        puts_(st, &e->tmp, "'");
+        puts_(st, &e->tmp, required[m]);
+        puts_(st, &e->tmp, "' set to null");
+        lose(e, path->p, path->len, "filled_default", e->tmp.p, e->tmp.len);
+        path->len = pl;
+    }
+    put(st, b, "}", 1);
+}
+
+/* A Chat custom tool's "custom" object as a flat Responses custom tool (a grammar format's
+ * sub-object flattened into the format). */
+static void custom_tool(Enc *e, yyjson_val *custom, Buf *path, Buf *b) {
+    St *st = &e->st;
+    size_t q, qm;
+    yyjson_val *k, *v;
+    puts_(st, b, "{\"type\":\"custom\"");
+    static const char *const ckeys[] = {"name", "description", NULL};
+    for (const char *const *f = ckeys; *f; f++) {
+        yyjson_val *val = yyjson_obj_get(custom, *f);
+        if (!val) continue;
+        puts_(st, b, ",\"");
+        puts_(st, b, *f);
+        puts_(st, b, "\":");
+        put_value(st, b, val);
+    }
+    static const char *const carried[] = {"name", "description", "format", NULL};
+    yyjson_obj_foreach(custom, q, qm, k, v) {
+        if (!key_in(k, carried)) lose_key(e, path, "/custom", k, "tools", "tool ", "' has no slot in Responses");
+    }
+    yyjson_val *fmt = yyjson_obj_get(custom, "format");
+    yyjson_val *grammar = fmt && yyjson_is_obj(fmt) ? yyjson_obj_get(fmt, "grammar") : NULL;
+    if (fmt && yyjson_is_obj(fmt) && is_str(yyjson_obj_get(fmt, "type"), "grammar") && grammar &&
+        yyjson_is_obj(grammar)) {
+        /* {"type": "grammar", **grammar}: a "type" in the grammar keeps the first place */
+        puts_(st, b, ",\"format\":{\"type\":");
+        yyjson_val *gt = yyjson_obj_get(grammar, "type");
+        if (gt) put_value(st, b, gt);
+        else puts_(st, b, "\"grammar\"");
+        yyjson_obj_foreach(grammar, q, qm, k, v) {
+            if (key_is(k, "type")) continue;
+            put(st, b, ",", 1);
+            put_json_str(st, b, yyjson_get_str(k), yyjson_get_len(k));
+            put(st, b, ":", 1);
+            put_value(st, b, v);
         }
+        put(st, b, "}", 1);
+        static const char *const fkeys[] = {"type", "grammar", NULL};
+        yyjson_obj_foreach(fmt, q, qm, k, v) {
+            if (!key_in(k, fkeys)) lose_key(e, path, "/custom/format", k, "tools", "format ", "' has no slot");
+        }
+    } else if (fmt && !yyjson_is_null(fmt)) {
+        puts_(st, b, ",\"format\":");
+        put_value(st, b, fmt);
     }
-    put(st, b, "]", 1);
-    if (!kept && !(yyjson_is_arr(raw) && yyjson_arr_size(raw) == 0)) {
-        b->len = start;
-        lose_s(e, "/tools", 6, "tools", "no tool survives the conversion");
+    put(st, b, "}", 1);
+}
+
+/* to_responses._tools' rules for one tool of a Chat or (e->anthropic) Anthropic source (a ToolFn). */
+static int responses_tool(Enc *e, yyjson_val *tool, size_t idx, Buf *path, Buf *b, int *wrote) {
+    (void)idx;
+    St *st = &e->st;
+    if (!yyjson_is_obj(tool)) {
+        lose_s(e, path->p, path->len, "tools", "not a tool object");
+        return 0;
     }
-    yyjson_doc_free(doc);
+    size_t q, qm;
+    yyjson_val *k, *v;
+    yyjson_val *type = yyjson_obj_get(tool, "type");
+    if (e->anthropic) { /* an Anthropic tool with input_schema and no type (or "custom") */
+        yyjson_val *schema = yyjson_obj_get(tool, "input_schema");
+        if (!schema || !(!type || yyjson_is_null(type) || is_str(type, "custom"))) {
+            lose_s(e, path->p, path->len, "tools", "this tool has no equivalent in Responses here");
+            return 0;
+        }
+        *wrote = 1;
+        yyjson_val *name = yyjson_obj_get(tool, "name");
+        yyjson_val *desc = yyjson_obj_get(tool, "description");
+        puts_(st, b, "{\"type\":\"function\",\"name\":");
+        if (name) put_value(st, b, name);
+        else puts_(st, b, "null");
+        puts_(st, b, ",\"parameters\":");
+        put_value(st, b, schema);
+        puts_(st, b, ",\"strict\":null");
+        if (desc) {
+            puts_(st, b, ",\"description\":");
+            put_value(st, b, desc);
+        }
+        put(st, b, "}", 1);
+        lose_anthropic_tool_keys(e, tool, path, "' has no slot in Responses");
+        return 0;
+    }
+    static const char *const tool_keys[] = {"type", "function", "custom", NULL};
+    yyjson_obj_foreach(tool, q, qm, k, v) {
+        if (!key_in(k, tool_keys)) lose_key(e, path, NULL, k, "tools", "tool ", "' has no slot in Responses");
+    }
+    yyjson_val *fn = yyjson_obj_get(tool, "function");
+    yyjson_val *custom = yyjson_obj_get(tool, "custom");
+    if (is_str(type, "function") && fn && yyjson_is_obj(fn)) {
+        *wrote = 1;
+        function_tool(e, fn, path, b);
+    } else if (is_str(type, "custom") && custom && yyjson_is_obj(custom)) {
+        *wrote = 1;
+        custom_tool(e, custom, path, b);
+    } else {
+        lose_s(e, path->p, path->len, "tools", "this tool has no equivalent in Responses here");
+    }
     return 0;
 }
 
-/* to_responses._top's tool_choice: `,"tool_choice":...` into b, or dropped with a loss. */
-static int tool_choice_json(Enc *e, Buf *b) {
+/* to_responses._tools: `,"tools":[...]` into b, or nothing with the "no tool survives" loss. */
+static int tools_json(Enc *e, Buf *b) {
+    return write_tools(e, b, &e->aux[2], responses_tool, "no tool survives the conversion");
+}
+
+/* to_responses._top's tool_choice: `,"tool_choice":...` into b, or dropped with a loss
+ * (write_tool_choice's one). */
+static int responses_tool_choice(Enc *e, yyjson_val *raw, Buf *b) {
     St *st = &e->st;
-    yyjson_doc *doc;
-    if (col_json(&e->tool_choice, e->r, &doc)) return FALLBACK;
-    if (!doc) return 0;
-    yyjson_val *raw = yyjson_doc_get_root(doc);
     yyjson_val *type = yyjson_is_obj(raw) ? yyjson_obj_get(raw, "type") : NULL;
-    if (type && (yyjson_is_arr(type) || yyjson_is_obj(type))) { /* raw.get(raw.get("type")): TypeError */
-        yyjson_doc_free(doc);
-        return FALLBACK;
-    }
+    if (type && (yyjson_is_arr(type) || yyjson_is_obj(type))) return FALLBACK; /* raw.get(raw.get("type")): TypeError */
     if (yyjson_is_obj(raw)) {
         Buf *path = &e->aux[2];
         path->len = 0;
@@ -470,48 +462,32 @@ static int tool_choice_json(Enc *e, Buf *b) {
     } else {
         lose_s(e, "/tool_choice", 12, "tools", "tool_choice has no equivalent in Responses");
     }
-    yyjson_doc_free(doc);
     return 0;
 }
 
-/* to_responses._top's openai_top_extra part: explicit nulls dropped, then each unmodelled key
- * carried (renamed for the max-token keys) or reported. */
-static int top_extra_json(Enc *e, Buf *b) {
+/* to_responses._top's rule for one top-level key (openai_top_extra's carry): carried, the first of
+ * max_completion_tokens / max_tokens as max_output_tokens, or reported. */
+static int responses_top_key(Enc *e, yyjson_val *k, yyjson_val *v, Buf *b, int *have_max) {
     St *st = &e->st;
-    if (lose_null_fields(e)) return FALLBACK;
-    yyjson_doc *doc;
-    if (col_json_obj(&e->extra, e->r, &doc)) return FALLBACK;
-    if (!doc) return 0;
-    yyjson_val *root = yyjson_doc_get_root(doc);
     static const char *const same[] = {"temperature", "top_p", "parallel_tool_calls", "metadata", "store", "user", NULL};
     static const char *const renamed[] = {"max_completion_tokens", "max_tokens", NULL};
-    Buf *path = &e->aux[2];
-    path->len = 0;
-    int have_max = 0;
-    size_t idx, max;
-    yyjson_val *k, *v;
-    yyjson_obj_foreach(root, idx, max, k, v) {
-        if (e->anthropic && key_is(k, "metadata")) { /* openai_top_extra: {user_id}, not a free map */
-            lose_s(e, "/metadata", 9, "request_field", "Anthropic metadata is not OpenAI metadata");
-        } else if (key_in(k, same)) {
-            put(st, b, ",", 1);
-            put_json_str(st, b, yyjson_get_str(k), yyjson_get_len(k));
-            put(st, b, ":", 1);
-            put_value(st, b, v);
-        } else if (key_in(k, renamed) && !have_max) {
-            have_max = 1;
-            puts_(st, b, ",\"max_output_tokens\":");
-            put_value(st, b, v);
-            if (key_is(k, "max_tokens") && !e->anthropic) {
-                static const char d[] = "the deprecated max_tokens comes back as max_completion_tokens";
-                lose_s(e, "/max_tokens", 11, "request_field", d);
-                lose_s(e, "/max_completion_tokens", 22, "request_field", d);
-            }
-        } else {
-            lose_key(e, path, NULL, k, "request_field", "", "' is not carried to Responses");
+    if (key_in(k, same)) {
+        put(st, b, ",", 1);
+        put_json_str(st, b, yyjson_get_str(k), yyjson_get_len(k));
+        put(st, b, ":", 1);
+        put_value(st, b, v);
+    } else if (key_in(k, renamed) && !*have_max) {
+        *have_max = 1;
+        puts_(st, b, ",\"max_output_tokens\":");
+        put_value(st, b, v);
+        if (key_is(k, "max_tokens") && !e->anthropic) {
+            static const char d[] = "the deprecated max_tokens comes back as max_completion_tokens";
+            lose_s(e, "/max_tokens", 11, "request_field", d);
+            lose_s(e, "/max_completion_tokens", 22, "request_field", d);
         }
+    } else {
+        lose_key(e, NULL, NULL, k, "request_field", "", "' is not carried to Responses");
     }
-    yyjson_doc_free(doc);
     return 0;
 }
 
@@ -879,33 +855,46 @@ static int reasoning(Enc *e, int64_t i, const Buf *base, Buf *out, int *kept) {
     return 0;
 }
 
-static int anthropic_body(Enc *e, uint8_t *emitted) {
+/* The request fields after the items, as to_responses._top writes them: model, tools, tool_choice
+ * and the other top-level keys, and the closing brace. */
+static int request_tail(Enc *e) {
     St *st = &e->st;
-    int64_t r = e->r;
     size_t n;
-    Buf base = e->base; /* handed back at the end (it may have grown) */
-    Buf *item = &e->aux[0];
-    int rc = FALLBACK;
-    put(st, &e->out, "{", 1);
-    const char *form = col_str(&e->instr_form, r, &n);
+    const char *model = col_str(&e->model, e->r, &n);
+    if (model) {
+        puts_(st, &e->out, ",\"model\":");
+        put_json_str(st, &e->out, model, n);
+    }
+    if (tools_json(e, &e->out) || write_tool_choice(e, &e->out, responses_tool_choice) ||
+        openai_top_extra(e, &e->out, responses_top_key))
+        return FALLBACK;
+    put(st, &e->out, "}", 1);
+    return 0;
+}
+
+/* to_responses._instructions for an Anthropic source: its system (a string, null, or blocks joined)
+ * as `"instructions":...,`. */
+static int anthropic_instructions(Enc *e) {
+    St *st = &e->st;
+    size_t n;
+    int64_t a, z;
+    const char *form = col_str(&e->instr_form, e->r, &n);
     if (str_eq(form, n, "string")) {
-        int64_t a, z;
-        col_list(&e->instr_content, r, &a, &z);
+        col_list(&e->instr_content, e->r, &a, &z);
         size_t tl;
         const char *text = a < z ? col_str(&e->instr_text, a, &tl) : NULL;
-        if (!text) goto done;
+        if (!text) return FALLBACK;
         puts_(st, &e->out, "\"instructions\":");
         put_json_str(st, &e->out, text, tl);
         put(st, &e->out, ",", 1);
     } else if (str_eq(form, n, "null")) {
         puts_(st, &e->out, "\"instructions\":null,");
-    } else if (str_eq(form, n, "parts")) { /* to_responses._instructions: system blocks joined */
-        int64_t a, z;
-        col_list(&e->instr_content, r, &a, &z);
+    } else if (str_eq(form, n, "parts")) { /* system blocks joined */
+        col_list(&e->instr_content, e->r, &a, &z);
         Buf *p = &e->ptr2, *joined = &e->tmp2;
         joined->len = 0;
         for (int64_t j = a; j < z; j++) {
-            if (!col_valid(&e->instr_blk_valid, j)) goto done;
+            if (!col_valid(&e->instr_blk_valid, j)) return FALLBACK;
             size_t tl;
             const char *text = col_str(&e->instr_text, j, &tl);
             if (text) put(st, joined, text, tl);
@@ -926,51 +915,58 @@ static int anthropic_body(Enc *e, uint8_t *emitted) {
         put_json_str(st, &e->out, joined->p, joined->len);
         put(st, &e->out, ",", 1);
     }
+    return 0;
+}
+
+/* Item i of an Anthropic source written into item (*kept) or dropped with its loss. */
+static int anthropic_item(Enc *e, int64_t i, Buf *item, int *kept) {
+    St *st = &e->st;
+    Buf *base = &e->base;
+    size_t tl;
+    const char *t = col_str(&e->type, i, &tl);
+    int assistant_text;
+    if (str_eq(t, tl, "message")) return message(e, i, base, item, kept, &assistant_text);
+    if (str_eq(t, tl, "function_call")) {
+        *kept = 1;
+        return call(e, i, base, item, NULL);
+    }
+    if (str_eq(t, tl, "function_call_output")) {
+        *kept = 1;
+        return output(e, i, base, item, NULL);
+    }
+    if (str_eq(t, tl, "reasoning")) return reasoning(e, i, base, item, kept);
+    if (str_eq(t, tl, "compaction")) { /* Anthropic's beta compaction: provider-side state */
+        lose_s(e, base->p, base->len, "hosted_tool", "'compaction' is not carried");
+        return 0;
+    }
+    e->tmp.len = 0; /* ctx.lose_item */
+    put(st, &e->tmp, "'", 1);
+    put(st, &e->tmp, t, tl);
+    puts_(st, &e->tmp, "' has no equivalent in Responses");
+    lose(e, base->p, base->len, at_is_hosted(t, tl) ? "hosted_tool" : "unknown_item", e->tmp.p, e->tmp.len);
+    return 0;
+}
+
+static int anthropic_body(Enc *e, uint8_t *emitted) {
+    St *st = &e->st;
+    Buf *item = &e->aux[0];
+    put(st, &e->out, "{", 1);
+    if (anthropic_instructions(e)) return FALLBACK;
     puts_(st, &e->out, "\"input\":[");
     int64_t nitems = 0;
     for (int64_t i = e->start; i < e->end; i++) {
-        size_t tl;
-        const char *t = col_str(&e->type, i, &tl);
-        if (at_lose_wrapper(e, i)) goto done;
-        if (at_item_ptr(e, &base, i)) goto done;
+        if (at_lose_wrapper(e, i) || at_item_ptr(e, &e->base, i)) return FALLBACK;
         item->len = 0;
-        int kept = 0, assistant_text;
-        if (str_eq(t, tl, "message")) {
-            if (message(e, i, &base, item, &kept, &assistant_text)) goto done;
-        } else if (str_eq(t, tl, "function_call")) {
-            if (call(e, i, &base, item, NULL)) goto done;
-            kept = 1;
-        } else if (str_eq(t, tl, "function_call_output")) {
-            if (output(e, i, &base, item, NULL)) goto done;
-            kept = 1;
-        } else if (str_eq(t, tl, "reasoning")) {
-            if (reasoning(e, i, &base, item, &kept)) goto done;
-        } else if (str_eq(t, tl, "compaction")) { /* Anthropic's beta compaction: provider-side state */
-            lose_s(e, base.p, base.len, "hosted_tool", "'compaction' is not carried");
-        } else { /* ctx.lose_item */
-            e->tmp.len = 0;
-            put(st, &e->tmp, "'", 1);
-            put(st, &e->tmp, t, tl);
-            puts_(st, &e->tmp, "' has no equivalent in Responses");
-            lose(e, base.p, base.len, at_is_hosted(t, tl) ? "hosted_tool" : "unknown_item", e->tmp.p, e->tmp.len);
-        }
+        int kept = 0;
+        if (anthropic_item(e, i, item, &kept)) return FALLBACK;
         if (!kept) continue;
         emitted[i - e->start] = 1;
         if (nitems++) put(st, &e->out, ",", 1);
         put(st, &e->out, item->p, item->len);
     }
     put(st, &e->out, "]", 1);
-    const char *model = col_str(&e->model, r, &n);
-    if (model) {
-        puts_(st, &e->out, ",\"model\":");
-        put_json_str(st, &e->out, model, n);
-    }
-    if (tools_json(e, &e->out) || tool_choice_json(e, &e->out) || top_extra_json(e, &e->out)) goto done;
-    put(st, &e->out, "}", 1);
-    rc = anthropic_report(e, 1, emitted);
-done:
-    e->base = base;
-    return rc;
+    if (request_tail(e)) return FALLBACK;
+    return anthropic_report(e, 1, emitted);
 }
 
 /* An Anthropic request row: the items this file writes exactly (messages, tool_use / tool_result
@@ -1013,129 +1009,157 @@ static int anthropic_row(Enc *e) {
     return rc;
 }
 
-/* One row; 0 (written) or FALLBACK (nothing kept: the caller rolls back). */
-static int encode_row(Enc *e) {
-    St *st = &e->st;
+/* Whether this row is one encode_responses takes as Chat: a request body with no instructions whose
+ * items are messages, calls and outputs (*idless: a call or output lacks its call id). Sets the
+ * row's item range. 0, or FALLBACK. */
+static int chat_row_taken(Enc *e, int *idless) {
     int64_t r = e->r;
     size_t n, n2;
     const char *s = col_str(&e->source_format, r, &n);
-    if (str_eq(s, n, "anthropic")) return anthropic_row(e);
     const char *k = col_str(&e->record_kind, r, &n2);
     if (!str_eq(s, n, "chat") || !str_eq(k, n2, "request")) return FALLBACK;
     if (!col_valid(&e->items, r)) return FALLBACK;
     const char *instr = col_str(&e->instr_form, r, &n);
     if (col_valid(&e->instr_valid, r) && instr && !str_eq(instr, n, "absent")) return FALLBACK;
     col_list(&e->items, r, &e->start, &e->end);
-    /* every item a message, call or output; does a call or output lack its call id? */
-    int idless = 0;
+    *idless = 0;
     for (int64_t i = e->start; i < e->end; i++) {
         if (!col_valid(&e->item_valid, i)) return FALLBACK;
         const char *t = col_str(&e->type, i, &n);
         if (!t) return FALLBACK;
         if (is_call(t, n) || is_output(t, n)) {
-            if (!col_valid(&e->call_id, i)) idless = 1;
+            if (!col_valid(&e->call_id, i)) *idless = 1;
         } else if (!str_eq(t, n, "message")) {
             return FALLBACK; /* reasoning (a generated id), hosted items: the per-record encoder's */
         }
     }
-    Buf base = e->base; /* handed back at the end (it may have grown) */
-    Buf *item = &e->aux[0];
-    Buf attach = e->scratch; /* the message a following call would attach to (Chat's way back) */
-    Cid *cids = NULL;        /* call ids when a call or output has none (call_ids.py) */
-    int rc = FALLBACK;
-    put(st, &e->out, "{", 1);
-    int64_t first = e->start;
-    if (first < e->end) {
-        size_t tl, rl, fl;
-        const char *t = col_str(&e->type, first, &tl);
-        const char *role = col_str(&e->role, first, &rl);
-        const char *form = col_str(&e->content_form, first, &fl);
-        if (str_eq(t, tl, "message") && str_eq(role, rl, "system") && str_eq(form, fl, "string") &&
-            !col_valid(&e->name, first) && !col_valid(&e->iextra, first) && col_valid(&e->content, first)) {
-            int64_t a, z;
-            col_list(&e->content, first, &a, &z);
-            size_t xl;
-            const char *text = z - a == 1 ? col_str(&e->btext, a, &xl) : NULL;
-            if (!text) goto done;
-            if (xl) { /* the leading system prompt is what instructions are for */
-                puts_(st, &e->out, "\"instructions\":");
-                put_json_str(st, &e->out, text, xl);
-                put(st, &e->out, ",", 1);
-                if (chat_item_ptr(e, &base, first)) goto done;
-                lose_s(e, base.p, base.len, "instruction_position", "the leading system message became instructions");
-                first++;
-            }
-        }
+    return 0;
+}
+
+/* The leading system message that becomes instructions (a plain, non-empty string): written as
+ * `"instructions":...,` with its loss, *first moved past it. */
+static int leading_instructions(Enc *e, int64_t *first) {
+    St *st = &e->st;
+    int64_t i = *first;
+    if (i >= e->end) return 0;
+    size_t tl, rl, fl;
+    const char *t = col_str(&e->type, i, &tl);
+    const char *role = col_str(&e->role, i, &rl);
+    const char *form = col_str(&e->content_form, i, &fl);
+    if (!str_eq(t, tl, "message") || !str_eq(role, rl, "system") || !str_eq(form, fl, "string") ||
+        col_valid(&e->name, i) || col_valid(&e->iextra, i) || !col_valid(&e->content, i))
+        return 0;
+    int64_t a, z;
+    col_list(&e->content, i, &a, &z);
+    size_t xl;
+    const char *text = z - a == 1 ? col_str(&e->btext, a, &xl) : NULL;
+    if (!text) return FALLBACK;
+    if (!xl) return 0;
+    puts_(st, &e->out, "\"instructions\":"); /* the leading system prompt is what instructions are for */
+    put_json_str(st, &e->out, text, xl);
+    put(st, &e->out, ",", 1);
+    if (chat_item_ptr(e, &e->base, i)) return FALLBACK;
+    lose_s(e, e->base.p, e->base.len, "instruction_position", "the leading system message became instructions");
+    *first = i + 1;
+    return 0;
+}
+
+/* How Chat's way back would regroup the items written so far (to_chat.encode's attach state): the
+ * pointer of the message a following call attaches to, and whether the last written items are calls
+ * with no assistant text before them. */
+typedef struct {
+    Buf *ptr;
+    int attaches, bare_calls;
+} Attach;
+
+/* Chat message i written into item (*kept), with the message_merge losses of the way back. */
+static int chat_message(Enc *e, int64_t i, Buf *item, int *kept, Attach *at, int *is_assistant) {
+    St *st = &e->st;
+    int assistant_text;
+    if (message(e, i, &e->base, item, kept, &assistant_text)) return FALLBACK;
+    int followed = 0;
+    if (i + 1 < e->end && col_i32(&e->group, i + 1) == col_i32(&e->group, i)) {
+        size_t nl;
+        const char *nt = col_str(&e->type, i + 1, &nl);
+        followed = is_call(nt, nl);
     }
-    if (idless) { /* CallIds(ctx): ids generated and paired, reported after the leading system message */
-        cids = (Cid *)malloc((size_t)(e->end - e->start) * sizeof(Cid));
-        if (!cids || call_ids(e, cids)) goto done;
+    if (!*kept && followed && at->attaches) {
+        static const char d[] = "its calls join the previous assistant message";
+        if (chat_message_ptr(e, &e->ptr2, i)) return FALLBACK;
+        lose_s(e, e->ptr2.p, e->ptr2.len, "message_merge", d);
+        size_t al = at->ptr->len;
+        puts_(st, at->ptr, "/tool_calls");
+        lose_s(e, at->ptr->p, at->ptr->len, "message_merge", d);
+        at->ptr->len = al;
     }
+    if (*kept && assistant_text && at->bare_calls) {
+        static const char d[] = "its text joins the previous message's calls on the way back";
+        if (chat_message_ptr(e, &e->ptr2, i)) return FALLBACK;
+        lose_s(e, e->ptr2.p, e->ptr2.len, "message_merge", d);
+        lose_s(e, at->ptr->p, at->ptr->len, "message_merge", d);
+    }
+    size_t rl;
+    const char *role = col_str(&e->role, i, &rl);
+    *is_assistant = str_eq(role, rl, "assistant");
+    return 0;
+}
+
+/* The Chat items from first on, written as the input list. */
+static int chat_items(Enc *e, int64_t first, const Cid *cids) {
+    St *st = &e->st;
+    Buf *base = &e->base, *item = &e->aux[0];
+    Attach at = {&e->scratch, 0, 0}; /* (scratch: a Chat row's attach buffer) */
+    at.ptr->len = 0;
     puts_(st, &e->out, "\"input\":[");
-    int nitems = 0, bare_calls = 0, attaches = 0;
-    attach.len = 0;
+    int nitems = 0;
     for (int64_t i = first; i < e->end; i++) {
         size_t tl;
         const char *t = col_str(&e->type, i, &tl);
-        if (chat_item_ptr(e, &base, i)) goto done;
+        if (chat_item_ptr(e, base, i)) return FALLBACK;
         item->len = 0;
         int kept = 1, is_c = 0, is_assistant = 0;
         if (str_eq(t, tl, "message")) {
-            int assistant_text;
-            if (message(e, i, &base, item, &kept, &assistant_text)) goto done;
-            int followed = 0;
-            if (i + 1 < e->end && col_i32(&e->group, i + 1) == col_i32(&e->group, i)) {
-                size_t nl;
-                const char *nt = col_str(&e->type, i + 1, &nl);
-                followed = is_call(nt, nl);
-            }
-            if (!kept && followed && attaches) {
-                static const char d[] = "its calls join the previous assistant message";
-                if (chat_message_ptr(e, &e->ptr2, i)) goto done;
-                lose_s(e, e->ptr2.p, e->ptr2.len, "message_merge", d);
-                size_t al = attach.len;
-                puts_(st, &attach, "/tool_calls");
-                lose_s(e, attach.p, attach.len, "message_merge", d);
-                attach.len = al;
-            }
-            if (kept && assistant_text && bare_calls) {
-                static const char d[] = "its text joins the previous message's calls on the way back";
-                if (chat_message_ptr(e, &e->ptr2, i)) goto done;
-                lose_s(e, e->ptr2.p, e->ptr2.len, "message_merge", d);
-                lose_s(e, attach.p, attach.len, "message_merge", d);
-            }
-            size_t rl;
-            const char *role = col_str(&e->role, i, &rl);
-            is_assistant = str_eq(role, rl, "assistant");
+            if (chat_message(e, i, item, &kept, &at, &is_assistant)) return FALLBACK;
         } else if (is_call(t, tl)) {
-            if (call(e, i, &base, item, cids)) goto done;
+            if (call(e, i, base, item, cids)) return FALLBACK;
             is_c = 1;
         } else if (cids && !cids[i - e->start].p) {
-            lose_s(e, base.p, base.len, "orphan_output", "a tool output with no call to pair with is dropped");
+            lose_s(e, base->p, base->len, "orphan_output", "a tool output with no call to pair with is dropped");
             kept = 0;
-        } else {
-            if (output(e, i, &base, item, cids)) goto done;
+        } else if (output(e, i, base, item, cids)) {
+            return FALLBACK;
         }
         if (!kept) continue;
         if (nitems++) put(st, &e->out, ",", 1);
         put(st, &e->out, item->p, item->len);
-        bare_calls = is_c && (bare_calls || !attaches);
-        attaches = is_assistant || is_c;
-        if (attaches && chat_message_ptr(e, &attach, i)) goto done;
+        at.bare_calls = is_c && (at.bare_calls || !at.attaches);
+        at.attaches = is_assistant || is_c;
+        if (at.attaches && chat_message_ptr(e, at.ptr, i)) return FALLBACK;
     }
     put(st, &e->out, "]", 1);
-    const char *model = col_str(&e->model, r, &n);
-    if (model) {
-        puts_(st, &e->out, ",\"model\":");
-        put_json_str(st, &e->out, model, n);
+    return 0;
+}
+
+/* One row; 0 (written) or FALLBACK (nothing kept: the caller rolls back). */
+static int encode_row(Enc *e) {
+    size_t n;
+    const char *s = col_str(&e->source_format, e->r, &n);
+    if (str_eq(s, n, "anthropic")) return anthropic_row(e);
+    int idless;
+    if (chat_row_taken(e, &idless)) return FALLBACK;
+    Cid *cids = NULL; /* call ids when a call or output has none (call_ids.py) */
+    int rc = FALLBACK;
+    put(&e->st, &e->out, "{", 1);
+    int64_t first = e->start;
+    if (leading_instructions(e, &first)) goto done;
+    if (idless) { /* CallIds(ctx): ids generated and paired, reported after the leading system message */
+        cids = (Cid *)malloc((size_t)(e->end - e->start) * sizeof(Cid));
+        if (!cids || call_ids(e, cids)) goto done;
     }
-    if (tools_json(e, &e->out) || tool_choice_json(e, &e->out) || top_extra_json(e, &e->out)) goto done;
-    put(st, &e->out, "}", 1);
+    if (chat_items(e, first, cids) || request_tail(e)) goto done;
     rc = 0;
 done:
     free(cids);
-    e->base = base;
-    e->scratch = attach;
     return rc;
 }
 
