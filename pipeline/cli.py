@@ -583,8 +583,9 @@ def _run_job(job: object, *, catalog: str | None, quiet: bool, as_json: bool, fr
         rejected, summary = e, e.summary
     except KeyboardInterrupt:  # Ctrl-C: click would print a bare "Aborted!"
         again = "the same command again without --fresh" if fresh else "the same command again"
+        where = getattr(job, "run_url", None) or job.run_dir  # type: ignore[attr-defined]
         raise _Failed(
-            f"interrupted: the finished shards are kept in {job.run_dir}; run {again} to resume",  # type: ignore[attr-defined]
+            f"interrupted: the finished shards are kept in {where}; run {again} to resume",
             130,  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
         ) from None
     except JobFailed as e:

@@ -32,6 +32,7 @@ from pipeline.errors import ConfigError
 from pipeline.jobs.resolve import Job
 
 from . import rundir
+from .lock import LOCK
 from .manifest import MANIFEST
 from .rundir import SUMMARY
 
@@ -110,40 +111,69 @@ class Mirror:
             )
 
     def clear(self) -> None:
-        """``--fresh``: delete the objects chatlake wrote under the URL, and nothing else."""
-        for name in storage.listing(self.url):
-            if rundir.is_chatlake_name(name):
-                storage.remove(self._url(name))
+        """``--fresh``: delete the objects chatlake wrote under the URL and can vouch for (the files
+        the store's manifest lists, at their listed sizes; the manifest and summary), as on disk;
+        refused when an object at a name the run writes is not one of them (it would be overwritten)."""
+        names = storage.listing(self.url)
+        data = storage.read_bytes(self._url(MANIFEST))
+        doc = orjson.loads(data) if data else {}
+        sizes = {f["path"]: f["bytes"] for e in [*doc.get("shards", []), *doc.get("partitions", [])]
+                 for f in e["files"].values()}  # fmt: skip
+        delete = [n for n, size in names.items() if sizes.get(n) == size or n in (MANIFEST, SUMMARY)]
+        blocking = [n for n in names if n not in delete and rundir.is_chatlake_name(n)]
+        if blocking:
+            raise ConfigError(
+                f"--fresh deletes only files {MANIFEST} lists; {self.url} holds {', '.join(blocking[:3])} "
+                "that a new run would overwrite: move them away and run again"
+            )
+        for name in sorted(delete, key=lambda n: n == MANIFEST):  # the manifest last
+            storage.remove(self._url(name))
+        self._empty_local()
+
+    def _empty_local(self, keep: dict[str, int] | None = None) -> None:
+        """Delete the working copy's files (chatlake's own folder, in its cache), but the lock its
+        caller holds and the files of ``keep`` (relative path -> size) that have their size."""
+        keep = keep or {}
+        for p in sorted(self.local.rglob("*"), reverse=True):
+            rel = p.relative_to(self.local).as_posix()
+            if p.is_dir() and not p.is_symlink():
+                continue
+            if rel != LOCK and not (rel in keep and not p.is_symlink() and p.stat().st_size == keep[rel]):
+                p.unlink()
 
     def pull(self) -> None:
         """Make the working copy the store's run: its manifest and the files it lists (downloaded
-        when missing locally or of another size). Another job's run on the store is refused, naming
-        the URL; a working copy the store does not know (its run was deleted there) is emptied."""
+        when missing locally or of another size), and nothing else (a shard finished here but never
+        uploaded is redone: the store is the truth). Another job's run on the store is refused,
+        naming the URL."""
         data = storage.read_bytes(self._url(MANIFEST))
-        local_manifest = self.local / MANIFEST
-        if data is None:
-            if local_manifest.exists():  # the store is the truth: its run is gone, start over
-                rundir.clear(self.local)
-            return
-        try:
-            doc = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            where = self._url(MANIFEST)
-            raise ConfigError(f"{where} is not valid JSON; pass --fresh to start over") from None
-        if doc.get("job", self.job_name) != self.job_name or doc.get("fingerprint") != self.fingerprint:
+        doc: dict[str, Any] = {}
+        if data is None and (names := sorted(storage.listing(self.url))):  # as rundir.check_run_dir
             raise ConfigError(
-                f"{self.url} holds a run of another job (or of changed inputs or settings); choose another "
-                "output.path, or pass --fresh to delete it and start over"
+                f"{self.url} is not empty and is not a chatlake run directory (no {MANIFEST}; it holds "
+                f"{names[:3]}), so chatlake will not write into it; choose an empty or new output.path"
             )
+        if data is not None:
+            try:
+                doc = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                where = self._url(MANIFEST)
+                raise ConfigError(f"{where} is not valid JSON; pass --fresh to start over") from None
+            if doc.get("job", self.job_name) != self.job_name or doc.get("fingerprint") != self.fingerprint:
+                raise ConfigError(
+                    f"{self.url} holds a run of another job (or of changed inputs or settings); choose "
+                    "another output.path, or pass --fresh to delete it and start over"
+                )
         sizes = {f["path"]: f["bytes"] for e in [*doc.get("shards", []), *doc.get("partitions", [])]
                  for f in e["files"].values()}  # fmt: skip
-        for path, size in sizes.items():
-            local = self.local / path
-            if not local.is_file() or local.stat().st_size != size:
-                storage.download(self._url(path), local)
+        self._empty_local(keep=sizes)  # whatever the store does not list goes
+        for path in sizes:
+            if not (self.local / path).is_file():
+                storage.download(self._url(path), self.local / path)
         self.uploaded = _listed_files(doc)
-        self.manifest_sent = data
-        local_manifest.write_bytes(data)
+        if data is not None:
+            self.manifest_sent = data
+            (self.local / MANIFEST).write_bytes(data)
 
     def sync(self) -> None:
         """Upload the files the local manifest lists that the store lacks, then the manifest."""

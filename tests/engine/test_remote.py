@@ -129,7 +129,10 @@ def _listed(url: str) -> int:
     return len(orjson.loads(data)["shards"]) if data else 0
 
 
-def test_a_run_to_s3_killed_and_resumed_elsewhere_gives_the_same_files(s3: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["elsewhere", "here"])
+def test_a_run_to_s3_killed_and_resumed_gives_the_same_files(s3: str, tmp_path: Path, where: str) -> None:
+    """Resumed on another machine (only the store is left) or on this one (its working copy holds
+    shards finished after the last upload: the store is the truth, they are redone)."""
     synth.write_jsonl(tmp_path / "in.jsonl", "responses", N, 3)
     total = N // SHARD
     ref = _run(_job(tmp_path, "ref", "ref"))
@@ -156,7 +159,8 @@ def test_a_run_to_s3_killed_and_resumed_elsewhere_gives_the_same_files(s3: str, 
             assert listing(url)[f["path"]] == f["bytes"], f
     import shutil
 
-    shutil.rmtree(work_dir(url, "runs"))  # resume on another machine: only the store is left
+    if where == "elsewhere":
+        shutil.rmtree(work_dir(url, "runs"))
 
     resumed = _run(job)
     assert resumed.wait(timeout=600) == 0
@@ -182,8 +186,15 @@ def test_fresh_on_s3_deletes_only_chatlake_files(s3: str, tmp_path: Path) -> Non
     again = _hashes(url)
     assert again.pop("notes.txt") and set(again) == set(first)  # the user's file is kept
     _upload(f"{s3}/other", {"data.txt": b"x"})
-    code, said = _invoke("run", str(_job(tmp_path, "k", f"{s3}/other")), "-q", "--no-catalog", "--fresh")
-    assert code == 2 and "is not a chatlake run directory" in said and _get(f"{s3}/other/data.txt") == b"x"
+    for fresh in ([], ["--fresh"]):  # a prefix that is not a run: not written into, not emptied
+        code, said = _invoke("run", str(_job(tmp_path, "k", f"{s3}/other")), "-q", "--no-catalog", *fresh)
+        assert code == 2 and "is not a chatlake run directory" in said, said
+    assert listing(f"{s3}/other") == {"data.txt": 1}
+    _upload(url, {"output/part-00009.jsonl": b"not listed\n"})  # at a name the run writes
+    code, said = _invoke("run", str(job), "-q", "--no-catalog", "--fresh")
+    assert (
+        code == 2 and "move them away" in said and _get(f"{url}/output/part-00009.jsonl") == b"not listed\n"
+    )
 
 
 def test_another_jobs_run_on_s3_is_refused_naming_the_url(s3: str, tmp_path: Path) -> None:
@@ -328,3 +339,46 @@ def test_a_file_written_to_a_hub_shaped_repository(hub: Path, tmp_path: Path) ->
     assert code == 0, said
     assert (hub / "out" / "c.parquet").read_bytes() == (tmp_path / "c.parquet").read_bytes()
     assert sorted(p.name for p in (hub / "out").iterdir()) == ["c.parquet", "c.parquet.rejected.parquet"]
+
+
+# The CLI with small shards: several shards per input, so a kill lands between finished ones.
+RUNNER = (
+    "import sys, pipeline.cli as c; c.SINGLE_FILE_SHARD_RECORDS = 100; "
+    "sys.argv = ['chatlake', *sys.argv[1:]]; c.main()"
+)
+
+
+def test_convert_to_s3_killed_leaves_nothing_on_the_store_and_resumes(s3: str, tmp_path: Path) -> None:
+    synth.write_jsonl(tmp_path / "in.jsonl", "responses", N, 5)
+    out = f"{s3}/out/chat.jsonl"
+    args = [
+        "convert",
+        str(tmp_path / "in.jsonl"),
+        "--from",
+        "responses",
+        "--to",
+        "chat",
+        "--workers",
+        "2",
+        "-q",
+    ]
+    ref = subprocess.run([sys.executable, "-c", RUNNER, *args, "-o", str(tmp_path / "chat.jsonl")],
+                         capture_output=True, timeout=600, check=False)  # fmt: skip
+    assert ref.returncode == 0, ref.stderr.decode()
+    cmd = [sys.executable, "-c", RUNNER, *args, "-o", out]
+    proc = subprocess.Popen(cmd, start_new_session=True)
+    staging = work_dir(out, "files") / "chat.jsonl.partial" / "manifest.json"
+    deadline = time.monotonic() + 600
+    while proc.poll() is None and time.monotonic() < deadline:
+        if staging.is_file() and len(orjson.loads(staging.read_bytes() or b"{}").get("shards", [])) >= 2:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "the command finished before it could be killed; make it bigger"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert listing(f"{s3}/out") == {}  # nothing under a final name, not even a side file
+    resumed = subprocess.run(cmd, capture_output=True, timeout=600, check=False)
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    assert _get(out) == (tmp_path / "chat.jsonl").read_bytes()  # the same input path: the same bytes
+    assert _get(f"{out}.rejected.jsonl") == (tmp_path / "chat.jsonl.rejected.jsonl").read_bytes()
+    assert not work_dir(out, "files").exists()  # the staging is gone once the files are on the store
