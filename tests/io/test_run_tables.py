@@ -1,8 +1,8 @@
 """One shape of a rejected record and of a loss, whichever command wrote it (pipeline/io/run_tables.py).
 
-``convert -o`` (Parquet losses by default, JSON lines with ``--losses jsonl``), ``transform -o`` (Parquet) and ``run`` (a run directory's
-``rejected/`` and ``losses/``) over the same input give the same rows, column for column, with the
-original input kept (bytes included when the line is not UTF-8).
+``convert -o`` (Parquet losses by default, JSON lines with ``--losses jsonl``), ``transform -o``
+(Parquet) and ``run`` (a run directory's ``rejected/`` and ``losses/``) over the same input give the
+same rows, column for column, with the original input kept (bytes included when the line is not UTF-8).
 """
 
 from __future__ import annotations
