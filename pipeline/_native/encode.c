@@ -7,8 +7,8 @@
  * reports them. A row it cannot prove it encodes byte-identically is flagged and left to the
  * per-record encoder (pipeline/encoders/encode_rows.py), e.g. rows that are not Responses request
  * bodies, instructions given as parts or items, calls or outputs without a call id (ids generated
- * and paired by position), Anthropic-style images, JSON values whose orjson text is not provably
- * their stored text (floats outside a plain range, duplicate keys, huge integers).
+ * and paired by position), Anthropic-style images, file and audio parts, JSON values whose orjson
+ * text is not provably their stored text (floats outside a plain range, duplicate keys, huge integers).
  *
  * Input: the table's one RecordBatch through the Arrow C data interface (RecordBatch._export_to_c
  * into structs allocated here). Chosen over passing buffers one by one because the struct and list
@@ -239,6 +239,13 @@ static int text_part(Enc *e, int64_t i, int64_t j, int64_t k, int allow_media, i
             goto done;
         }
         if (doc) yyjson_doc_free(doc);
+    }
+    size_t dxl;
+    const char *dx = str_eq(t, tl, "document") ? col_str(&e->bextra, j, &dxl) : NULL;
+    if (allow_media && (str_eq(t, tl, "input_file") || str_eq(t, tl, "input_audio") ||
+                        (dx && document_may_convert(dx, dxl)))) {
+        rc = FALLBACK; /* file and audio parts (Ctx.openai_file): left to the per-record encoder */
+        goto done;
     }
     if (str_eq(t, tl, "tool_reference")) { /* Ctx.tool_reference_text: a text placeholder */
         int got = at_tool_reference(e, j, &path, &e->kb);

@@ -717,6 +717,21 @@ static inline int lose_block_keys(Enc *e, int64_t j, const Buf *path, const char
     return 0;
 }
 
+/* Whether an Anthropic document block (its extra_json x) may become an OpenAI file part
+ * (Ctx.openai_file: a base64 or url source): such rows are left to the per-record encoder; any
+ * other document is dropped here as there. Unparseable: 1 (left to it too). */
+static inline int document_may_convert(const char *x, size_t n) {
+    if (!x) return 0;
+    yyjson_doc *doc = parse(x, n);
+    if (!doc) return 1;
+    yyjson_val *root = yyjson_doc_get_root(doc);
+    yyjson_val *src = yyjson_is_obj(root) ? yyjson_obj_get(root, "source") : NULL;
+    yyjson_val *t = yyjson_is_obj(src) ? yyjson_obj_get(src, "type") : NULL;
+    int may = t && (yyjson_equals_str(t, "base64") || yyjson_equals_str(t, "url"));
+    yyjson_doc_free(doc);
+    return may;
+}
+
 static inline const char *part_loss_kind(const char *t, size_t n) {
     static const char *const map[][2] = {
         {"input_image", "image"}, {"image", "image"}, {"image_url", "image"}, {"input_file", "file"},

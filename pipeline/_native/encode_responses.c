@@ -6,7 +6,7 @@
  * orjson.dumps(convert_table(row, "responses")[0].record) and the row's losses in the order that
  * encoder reports them. A row it cannot prove it encodes byte-identically is flagged and left to the
  * per-record encoder (pipeline/encoders/encode_rows.py): rows that are not Chat request bodies, items
- * other than messages, calls and outputs, and JSON values whose orjson text is not provably their stored
+ * other than messages, calls and outputs, file parts, and JSON values whose orjson text is not provably their stored
  * text (see encode_common.h). The input, output and batch loop are encode_common.h's (run_encoder).
  *
  * Anthropic request bodies (e->anthropic) go through the same functions with to_responses.py's
@@ -186,6 +186,12 @@ static int part(Enc *e, int64_t i, int64_t j, int64_t k, int assistant, Buf *out
             rc = 0;
             goto done;
         }
+    }
+    if (!assistant && str_eq(t, tl, "file")) goto done; /* file parts (Ctx.openai_file): left to it */
+    if (!assistant && str_eq(t, tl, "document")) {
+        size_t dxl;
+        const char *dx = col_str(&e->bextra, j, &dxl);
+        if (document_may_convert(dx, dxl)) goto done;
     }
     if (e->anthropic && (str_eq(t, tl, "image") || str_eq(t, tl, "tool_reference"))) {
         int done_ = 0;

@@ -70,6 +70,83 @@ def anthropic_image_url(ctx: Ctx, source: dict[str, Any], path: str) -> str | No
     return url
 
 
+PDF_DATA_URL = "data:application/pdf;base64,"
+# OpenAI requires a filename with inline file data; a document without a title gets this one.
+DEFAULT_FILENAME = "document.pdf"
+# The keys of an OpenAI file part's file, by target (Chat nests them under "file"; Responses'
+# input_file has them flat, and a file_url Chat has no slot for).
+FILE_SLOTS = {"chat": ("file_data", "file_id", "filename"),
+              "responses": ("file_data", "file_id", "file_url", "filename")}  # fmt: skip
+
+
+def openai_file(ctx: Ctx, j: int, path: str, target: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """Content block ``j`` (a Responses ``input_file``, a Chat ``file`` or an Anthropic ``document``)
+    as an OpenAI file part for ``target`` (``chat`` or ``responses``): ``(file fields, part-level
+    keys)``, every source key with no slot reported at ``path``; None (nothing reported) when the
+    target cannot identify the file: no file id, no PDF data (Chat takes only
+    ``data:application/pdf;base64,``), no URL (Responses only).
+
+    Anthropic's base64 PDF ``source`` becomes a data URL and its ``title`` the ``filename`` (one is
+    filled when there is none: OpenAI requires it with inline data); a URL source, Responses'
+    ``file_url``. Anthropic file ids name Anthropic's files, which OpenAI cannot read: not carried.
+    """
+    t = ctx.v.content.type[j]
+    extra = ctx.block_extra(j)
+    slots = FILE_SLOTS[target]
+    if t == "document":
+        src = extra.get("source")
+        src = src if isinstance(src, dict) else {}
+        fields: dict[str, Any] = {}
+        if src.get("type") == "base64" and src.get("media_type") == "application/pdf" and isinstance(
+            src.get("data"), str
+        ):
+            fields["file_data"], used = PDF_DATA_URL + src["data"], {"type", "media_type", "data"}
+        elif "file_url" in slots and src.get("type") == "url" and isinstance(src.get("url"), str):
+            fields["file_url"], used = src["url"], {"type", "url"}
+        else:
+            return None
+        for key in keys_except(src, used):
+            ctx.lose(path + "/source" + pointer(key), "file", f"document source '{key}' has no slot")
+        carried = {"type", "source"}
+        if isinstance(extra.get("title"), str):
+            fields["filename"] = extra["title"]
+            carried.add("title")
+        elif "file_data" in fields:
+            fields["filename"] = DEFAULT_FILENAME
+            why = f"no title: OpenAI requires a filename with file data; wrote '{DEFAULT_FILENAME}'"
+            ctx.lose(path + "/title", "filled_default", why)
+        for key in keys_except(ctx.source_block(j), carried):
+            kind = Ctx.BLOCK_KEY_KINDS.get(key, "file") if key != "source" else "file"
+            ctx.lose(path + pointer(key), kind, f"document '{key}' has no slot in an OpenAI file part")
+        return fields, {}
+    nested = t == "file"
+    inner = extra.get("file") if nested else extra
+    if not isinstance(inner, dict):
+        return None
+
+    def fits(key: str, value: Any) -> bool:
+        if key not in slots or not isinstance(value, str):
+            return False
+        return target != "chat" or key != "file_data" or value.startswith(PDF_DATA_URL)
+
+    fields = {k: v for k, v in inner.items() if fits(k, v)}
+    if not any(k in fields for k in ("file_data", "file_id", "file_url")):
+        return None
+    # Both OpenAI file parts have a prompt_cache_breakpoint: it is carried with the part.
+    part_keys = {k: extra[k] for k in ("prompt_cache_breakpoint",) if k in extra}
+    why = {"file_data": "Chat takes only base64 PDF data", "file_url": "Chat has no file_url"}
+    why = why if target == "chat" else {}
+    if nested:
+        for key in keys_except(inner, fields):
+            detail = f"file '{key}' is not carried ({why.get(key, 'no slot')})"
+            ctx.lose(path + "/file" + pointer(key), "file", detail)
+    for key in keys_except(ctx.source_block(j), {"type", *part_keys, *(("file",) if nested else fields)}):
+        file_key = key in FILE_SLOTS["responses"] or key == "detail"
+        kind = "file" if file_key else Ctx.BLOCK_KEY_KINDS.get(key, "unknown_field")
+        ctx.lose(path + pointer(key), kind, f"'{key}' is not carried ({why.get(key, 'no slot')})")
+    return fields, part_keys
+
+
 def openai_top_extra(ctx: Ctx) -> Iterator[tuple[str, Any]]:
     """The top-level keys an OpenAI request body (Chat or Responses) may carry, in source order.
 

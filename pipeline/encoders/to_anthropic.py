@@ -62,7 +62,7 @@ from typing import Any
 import orjson
 
 from pipeline.encoders import from_dataset, to_hf
-from pipeline.encoders._context import CALLS, OUTPUTS, Ctx, keys_except
+from pipeline.encoders._context import CALLS, DEFAULT_FILENAME, OUTPUTS, PDF_DATA_URL, Ctx, keys_except
 from pipeline.encoders.call_ids import CallIds
 from pipeline.errors import a_or_an, quoted
 from pipeline.losses import pointer
@@ -200,24 +200,36 @@ def _image_block(ctx: Ctx, extra: dict[str, Any], path: str) -> dict[str, Any] |
     return {"type": "image", "source": source}
 
 
-def _document_block(ctx: Ctx, extra: dict[str, Any], path: str) -> dict[str, Any] | None:
-    """A PDF file part as a ``document`` block; anything else is dropped. Both are ``file`` losses:
-    the filename and part shape have no slot, and documents do not convert back."""
+def _document_block(ctx: Ctx, j: int, extra: dict[str, Any], path: str) -> dict[str, Any] | None:
+    """A PDF file part as a ``document`` block (its filename the title); anything else is dropped
+    (``file``). The way back (:func:`pipeline.encoders._context.openai_file`) gives the same part
+    from the block, so only what the block has no slot for is reported: other keys, and a missing
+    filename (the way back fills one)."""
     f = extra.get("file") if ctx.source in NESTED else extra
     f = f if isinstance(f, dict) else {}
     data, url = f.get("file_data"), f.get("file_url")
     source: dict[str, Any] | None = None
-    if isinstance(data, str) and data.startswith("data:application/pdf;base64,"):
-        source = {"type": "base64", "media_type": "application/pdf", "data": data.partition(",")[2]}
+    if isinstance(data, str) and data.startswith(PDF_DATA_URL):
+        used = "file_data"
+        source = {"type": "base64", "media_type": "application/pdf", "data": data[len(PDF_DATA_URL) :]}
     elif isinstance(url, str) and url.startswith(("https://", "http://")):
-        source = {"type": "url", "url": url}
+        source, used = {"type": "url", "url": url}, "file_url"
     if source is None:
         ctx.lose(path, "file", "a file part with no PDF data or URL has no equivalent in Anthropic")
         return None
-    ctx.lose(path, "file", "a PDF file part became a document block (filename and shape not kept)")
     block: dict[str, Any] = {"type": "document", "source": source}
+    inner = path + "/file" if ctx.source in NESTED else path
     if isinstance(f.get("filename"), str):
         block["title"] = f["filename"]
+    elif used == "file_data":
+        ctx.lose(inner + "/filename", "file", f"no filename: the way back writes '{DEFAULT_FILENAME}'")
+    carried = {used, "filename"} if "title" in block else {used}
+    if ctx.source in NESTED:
+        for key in keys_except(f, carried):
+            ctx.lose(inner + pointer(key), "file", f"file '{key}' has no slot in a document block")
+        carried = {"file"}
+    for key in keys_except(ctx.source_block(j), {"type", *carried}):
+        ctx.lose(path + pointer(key), "file", f"'{key}' has no slot in a document block")
     return block
 
 
@@ -233,7 +245,7 @@ def _part(ctx: Ctx, i: int, j: int, k: int, where: str) -> dict[str, Any] | None
     if t in ("input_image", "image_url") and media_ok:
         return _image_block(ctx, extra, path)
     if t in ("input_file", "file") and media_ok:
-        return _document_block(ctx, extra, path)
+        return _document_block(ctx, j, extra, path)
     ctx.lose_part(path, t, f"an Anthropic {where} message")
     return None
 

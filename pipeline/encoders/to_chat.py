@@ -20,7 +20,15 @@ from typing import Any
 import orjson
 
 from pipeline.encoders import anthropic_round_trip, from_dataset, to_hf
-from pipeline.encoders._context import CALLS, OUTPUTS, Ctx, anthropic_image_url, keys_except, openai_top_extra
+from pipeline.encoders._context import (
+    CALLS,
+    OUTPUTS,
+    Ctx,
+    anthropic_image_url,
+    keys_except,
+    openai_file,
+    openai_top_extra,
+)
 from pipeline.encoders.call_ids import CallIds
 from pipeline.errors import a_or_an, quoted
 from pipeline.formats.chat import IMAGE_DETAILS
@@ -74,6 +82,14 @@ def _text_part(ctx: Ctx, i: int, j: int, k: int, allow_media: bool) -> dict[str,
         if url is not None:
             ctx.lose_block_keys(j, path, {"type", "source"})
             return {"type": "image_url", "image_url": {"url": url}}
+    if allow_media and t in ("input_file", "document") and (file := openai_file(ctx, j, path, "chat")):
+        return {"type": "file", "file": file[0], **file[1]}
+    if allow_media and t == "input_audio" and isinstance(extra.get("input_audio"), dict):
+        ctx.lose_block_keys(j, path, {"type", "input_audio"})  # the same part in both formats
+        # carried, but a Responses message has no audio part (the SDK's message content union): the
+        # way back drops it
+        ctx.lose(path, "audio", "carried as Chat's input_audio part; it has no slot back in Responses")
+        return {"type": "input_audio", "input_audio": extra["input_audio"]}
     if t == "tool_reference" and (placeholder := ctx.tool_reference_text(j, path)) is not None:
         return {"type": "text", "text": placeholder}
     ctx.lose_part(path, t, "Chat here")

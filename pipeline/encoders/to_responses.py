@@ -19,7 +19,15 @@ from typing import Any
 import orjson
 
 from pipeline.encoders import anthropic_round_trip, from_dataset, to_hf
-from pipeline.encoders._context import CALLS, OUTPUTS, Ctx, anthropic_image_url, keys_except, openai_top_extra
+from pipeline.encoders._context import (
+    CALLS,
+    OUTPUTS,
+    Ctx,
+    anthropic_image_url,
+    keys_except,
+    openai_file,
+    openai_top_extra,
+)
 from pipeline.encoders.call_ids import CallIds
 from pipeline.losses import pointer
 from pipeline.schema import FORM_NULL, FORM_PARTS, FORM_STRING
@@ -71,6 +79,8 @@ def _part(ctx: Ctx, i: int, j: int, k: int, assistant: bool) -> dict[str, Any] |
         if url is not None:
             ctx.lose(path, "image", "Responses images have a required detail; filled 'auto'")
             return {"type": "input_image", "detail": "auto", "image_url": url}
+    if not assistant and t in ("file", "document") and (file := openai_file(ctx, j, path, "responses")):
+        return {"type": "input_file", **file[0], **file[1]}
     if t == "tool_reference" and (placeholder := ctx.tool_reference_text(j, path)) is not None:
         return {"type": "input_text", "text": placeholder}
     ctx.lose_part(path, t, "Responses here")

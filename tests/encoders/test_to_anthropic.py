@@ -646,3 +646,36 @@ def test_additional_tools_are_declared_in_the_request_tools(own_tools: list[dict
     check_api_rules("anthropic", out.record)
     [back] = convert_table(decode_records([out.record], "anthropic").table, "responses")
     assert uncovered(record, back.record, out.losses) == []
+
+
+def test_pdf_file_parts_become_documents_that_come_back_whole() -> None:
+    """A PDF file part (inline data or a URL) is a document whose title is the filename; the way back
+    gives the same part, so only what the block has no slot for is reported: a missing filename
+    (the way back fills one), a detail, a file the block cannot name (an OpenAI file id)."""
+    pdf = "data:application/pdf;base64,JVBERi0="
+    records = {
+        "chat": {"model": "gpt-5", "messages": [{"role": "user", "content": [
+            {"type": "file", "file": {"file_data": pdf, "filename": "a.pdf"}},
+            {"type": "text", "text": "and"},
+            {"type": "file", "file": {"file_data": pdf}},
+            {"type": "text", "text": "and"},
+            {"type": "file", "file": {"file_id": "file-1"}}]}]},
+        "responses": {"model": "gpt-5", "input": [{"role": "user", "content": [
+            {"type": "input_file", "file_data": pdf, "filename": "a.pdf", "detail": "low"},
+            {"type": "input_file", "file_url": "https://x/b.pdf"}]}]},
+    }  # fmt: skip
+    expected = {
+        "chat": [("/messages/0/content/2/file/filename", "file"), ("/messages/0/content/4", "file")],
+        "responses": [("/input/0/content/0/detail", "file")],
+    }
+    for source, record in records.items():
+        [there] = convert_table(decode_records([record], source).table, "anthropic")
+        validate_request("anthropic", there.record)
+        assert there.record["messages"][0]["content"][0] == {
+            "type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="},
+            "title": "a.pdf",
+        }
+        assert [(x.path, x.kind) for x in there.losses if x.kind == "file"] == expected[source]
+        [back] = convert_table(decode_records([there.record], "anthropic").table, source)
+        assert uncovered(record, back.record, there.losses) == []

@@ -7,6 +7,7 @@ from pipeline.encoders import convert_table
 from pipeline.formats import decode_records
 from tests.encoders.coverage import uncovered
 from tests.native.encode_diff import compare_encode
+from tests.sdk_validate import validate_request
 
 
 def test_a_responses_function_tool_without_strict_or_parameters_reports_the_fill() -> None:
@@ -69,3 +70,69 @@ def test_an_anthropic_tool_reference_becomes_a_placeholder_naming_the_tool() -> 
         assert [(x.path, x.kind, x.detail) for x in out.losses] == [
             ("/messages/2/content/0/content/0", "tool_reference", f"written as the text '{placeholder}'")
         ]
+
+
+PDF = "data:application/pdf;base64,JVBERi0="
+
+
+def _chat_there_and_back(record: dict, source: str) -> tuple[dict, list]:
+    """``record`` (of ``source``) to Chat: the body (checked against the SDK types and the API's
+    rules), its losses, and the way back covering every difference."""
+    table = decode_records([record], source).table
+    [there] = convert_table(table, "chat")
+    validate_request("chat", there.record)
+    [back] = convert_table(decode_records([there.record], "chat").table, source)
+    assert uncovered(record, back.record, there.losses) == []
+    if codec.native_encoder("chat") is not None:
+        compare_encode(table)  # the compiled encoder hands these rows back: the same bytes
+    return there.record, [(x.path, x.kind) for x in there.losses]
+
+
+def test_responses_file_and_audio_parts_become_chat_file_and_input_audio_parts() -> None:
+    """Chat has ``file`` (file_data, file_id, filename) and ``input_audio`` parts: they are carried,
+    and only what Chat has no slot for is reported (a file_url, a detail)."""
+    parts = [
+        {"type": "input_text", "text": "read these"},
+        {"type": "input_file", "file_data": PDF, "filename": "a.pdf", "detail": "high"},
+        {"type": "input_file", "file_id": "file-1"},
+        {"type": "input_file", "file_url": "https://x/a.pdf"},  # no slot: the whole part
+        {"type": "input_file", "file_data": "data:text/plain;base64,aGk=", "filename": "a.txt"},  # not PDF
+        {"type": "input_audio", "input_audio": {"data": "AAA=", "format": "wav"}},
+    ]
+    record = {"model": "gpt-5", "input": [{"role": "user", "content": parts}]}
+    body, losses = _chat_there_and_back(record, "responses")
+    assert body["messages"][0]["content"] == [
+        {"type": "text", "text": "read these"},
+        {"type": "file", "file": {"file_data": PDF, "filename": "a.pdf"}},
+        {"type": "file", "file": {"file_id": "file-1"}},
+        {"type": "input_audio", "input_audio": {"data": "AAA=", "format": "wav"}},
+    ]
+    assert losses == [
+        ("/input/0/content/1/detail", "file"),
+        ("/input/0/content/3", "file"),
+        ("/input/0/content/4", "file"),
+        ("/input/0/content/5", "audio"),  # carried; Responses messages have no audio part to come back to
+    ]
+
+
+def test_an_anthropic_pdf_document_becomes_a_chat_file_part() -> None:
+    """A base64 PDF ``document`` is Chat's inline file data; its title is the filename, which OpenAI
+    requires with file data (filled, and reported as an addition, when there is none)."""
+    pdf = {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}
+    blocks = [
+        {"type": "document", "source": pdf, "title": "report.pdf"},
+        {"type": "document", "source": pdf, "context": "q3"},
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "hi"}},
+        {"type": "text", "text": "summarise"},
+    ]
+    record = {"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": blocks}]}
+    body, losses = _chat_there_and_back(record, "anthropic")  # (an Anthropic model name is not reported)
+    assert body["messages"][0]["content"][:2] == [
+        {"type": "file", "file": {"file_data": PDF, "filename": "report.pdf"}},
+        {"type": "file", "file": {"file_data": PDF, "filename": "document.pdf"}},
+    ]
+    assert losses == [
+        ("/messages/0/content/1/title", "filled_default"),
+        ("/messages/0/content/1/context", "file"),
+        ("/messages/0/content/2", "file"),
+    ]

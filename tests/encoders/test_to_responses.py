@@ -1,0 +1,85 @@
+"""Chat / Anthropic -> Responses (``pipeline.encoders.to_responses``): file parts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline import codec
+from pipeline.encoders import convert_table
+from pipeline.formats import decode_records
+from pipeline.losses import Loss
+from tests.encoders.coverage import uncovered
+from tests.native.encode_diff import compare_encode
+from tests.sdk_validate import validate_request
+
+PDF = "data:application/pdf;base64,JVBERi0="
+PDF_SOURCE = {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}
+
+
+def _responses_there_and_back(record: dict[str, Any], source: str) -> tuple[dict[str, Any], list[Loss]]:
+    """``record`` (of ``source``) to Responses, checked against the SDK types, the way back covering
+    every difference, the compiled encoder giving the same bytes."""
+    table = decode_records([record], source).table
+    [there] = convert_table(table, "responses")
+    validate_request("responses", there.record)
+    [back] = convert_table(decode_records([there.record], "responses").table, source)
+    assert uncovered(record, back.record, there.losses) == []
+    if codec.native_encoder("responses") is not None:
+        compare_encode(table, "responses")
+    return there.record, there.losses
+
+
+def test_chat_file_parts_become_input_file_parts_exactly() -> None:
+    parts = [
+        {"type": "text", "text": "read"},
+        {"type": "file", "file": {"file_data": PDF, "filename": "a.pdf"}},
+        {"type": "file", "file": {"file_id": "file-1"}, "prompt_cache_breakpoint": {"mode": "explicit"}},
+    ]
+    record = {"model": "gpt-5", "messages": [{"role": "user", "content": parts}]}
+    body, losses = _responses_there_and_back(record, "chat")
+    assert body["input"][0]["content"][1:] == [
+        {"type": "input_file", "file_data": PDF, "filename": "a.pdf"},
+        {"type": "input_file", "file_id": "file-1", "prompt_cache_breakpoint": {"mode": "explicit"}},
+    ]
+    assert losses == []
+
+
+def test_chat_audio_has_no_slot_in_a_responses_message() -> None:
+    """The Responses message content union has no audio part (the SDK's ResponseInputAudioParam is
+    not in it): a true loss."""
+    audio = {"type": "input_audio", "input_audio": {"data": "AAA=", "format": "wav"}}
+    content = [audio, {"type": "text", "text": "transcribe"}]
+    record = {"model": "gpt-5", "messages": [{"role": "user", "content": content}]}
+    body, losses = _responses_there_and_back(record, "chat")
+    assert body["input"][0]["content"] == [{"type": "input_text", "text": "transcribe"}]
+    assert [(x.path, x.kind) for x in losses] == [("/messages/0/content/0", "audio")]
+
+
+def test_anthropic_pdf_documents_become_input_file_parts() -> None:
+    """A base64 PDF is inline file data (the title its filename), a URL one a file_url; in a
+    tool result too (a function_call_output's output takes input_file parts)."""
+    use = {"type": "tool_use", "id": "t1", "name": "fetch", "input": {}}
+    result = {"type": "tool_result", "tool_use_id": "t1",
+              "content": [{"type": "document", "source": PDF_SOURCE, "title": "r.pdf"}]}  # fmt: skip
+    record = {
+        "model": "m",
+        "max_tokens": 9,
+        "messages": [
+            {"role": "user", "content": [
+                {"type": "document", "source": PDF_SOURCE, "title": "a.pdf"},
+                {"type": "document", "source": {"type": "url", "url": "https://x/b.pdf"}},
+                {"type": "document", "source": {"type": "file", "file_id": "file_anthropic"}},
+                {"type": "text", "text": "compare"},
+            ]},
+            {"role": "assistant", "content": [use]},
+            {"role": "user", "content": [result]},
+        ],
+    }  # fmt: skip
+    body, losses = _responses_there_and_back(record, "anthropic")
+    assert body["input"][0]["content"][:2] == [
+        {"type": "input_file", "file_data": PDF, "filename": "a.pdf"},
+        {"type": "input_file", "file_url": "https://x/b.pdf"},
+    ]
+    assert body["input"][2]["output"] == [{"type": "input_file", "file_data": PDF, "filename": "r.pdf"}]
+    # an Anthropic file id names a file OpenAI cannot read
+    assert ("/messages/0/content/2", "file") in [(x.path, x.kind) for x in losses]
