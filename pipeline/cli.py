@@ -876,6 +876,15 @@ def sql(run_arg: str, query: str, catalog: str | None, fmt: str) -> None:
     is_flag=True,
     help="Replace an earlier export in OUT_DIR (only one export-hf wrote and nobody changed since).",
 )
+@click.option(
+    "--columns", default="", metavar="NAME,...",
+    help="Metadata columns to carry into the dataset (and its card's features): conversations columns "
+    "(model, source_file, source_format, ...) or provenance fields (source, session_id, sample_id, score; "
+    "reward = the score, e.g. tau-bench's reward).",
+)  # fmt: skip
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Processes converting the records.")  # fmt: skip
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def export_hf(
     run_arg: str,
     out_dir: Path | str,
@@ -886,6 +895,9 @@ def export_hf(
     repo_id: str | None,
     dry_run: bool,
     overwrite: bool,
+    columns: str,
+    workers: int,
+    quiet: bool,
 ) -> None:
     """Export a run's written records (RUN: a directory, a run id from `chatlake runs`, or `latest`)
     as a Hugging Face dataset (see docs/export.md).
@@ -902,7 +914,9 @@ def export_hf(
     url = out_dir if isinstance(out_dir, str) else None
     if url is not None:  # exported into a local folder, then uploaded (docs/storage.md#outputs)
         out_dir = _export_dir(url, overwrite)
-    cfg = ExportConfig(run, out_dir, style, split_by, shard_rows, repo_id, overwrite and url is None)
+    carried = tuple(c.strip() for c in columns.split(",") if c.strip())
+    cfg = ExportConfig(run, out_dir, style, split_by, shard_rows, repo_id, overwrite and url is None,
+                       columns=carried, workers=workers, progress=not quiet)  # fmt: skip
     try:
         cfg.validate()
         check_run_files(run)

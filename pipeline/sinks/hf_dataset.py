@@ -39,6 +39,7 @@ from typing import Any
 import duckdb
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
@@ -57,8 +58,9 @@ CALL_KEYS = frozenset(("id", "type", "function"))
 FUNCTION_KEYS = frozenset(("name", "arguments"))
 
 
-def features(style: str) -> Any:
-    """The ``datasets.Features`` of an export (``datasets`` is imported only when exporting)."""
+def features(style: str, extra: dict[str, pa.DataType] | None = None) -> Any:
+    """The ``datasets.Features`` of an export (``datasets`` is imported only when exporting);
+    ``extra``: the carried metadata columns and their Arrow types (:func:`carried_columns`)."""
     from datasets import Features, Json, List, Value
 
     arguments = Json() if style == "trl" else Value("string")
@@ -72,7 +74,66 @@ def features(style: str) -> Any:
         "tool_calls": List(call),
         **{k: Value("string") for k in REASONING_KEYS},
     }
-    return Features({"conversation_id": Value("string"), "messages": List(message), "tools": Json()})
+    carried = {name: Value(_VALUE_TYPES[t]) for name, t in (extra or {}).items()}
+    rows = {"conversation_id": Value("string"), "messages": List(message), "tools": Json()}
+    return Features({**rows, **carried})
+
+
+# The Arrow types a carried column may have, and the ``datasets`` Value dtype of each.
+_VALUE_TYPES = {
+    pa.string(): "string", pa.large_string(): "string", pa.int64(): "int64", pa.int32(): "int32",
+    pa.float64(): "float64", pa.float32(): "float32", pa.bool_(): "bool",
+}  # fmt: skip
+# Short names of provenance fields (docs/export.md, "Metadata columns"): ``reward`` is the score
+# a source such as tau-bench records.
+COLUMN_ALIASES = {
+    "source": "provenance.source", "session_id": "provenance.session_id",
+    "sample_id": "provenance.sample_id", "score": "provenance.score", "reward": "provenance.score",
+    "started_at": "provenance.started_at", "ended_at": "provenance.ended_at",
+}  # fmt: skip
+_ROW_COLUMNS = ("conversation_id", "messages", "tools")
+
+
+def carried_columns(run: Path, names: tuple[str, ...]) -> dict[str, tuple[str, pa.DataType]]:
+    """``--columns``: each dataset column name -> (the conversations column or ``provenance.FIELD``
+    it comes from, its Arrow type). ConfigError (before any work) for a name that is not a scalar
+    column of the run's conversations, or that the dataset already has."""
+    if not names:
+        return {}
+    schema = pq.read_schema(next(iter(sorted((run / "conversations").glob("*.parquet")))))
+    out: dict[str, tuple[str, pa.DataType]] = {}
+    for name in names:
+        path = COLUMN_ALIASES.get(name, name) if name not in schema.names else name
+        head, _, field_name = path.partition(".")
+        t = schema.field(head).type if head in schema.names else None
+        if t is not None and field_name:
+            inner = pa.types.is_struct(t) and t.get_field_index(field_name) >= 0
+            t = t.field(field_name).type if inner else None
+        if t is None or t not in _VALUE_TYPES:
+            scalars = [f.name for f in schema if f.type in _VALUE_TYPES and f.name not in _ROW_COLUMNS]
+            raise ConfigError(
+                f"--columns {name!r} is not a text or number column of the run's conversations; use "
+                f"{', '.join(scalars)} or {', '.join(COLUMN_ALIASES)}"
+            )
+        if name in _ROW_COLUMNS or name in out:
+            raise ConfigError(f"--columns {name!r}: the dataset has that column already")
+        out[name] = (path, t)
+    return out
+
+
+def _carried(table: pa.Table, columns: dict[str, tuple[str, pa.DataType]]) -> dict[str, pa.Array]:
+    """The carried columns' values of a batch (a provenance field out of its struct)."""
+    out = {}
+    for name, (path, t) in columns.items():
+        head, _, field_name = path.partition(".")
+        col = table.column(head).combine_chunks()
+        if field_name:
+            col = pc.struct_field(col, field_name)
+        out[name] = col.cast(_VALUE_TYPES_PLAIN.get(t, t))
+    return out
+
+
+_VALUE_TYPES_PLAIN = {pa.large_string(): pa.string()}
 
 
 @dataclass
@@ -84,6 +145,10 @@ class ExportConfig:
     shard_rows: int = 100_000
     push: str | None = None
     overwrite: bool = False
+    columns: tuple[str, ...] = ()  # metadata columns carried into the dataset (see carried_columns)
+    workers: int = 2  # processes converting batches (1: in this process)
+    progress: bool = False  # a progress bar on stderr (when it is a terminal)
+    batch_rows: int = 5_000  # conversations converted at a time (a worker's unit of work)
 
     def validate(self) -> None:
         """Fail before any work, saying what to fix."""
@@ -108,6 +173,9 @@ class ExportConfig:
                 )
         if self.shard_rows < 1:
             raise ConfigError("--shard-rows must be at least 1")
+        if self.workers < 1:
+            raise ConfigError("--workers must be at least 1")
+        carried_columns(self.run, self.columns)
         if self.split_by is not None:
             names = pq.read_schema(next(iter(sorted((self.run / "conversations").glob("*.parquet"))))).names
             if self.split_by not in names:
@@ -198,15 +266,18 @@ def _unknown_keys(messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def _rows(table: pa.Table, style: str, report: ExportReport) -> list[dict[str, Any]]:
-    """HF rows of one batch of canonical rows (per-record Python: the encoder's JSON building).
+def _rows(
+    table: pa.Table, style: str, report: ExportReport, kept: list[int] | None = None
+) -> list[dict[str, Any]]:
+    """HF rows of one batch of canonical rows (per-record Python: the encoder's JSON building);
+    ``kept``: gets the index in ``table`` of each row returned.
 
     Arguments become JSON text here: the ``Json`` feature's storage (``trl``) or the string the
     OpenAI format wants (``openai``); orjson writes the object exactly as the encoder built it.
     """
     ids = table.column("conversation_id").to_pylist()
     rows = []
-    for cid, c in zip(ids, convert_table(table, "hf"), strict=True):
+    for k, (cid, c) in enumerate(zip(ids, convert_table(table, "hf"), strict=True)):
         if c.error is not None:
             report.excluded[f"encode: {c.error}"] += 1
             continue
@@ -218,6 +289,8 @@ def _rows(table: pa.Table, style: str, report: ExportReport) -> list[dict[str, A
             for call in m.get("tool_calls") or ():
                 call["function"]["arguments"] = orjson.dumps(call["function"]["arguments"]).decode()
         tools = c.record.get("tools")
+        if kept is not None:
+            kept.append(k)
         rows.append(
             {
                 "conversation_id": cid,
@@ -229,8 +302,26 @@ def _rows(table: pa.Table, style: str, report: ExportReport) -> list[dict[str, A
 
 
 def _storage_schema(style: str) -> pa.Schema:
-    """The Arrow schema with JSON text as plain strings (cast to ``arrow.json`` after building)."""
+    """The Arrow schema of the rows with JSON text as plain strings (cast to ``arrow.json`` after
+    building)."""
     return pa.schema([(f.name, _json_as_string(f.type)) for f in features(style).arrow_schema])
+
+
+def hf_batch(
+    table: pa.Table, style: str, columns: dict[str, tuple[str, pa.DataType]]
+) -> tuple[pa.Table, dict[str, int]]:
+    """One batch of conversations as dataset rows in their storage types (JSON as text), with the
+    carried columns, and the records excluded by reason. What each worker process runs: plain
+    Arrow in and out (the ``arrow.json`` extension type is applied by the writer)."""
+    report = ExportReport()
+    kept: list[int] = []
+    rows = _rows(table, style, report, kept)
+    out = pa.Table.from_pylist(rows, _storage_schema(style))
+    if columns:
+        picked = table.take(pa.array(kept, pa.int64()))
+        for name, values in _carried(picked, columns).items():
+            out = out.append_column(name, values)
+    return out, dict(report.excluded)
 
 
 def _json_as_string(t: pa.DataType) -> pa.DataType:
@@ -278,50 +369,128 @@ def export(cfg: ExportConfig) -> ExportReport:
         raise
 
 
+def _batches(cfg: ExportConfig, split: str) -> Any:
+    """The run's conversations of one split, in batches of up to ``batch_rows`` rows, in order."""
+    dataset = pads.dataset(sorted(str(p) for p in (cfg.run / "conversations").glob("*.parquet")))
+    flt = None if cfg.split_by is None else pads.field(cfg.split_by).cast(pa.string()) == split
+    # no read-ahead: Arrow's default (16 batches of 4 files) would hold far more than is converted
+    for batch in dataset.to_batches(filter=flt, batch_size=cfg.batch_rows, batch_readahead=0,
+                                    fragment_readahead=0):  # fmt: skip
+        yield pa.Table.from_batches([batch])
+
+
+Carried = dict[str, tuple[str, pa.DataType]]  # carried_columns: dataset column -> (source, type)
+
+
+def _converted(cfg: ExportConfig, batches: Any, columns: Carried, pool: Any) -> Any:
+    """``hf_batch`` of each batch, in order: in this process, or on the pool's workers with a few
+    batches in flight (memory: about two batches per worker, whatever the run's size)."""
+    if pool is None:
+        for table in batches:
+            yield table.num_rows, hf_batch(table, cfg.style, columns)
+        return
+    from collections import deque
+
+    flight: deque[Any] = deque()
+    for table in batches:
+        flight.append((table.num_rows, pool.submit(hf_batch, table, cfg.style, columns)))
+        if len(flight) >= 2 * cfg.workers:
+            n, fut = flight.popleft()
+            yield n, fut.result()
+    while flight:
+        n, fut = flight.popleft()
+        yield n, fut.result()
+
+
+def _pool(workers: int) -> Any:
+    """Processes for the per-record HF encoder (Python: threads would share one core); None for one."""
+    if workers <= 1:
+        return None
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+
+
 def _write(cfg: ExportConfig, splits: list[str], written: list[Path]) -> ExportReport:
-    """The export's files, each added to ``written`` before it is created (so it can be undone)."""
-    feats = features(cfg.style)
+    """The export's files, each added to ``written`` before it is created (so it can be undone).
+
+    Streams: each converted batch is appended to the open shard (a Parquet row group), so memory
+    stays a few batches whatever the run's size; a shard is closed at ``shard_rows`` rows.
+    """
+    from pipeline.engine.progress import JobProgress
+
+    columns = carried_columns(cfg.run, cfg.columns)
+    feats = features(cfg.style, {name: t for name, (_, t) in columns.items()})
     schema = feats.arrow_schema
-    storage = _storage_schema(cfg.style)
     data = cfg.out_dir / "data"
     data.mkdir(parents=True, exist_ok=True)
     report = ExportReport()
-    dataset = pads.dataset(sorted(str(p) for p in (cfg.run / "conversations").glob("*.parquet")))
-    for split in splits:
-        flt = None if cfg.split_by is None else pads.field(cfg.split_by).cast(pa.string()) == split
-        parts: list[Path] = []
-        pending: list[dict[str, Any]] = []
-        n = 0
-
-        def flush(rows: list[dict[str, Any]], split: str = split, parts: list[Path] = parts) -> None:
-            table = pa.Table.from_pylist(rows, storage).cast(schema)
-            report.split_bytes[split] += table.nbytes
-            path = data / f"{split}-{len(parts):05d}.tmp.parquet"
-            written.append(path)
-            pq.write_table(table, path, compression="zstd")
-            parts.append(path)
-
-        for batch in dataset.to_batches(filter=flt, batch_size=5_000):
-            pending += _rows(pa.Table.from_batches([batch]), cfg.style, report)
-            while len(pending) >= cfg.shard_rows:
-                flush(pending[: cfg.shard_rows])
-                n += cfg.shard_rows
-                pending = pending[cfg.shard_rows :]
-        if pending or not parts:
-            flush(pending)
-            n += len(pending)
-        for k, tmp in enumerate(parts):  # the shard count is known only now
-            final = data / f"{split}-{k:05d}-of-{len(parts):05d}.parquet"
-            written.append(final)
-            tmp.rename(final)
-            report.files.append(str(final.relative_to(cfg.out_dir)))
-            report.sha256[final.relative_to(cfg.out_dir).as_posix()] = _sha256(final)
-        report.splits[split] = n
+    total = sum(pq.ParquetFile(p).metadata.num_rows for p in (cfg.run / "conversations").glob("*.parquet"))
+    pool = _pool(cfg.workers)
+    try:
+        with JobProgress("export-hf", total, cfg.progress) as bar:
+            for split in splits:
+                parts: list[Path] = []
+                shard = _Shard(data, split, schema, parts, written)
+                n = 0
+                for read, (table, excluded) in _converted(cfg, _batches(cfg, split), columns, pool):
+                    report.excluded.update(excluded)
+                    table = table.cast(schema)
+                    report.split_bytes[split] += table.nbytes
+                    n += table.num_rows
+                    while table.num_rows:
+                        room = cfg.shard_rows - shard.rows
+                        shard.write(table.slice(0, room))
+                        table = table.slice(room)
+                        if shard.rows == cfg.shard_rows:
+                            shard.close()
+                    bar.advance(read, read)
+                if not parts:  # an empty split still has its (empty) shard
+                    shard.write(schema.empty_table(), force=True)
+                shard.close()
+                for k, tmp in enumerate(parts):  # the shard count is known only now
+                    final = data / f"{split}-{k:05d}-of-{len(parts):05d}.parquet"
+                    written.append(final)
+                    tmp.rename(final)
+                    report.files.append(str(final.relative_to(cfg.out_dir)))
+                    report.sha256[final.relative_to(cfg.out_dir).as_posix()] = _sha256(final)
+                report.splits[split] = n
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     written += [cfg.out_dir / CARD, cfg.out_dir / REPORT]
     (cfg.out_dir / CARD).write_text(dataset_card(cfg, feats, report))
     report.sha256[CARD] = _sha256(cfg.out_dir / CARD)
     (cfg.out_dir / REPORT).write_text(json.dumps(report.to_json(), indent=2) + "\n")
     return report
+
+
+class _Shard:
+    """The Parquet shard being written for a split: opened at its first rows, a row group per batch."""
+
+    def __init__(
+        self, data: Path, split: str, schema: pa.Schema, parts: list[Path], written: list[Path]
+    ) -> None:
+        self.data, self.split, self.schema, self.parts, self.written = data, split, schema, parts, written
+        self.writer: pq.ParquetWriter | None = None
+        self.rows = 0
+
+    def write(self, table: pa.Table, force: bool = False) -> None:
+        if not table.num_rows and not force:
+            return
+        if self.writer is None:
+            path = self.data / f"{self.split}-{len(self.parts):05d}.tmp.parquet"
+            self.written.append(path)
+            self.parts.append(path)
+            self.writer = pq.ParquetWriter(path, self.schema, compression="zstd")
+        self.writer.write_table(table)
+        self.rows += table.num_rows
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.writer, self.rows = None, 0
 
 
 def _loss_summary(run: Path) -> str:

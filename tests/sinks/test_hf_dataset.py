@@ -13,6 +13,7 @@ from typing import Any
 import datasets
 import huggingface_hub
 import orjson
+import pyarrow as pa
 import pytest
 import requests
 import yaml
@@ -355,3 +356,73 @@ def test_chat_reasoning_content_is_exported(tmp_path: Path) -> None:
     got = [(m["role"], m["reasoning_content"], m["thinking"]) for m in row["messages"]]
     assert got == [("user", None, None), ("assistant", "Call the tool.", None), ("tool", None, None),
                    ("assistant", "Say it.", "gpt-oss")]  # fmt: skip
+
+
+TAU_LOG = [
+    {"task_id": 10 + i, "reward": [1.0, 0.0, 0.5][i], "trial": 0,
+     "traj": [{"role": "system", "content": "You are an airline agent."},
+              {"role": "user", "content": f"change flight {i}"},
+              {"role": "assistant", "content": f"done {i}"}]}
+    for i in range(3)
+]  # fmt: skip
+
+
+def test_columns_carry_metadata_into_the_dataset_and_its_card(tmp_path: Path) -> None:
+    """--columns: the source, sample id, model and tau-bench reward of each conversation, typed in
+    the card's features; a name that is no scalar column fails before any work (exit 2)."""
+    (tmp_path / "tau.json").write_bytes(orjson.dumps(TAU_LOG))
+    run = tmp_path / "run"
+    res = CliRunner().invoke(cli, ["convert", str(tmp_path / "tau.json"), "--from", "auto", "--to", "chat",
+                                   "--run-dir", str(run), "-q"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "hf"
+    res = CliRunner().invoke(cli, ["export-hf", str(run), str(out), "--columns",
+                                   "source,sample_id,reward,model,source_file", "-q"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    train = _load(out, split="train")
+    assert train.features == features("trl", {
+        "source": pa.string(), "sample_id": pa.string(), "reward": pa.float64(), "model": pa.string(),
+        "source_file": pa.string(),
+    })  # fmt: skip
+    rows = sorted(train, key=lambda r: r["sample_id"])
+    assert [(r["source"], r["sample_id"], r["reward"]) for r in rows] == [
+        ("tau-bench", "10", 1.0), ("tau-bench", "11", 0.0), ("tau-bench", "12", 0.5)
+    ]
+    assert all(r["source_file"] == str(tmp_path / "tau.json") and r["model"] is None for r in rows)
+    meta = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])
+    names = [f["name"] for f in meta["dataset_info"]["features"]]
+    assert names == ["conversation_id", "messages", "tools", "source", "sample_id", "reward", "model",
+                     "source_file"]  # fmt: skip
+    bad = CliRunner().invoke(cli, ["export-hf", str(run), str(tmp_path / "x"), "--columns", "items"])
+    assert bad.exit_code == 2 and "--columns 'items' is not a text or number column" in bad.output
+    assert "source_file" in bad.output and not (tmp_path / "x").exists()
+
+
+def test_batches_on_worker_processes_give_the_same_dataset(fixture_run: FixtureRun, tmp_path: Path) -> None:
+    """Converted on 3 processes, a few rows at a time, and streamed into shards: the same files'
+    rows, in run order, as in one process; the progress counts every conversation once."""
+    from pipeline.engine import progress
+
+    seen: list[int] = []
+    real = progress.JobProgress.advance
+
+    def advance(self: progress.JobProgress, records: int, nbytes: int) -> None:
+        seen.append(records)
+        real(self, records, nbytes)
+
+    tables = []
+    for workers in (1, 3):
+        out = tmp_path / f"w{workers}"
+        seen.clear()
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(progress.JobProgress, "advance", advance)
+            export(ExportConfig(fixture_run.path, out, shard_rows=7, workers=workers, batch_rows=4,
+                                columns=("source_format",)))  # fmt: skip
+        assert sum(seen) == fixture_run.conversations.num_rows and max(seen) <= 4
+        files = sorted((out / "data").glob("*.parquet"))
+        import pyarrow.parquet as pq
+
+        assert all(pq.ParquetFile(f).metadata.num_rows == 7 for f in files[:-1])
+        tables.append(pa.concat_tables([pq.read_table(f) for f in files]))
+        report = json.loads((out / "export_report.json").read_text())
+    assert tables[0].equals(tables[1]) and tables[0].num_rows == report["exported"]
