@@ -427,7 +427,8 @@ def _write(cfg: ExportConfig, splits: list[str], written: list[Path]) -> ExportR
     data.mkdir(parents=True, exist_ok=True)
     report = ExportReport()
     total = sum(pq.ParquetFile(p).metadata.num_rows for p in (cfg.run / "conversations").glob("*.parquet"))
-    pool = _pool(cfg.workers)
+    # a run of one batch gains nothing from workers (each costs a process start and its imports)
+    pool = _pool(min(cfg.workers, -(-total // cfg.batch_rows)))
     try:
         with JobProgress("export-hf", total, cfg.progress) as bar:
             for split in splits:
