@@ -42,7 +42,8 @@ def main() -> None:
         src = ensure_input(args.workdir, n, args.seed)
         run_dir = args.workdir / f"export-run-{n}"
         shutil.rmtree(run_dir, ignore_errors=True)
-        job_file = write_job(args.workdir / f"export-job-{n}.toml", src, run_dir, STEPS, args.shard_records, 2)
+        job_file = args.workdir / f"export-job-{n}.toml"
+        write_job(job_file, src, run_dir, STEPS, args.shard_records, 2)
         cmd = [PY, "-m", "pipeline", "run", str(job_file), "--quiet", "--no-catalog"]
         return measure(f"chatlake run, {n:,} records (2 workers): the job", cmd, n), run_dir
 
@@ -62,7 +63,8 @@ def main() -> None:
         per = args.n / m.records  # per record, so the N/10 export lines up with the job over N
         return (
             f"| {m.label} | {m.records:,} | {m.seconds:,.1f} | {m.seconds / job_full.seconds * per:.2f}x "
-            f"| {m.cpu_seconds:,.1f} | {m.cpu_seconds / job_full.cpu_seconds * per:.2f}x | {m.peak_rss_mb:,.0f} |"
+            f"| {m.cpu_seconds:,.1f} | {m.cpu_seconds / job_full.cpu_seconds * per:.2f}x "
+            f"| {m.peak_rss_mb:,.0f} |"
         )
 
     lines = [
