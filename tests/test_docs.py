@@ -117,6 +117,7 @@ class Command:
     markers: dict[str, str] = field(default_factory=dict)
     python: bool = False
     inline: bool = False  # a code span in prose or a table, not a fenced block
+    toml: bool = False  # a whole job file (a ``toml`` block with [[inputs]] and [output]): run it
 
     @property
     def id(self) -> str:
@@ -225,6 +226,9 @@ def doc_commands() -> list[Command]:
             if tag == "python":
                 text = "".join(t + "\n" for _, t in body)
                 commands.append(Command(str(path.relative_to(ROOT)), start, text, markers, python=True))
+            if tag == "toml" and _is_job(body):
+                text = "".join(t + "\n" for _, t in body)
+                commands.append(Command(str(path.relative_to(ROOT)), start, text, markers, toml=True))
             if tag not in SHELL:
                 continue
             pending: tuple[int, str] | None = None
@@ -238,6 +242,28 @@ def doc_commands() -> list[Command]:
                 if text.strip() and not text.lstrip().startswith("#"):
                     commands.append(Command(str(path.relative_to(ROOT)), n, text.strip(), markers))
     return commands + inline_spans()[0]
+
+
+def _is_job(body: list[tuple[int, str]]) -> bool:
+    """Whether a ``toml`` block is a whole job file (else a fragment, checked as TOML only)."""
+    heads = {t.split("#", 1)[0].strip() for _, t in body}  # a table header may carry a comment
+    return "[[inputs]]" in heads and "[output]" in heads
+
+
+def test_toml_blocks_are_valid_toml() -> None:
+    """Every ``toml`` block parses; the whole job files among them also run (as ``chatlake run``)."""
+    import tomllib
+
+    found = 0
+    for path in DOCS:
+        for start, tag, body, _ in _blocks(path):
+            if tag == "toml":
+                found += 1
+                try:
+                    tomllib.loads("".join(t + "\n" for _, t in body))
+                except tomllib.TOMLDecodeError as e:
+                    raise AssertionError(f"{path.relative_to(ROOT)}:{start}: {e}") from None
+    assert found >= 2
 
 
 def test_command_blocks_are_tagged() -> None:
@@ -399,6 +425,9 @@ def test_doc_command_runs_as_written(cmd: Command, sandbox: Path, tmp_path: Path
     if cmd.python:
         (where / "example.py").write_text(PY_PRELUDE + cmd.text)
     args = [str(BIN / "python"), "example.py"] if cmd.python else ["bash", "-c", cmd.text]
+    if cmd.toml:  # a job file as written, run beside the sandbox's data/
+        (where / "example.toml").write_text(cmd.text)
+        args = [str(BIN / "chatlake"), "run", "example.toml", "-q", "--no-catalog"]
     with open(where / STDIN) as stdin:  # a command reading `-` gets a fixture, never the terminal
         res = subprocess.run(args, cwd=where, env=_env(where / "home"), stdin=stdin, capture_output=True,
                              text=True, timeout=300, check=False)  # fmt: skip
