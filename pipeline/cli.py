@@ -882,8 +882,8 @@ def sql(run_arg: str, query: str, catalog: str | None, fmt: str) -> None:
     "(model, source_file, source_format, ...) or provenance fields (source, session_id, sample_id, score; "
     "reward = the score, e.g. tau-bench's reward).",
 )  # fmt: skip
-@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Processes converting the records.")  # fmt: skip
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Processes converting the records (each ~350 MB more; docs/benchmarks.md).")  # fmt: skip
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def export_hf(
     run_arg: str,

@@ -146,7 +146,7 @@ class ExportConfig:
     push: str | None = None
     overwrite: bool = False
     columns: tuple[str, ...] = ()  # metadata columns carried into the dataset (see carried_columns)
-    workers: int = 2  # processes converting batches (1: in this process)
+    workers: int = 1  # processes converting batches (1: in this process)
     progress: bool = False  # a progress bar on stderr (when it is a terminal)
     batch_rows: int = 5_000  # conversations converted at a time (a worker's unit of work)
 
