@@ -554,12 +554,16 @@ def transform(
             f"rejected: {first.get('reason')} (all {summary['rejected']} in {summary['rejected_file']})"
         )
     if not quiet:
+        from pipeline.engine.report import rejection_lines
+
+        # a threads step drops the records its leaves contain: counted, so read adds up at a glance
+        dropped = f" dropped {summary['dropped']} (in their leaves)" if summary.get("dropped") else ""
         click.echo(
-            f"read {summary['read']} written {summary['written']} rejected {summary['rejected']} "
+            f"read {summary['read']} written {summary['written']} rejected {summary['rejected']}{dropped} "
             f"({dict(summary['timings_s'])['total']} s) -> {summary['output']}"  # type: ignore[call-overload]
         )
-        for reason, n in list(dict(summary["rejected_by_reason"]).items())[:5]:  # type: ignore[call-overload]
-            click.echo(f"  {n} x {reason}")
+        for line in rejection_lines(summary):
+            click.echo(line)
     _say_auto(summary, source == "auto" and not quiet)
     if verdict is not None:
         raise click.ClickException(verdict)

@@ -245,3 +245,21 @@ def test_ctrl_c_on_a_single_file_output_says_how_to_resume(
     assert f"interrupted: the finished shards are kept in {staging_dir(out)}; run the same command again " \
         "to resume" in said
     assert not out.exists()
+
+
+def test_transform_threads_summary_counts_the_dropped_records(tmp_path: Path) -> None:
+    """threads:keep=leaves drops the records its leaves contain: transform's line says how many,
+    so read = written + rejected + dropped at a glance."""
+    import re
+
+    log = tmp_path / "log.jsonl"
+    assert CliRunner().invoke(cli, ["synth", "--format", "responses", "--n", "20", "--request-log",
+                                    "-o", str(log)]).exit_code == 0  # fmt: skip
+    out = tmp_path / "t.parquet"
+    res = CliRunner().invoke(cli, ["transform", str(log), "--from", "responses", "--step",
+                                   "threads:keep=leaves", "-o", str(out)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    m = re.search(r"read (\d+) written (\d+) rejected (\d+) dropped (\d+) \(in their leaves\)", res.output)
+    assert m, res.output
+    read, written, rejected, dropped = map(int, m.groups())
+    assert dropped > 0 and read == written + rejected + dropped
