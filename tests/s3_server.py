@@ -97,6 +97,7 @@ def running(data_dir: Path) -> Iterator[S3Server]:
         "-filer", f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",
         "-s3", f"-s3.port={s3}", f"-s3.port.grpc={s3_grpc}", "-s3.port.iceberg=0", "-s3.port.lance=0",
         "-metricsPort=0", "-master.volumeSizeLimitMB=64", "-master.telemetry=false",
+        "-volume.max=0",  # as many 64 MB volumes as the disk holds (the default, 8, caps the store at 512 MB)
     ]  # fmt: skip
     env = {**os.environ, "AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret}  # its admin identity
     server = S3Server(f"http://127.0.0.1:{s3}", key, secret, BUCKET, log)
