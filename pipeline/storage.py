@@ -216,6 +216,9 @@ def join(url: str, *names: str) -> str:
 # partial object under a final name.
 
 
+UPLOAD_PART_BYTES = 16 << 20  # S3 multipart: parts of at least 5 MiB, at most 10,000 of them
+
+
 def cache_root() -> Path:
     """Where chatlake keeps local working copies of outputs at URLs: ``$CHATLAKE_CACHE``, else
     ``$XDG_CACHE_HOME/chatlake``, else ``~/.cache/chatlake``."""
@@ -253,10 +256,13 @@ def upload(local: Path, url: str) -> None:
     """Copy the local file to ``url``, streaming it (a multipart upload for a large file); the
     object appears whole when the upload completes."""
     fs, path = filesystem(url)
+    # s3fs sends a large file in parts read ahead concurrently: bound what is in memory at once
+    # (16 MiB parts, 4 in flight) instead of its default of 50 MiB parts, 10 in flight
+    parts = {"chunksize": UPLOAD_PART_BYTES, "max_concurrency": 4} if protocol(url) in ("s3", "s3a") else {}
     with reaching(url):
         # object stores have no folders (a no-op there); a filesystem-backed store needs them
         fs.makedirs(fs._parent(path), exist_ok=True)
-        fs.put_file(str(local), path)
+        fs.put_file(str(local), path, **parts)
 
 
 def upload_bytes(data: bytes, url: str) -> None:
