@@ -795,120 +795,145 @@ static void set_str(Ctx *c, yyjson_val **slot, const char *null_name, Nulls *nl,
     }
 }
 
+/* An Anthropic item block being decoded: its slots and the item fields anthropic._decode_item_block
+ * sets per block type (then one push_item). */
+typedef struct {
+    yyjson_val *slots[11];
+    ItemMore more;
+    Nulls nl;
+    const char *kind, *form;
+    size_t kind_len;
+    int has_content, open;
+} BlockItem;
+
+/* A key no field of this block type takes: kept in extra_json ("type" is the slot already set). */
+static void keep_other(Ctx *c, BlockItem *b, yyjson_val *k, yyjson_val *v) {
+    if (!KEY_IS(k, "type")) keep(&c->st, &c->s[S_IEXTRA], &b->open, k, v);
+}
+
+/* tool_use, server_tool_use, mcp_tool_use: id, name and input. */
+static void tool_use_block(Ctx *c, yyjson_val *block, BlockItem *b) {
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(block, idx, max, k, v) {
+        if (KEY_IS(k, "id")) {
+            set_str(c, &b->slots[SLOT_CALL_ID], "call_id", &b->nl, &b->open, k, v);
+        } else if (KEY_IS(k, "name")) {
+            set_str(c, &b->slots[SLOT_NAME], "name", &b->nl, &b->open, k, v);
+        } else if (KEY_IS(k, "input")) {
+            if (yyjson_is_null(v)) b->nl.name[b->nl.n++] = "arguments";
+            else b->more.arguments_json = v;
+        } else {
+            keep_other(c, b, k, v);
+        }
+    }
+}
+
+/* tool_result and the hosted *_tool_result blocks: tool_use_id and (tool_result) content. Returns 0,
+ * or -1 to hand the record to Python. */
+static int tool_result_block(Ctx *c, yyjson_val *block, BlockItem *b, int tool_result) {
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(block, idx, max, k, v) {
+        if (KEY_IS(k, "tool_use_id")) {
+            set_str(c, &b->slots[SLOT_CALL_ID], "call_id", &b->nl, &b->open, k, v);
+        } else if (KEY_IS(k, "content") && tool_result && yyjson_is_str(v)) {
+            b->form = "string";
+            text_block(c, LEVEL_CONTENT, v);
+            b->has_content = 1;
+        } else if (KEY_IS(k, "content") && tool_result && yyjson_is_arr(v)) {
+            b->form = "parts";
+            if (add_blocks(c, LEVEL_CONTENT, v)) return -1;
+            b->has_content = 1;
+        } else if (KEY_IS(k, "content") && tool_result && yyjson_is_null(v)) {
+            b->form = "null";
+        } else {
+            keep_other(c, b, k, v);
+        }
+    }
+    if (!b->form) b->form = "absent";
+    return 0;
+}
+
+/* thinking: its text as one thinking part, and its signature. */
+static void thinking_block(Ctx *c, yyjson_val *block, BlockItem *b) {
+    size_t idx, max;
+    yyjson_val *k, *v;
+    b->form = "absent";
+    yyjson_obj_foreach(block, idx, max, k, v) {
+        if (KEY_IS(k, "thinking") && yyjson_is_str(v)) {
+            text_block_typed(c, LEVEL_CONTENT, v, "thinking");
+            b->form = "parts";
+            b->has_content = 1;
+        } else if (KEY_IS(k, "thinking") && yyjson_is_null(v)) {
+            b->form = "null";
+        } else if (KEY_IS(k, "signature")) {
+            set_str(c, &b->more.signature, "signature", &b->nl, &b->open, k, v);
+        } else {
+            keep_other(c, b, k, v);
+        }
+    }
+}
+
+/* redacted_thinking: its data as the encrypted content. */
+static void redacted_thinking_block(Ctx *c, yyjson_val *block, BlockItem *b) {
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(block, idx, max, k, v) {
+        if (KEY_IS(k, "data")) set_str(c, &b->slots[SLOT_ENC], "encrypted_content", &b->nl, &b->open, k, v);
+        else keep_other(c, b, k, v);
+    }
+}
+
+/* compaction: its content string, encrypted content and signature. */
+static void compaction_block(Ctx *c, yyjson_val *block, BlockItem *b) {
+    size_t idx, max;
+    yyjson_val *k, *v;
+    yyjson_obj_foreach(block, idx, max, k, v) {
+        if (KEY_IS(k, "content") && yyjson_is_str(v)) {
+            b->form = "string";
+            text_block(c, LEVEL_CONTENT, v);
+            b->has_content = 1;
+        } else if (KEY_IS(k, "content") && yyjson_is_null(v)) {
+            b->form = "null";
+        } else if (KEY_IS(k, "encrypted_content")) {
+            set_str(c, &b->slots[SLOT_ENC], "encrypted_content", &b->nl, &b->open, k, v);
+        } else if (KEY_IS(k, "signature")) {
+            set_str(c, &b->more.signature, "signature", &b->nl, &b->open, k, v);
+        } else {
+            keep_other(c, b, k, v);
+        }
+    }
+    if (!b->form) b->form = "absent";
+}
+
 /* anthropic._decode_item_block. Returns 0, or -1 to hand the record to Python. */
 static int anthropic_item_block(Ctx *c, yyjson_val *block, yyjson_val *btype, const char *section,
                                 int32_t group, int32_t j, yyjson_val *role, yyjson_val *wrapper_from) {
     const char *t = yyjson_get_str(btype);
     size_t tn = yyjson_get_len(btype);
-    yyjson_val *slots[11] = {NULL};
-    slots[SLOT_NATIVE] = btype;
-    slots[SLOT_ROLE] = role;
-    ItemMore more = {NULL, NULL};
-    Nulls nl = {.n = 0};
-    const char *kind = t;
-    size_t kind_len = tn;
-    const char *form = NULL;
-    int has_content = 0, open = 0;
-    size_t idx, max;
-    yyjson_val *k, *v;
+    BlockItem b = {.kind = t, .kind_len = tn};
+    b.slots[SLOT_NATIVE] = btype;
+    b.slots[SLOT_ROLE] = role;
     if (str_is(t, tn, "tool_use") || str_is(t, tn, "server_tool_use") || str_is(t, tn, "mcp_tool_use")) {
-        if (str_is(t, tn, "tool_use")) {
-            kind = "function_call";
-            kind_len = 13;
-        }
-        yyjson_obj_foreach(block, idx, max, k, v) {
-            if (KEY_IS(k, "id")) {
-                set_str(c, &slots[SLOT_CALL_ID], "call_id", &nl, &open, k, v);
-            } else if (KEY_IS(k, "name")) {
-                set_str(c, &slots[SLOT_NAME], "name", &nl, &open, k, v);
-            } else if (KEY_IS(k, "input")) {
-                if (yyjson_is_null(v)) {
-                    nl.name[nl.n++] = "arguments";
-                } else {
-                    more.arguments_json = v;
-                }
-            } else if (!KEY_IS(k, "type")) {
-                keep(&c->st, &c->s[S_IEXTRA], &open, k, v);
-            }
-        }
+        if (str_is(t, tn, "tool_use")) b.kind = "function_call", b.kind_len = 13;
+        tool_use_block(c, block, &b);
     } else if (str_is(t, tn, "tool_result") || ends_with(t, tn, "_tool_result")) {
         int tool_result = str_is(t, tn, "tool_result");
-        if (tool_result) {
-            kind = "function_call_output";
-            kind_len = 20;
-        }
-        yyjson_obj_foreach(block, idx, max, k, v) {
-            if (KEY_IS(k, "tool_use_id")) {
-                set_str(c, &slots[SLOT_CALL_ID], "call_id", &nl, &open, k, v);
-            } else if (KEY_IS(k, "content") && tool_result &&
-                       (yyjson_is_str(v) || yyjson_is_arr(v) || yyjson_is_null(v))) {
-                if (yyjson_is_str(v)) {
-                    form = "string";
-                    text_block(c, LEVEL_CONTENT, v);
-                    has_content = 1;
-                } else if (yyjson_is_arr(v)) {
-                    form = "parts";
-                    if (add_blocks(c, LEVEL_CONTENT, v)) return -1;
-                    has_content = 1;
-                } else {
-                    form = "null";
-                }
-            } else if (!KEY_IS(k, "type")) {
-                keep(&c->st, &c->s[S_IEXTRA], &open, k, v);
-            }
-        }
-        if (!form) form = "absent";
+        if (tool_result) b.kind = "function_call_output", b.kind_len = 20;
+        if (tool_result_block(c, block, &b, tool_result)) return -1;
     } else if (str_is(t, tn, "thinking")) {
-        kind = "reasoning";
-        kind_len = 9;
-        form = "absent";
-        yyjson_obj_foreach(block, idx, max, k, v) {
-            if (KEY_IS(k, "thinking") && yyjson_is_str(v)) {
-                text_block_typed(c, LEVEL_CONTENT, v, "thinking");
-                form = "parts";
-                has_content = 1;
-            } else if (KEY_IS(k, "thinking") && yyjson_is_null(v)) {
-                form = "null";
-            } else if (KEY_IS(k, "signature")) {
-                set_str(c, &more.signature, "signature", &nl, &open, k, v);
-            } else if (!KEY_IS(k, "type")) {
-                keep(&c->st, &c->s[S_IEXTRA], &open, k, v);
-            }
-        }
+        b.kind = "reasoning", b.kind_len = 9;
+        thinking_block(c, block, &b);
     } else if (str_is(t, tn, "redacted_thinking")) {
-        kind = "reasoning";
-        kind_len = 9;
-        yyjson_obj_foreach(block, idx, max, k, v) {
-            if (KEY_IS(k, "data")) {
-                set_str(c, &slots[SLOT_ENC], "encrypted_content", &nl, &open, k, v);
-            } else if (!KEY_IS(k, "type")) {
-                keep(&c->st, &c->s[S_IEXTRA], &open, k, v);
-            }
-        }
+        b.kind = "reasoning", b.kind_len = 9;
+        redacted_thinking_block(c, block, &b);
     } else { /* compaction */
-        kind = "compaction";
-        kind_len = 10;
-        yyjson_obj_foreach(block, idx, max, k, v) {
-            if (KEY_IS(k, "content") && (yyjson_is_str(v) || yyjson_is_null(v))) {
-                if (yyjson_is_str(v)) {
-                    form = "string";
-                    text_block(c, LEVEL_CONTENT, v);
-                    has_content = 1;
-                } else {
-                    form = "null";
-                }
-            } else if (KEY_IS(k, "encrypted_content")) {
-                set_str(c, &slots[SLOT_ENC], "encrypted_content", &nl, &open, k, v);
-            } else if (KEY_IS(k, "signature")) {
-                set_str(c, &more.signature, "signature", &nl, &open, k, v);
-            } else if (!KEY_IS(k, "type")) {
-                keep(&c->st, &c->s[S_IEXTRA], &open, k, v);
-            }
-        }
-        if (!form) form = "absent";
+        b.kind = "compaction", b.kind_len = 10;
+        compaction_block(c, block, &b);
     }
-    push_item(c, section, group, j, kind, kind_len, slots, NULL, form, open, wrapper_from, WRAP_MESSAGE, &more,
-              &nl, has_content, 0);
+    push_item(c, section, group, j, b.kind, b.kind_len, b.slots, NULL, b.form, b.open, wrapper_from, WRAP_MESSAGE,
+              &b.more, &b.nl, b.has_content, 0);
     return 0;
 }
 

@@ -92,6 +92,108 @@ static int content_ptr(Enc *e, Buf *b, int64_t i, int64_t k, int output) {
 }
 
 
+/* A text part (to_chat._text_part's text branch): its part-type, annotations and text losses, then
+ * {"type":"text","text":...}. */
+static int text_only_part(Enc *e, int64_t j, Buf *path, int assistant, Buf *out, int first, int *wrote) {
+    St *st = &e->st;
+    size_t tl, xl;
+    const char *t = col_str(&e->btype, j, &tl);
+    const char *text = col_str(&e->btext, j, &xl);
+    const char *expected = assistant ? "output_text" : "input_text";
+    if (!e->anthropic && !str_eq(t, tl, expected)) { /* (a Responses source's part type) */
+        e->tmp.len = 0;
+        puts_(st, &e->tmp, article_quoted(t, tl));
+        if (t) put(st, &e->tmp, t, tl);
+        else puts_(st, &e->tmp, "None");
+        puts_(st, &e->tmp, "' part comes back as '");
+        puts_(st, &e->tmp, expected);
+        puts_(st, &e->tmp, "'");
+        lose(e, path->p, path->len, "content_form", e->tmp.p, e->tmp.len);
+    }
+    size_t al;
+    const char *ann = col_str(&e->bann, j, &al);
+    int empty_ann = assistant && ann && al == 2 && memcmp(ann, "[]", 2) == 0;
+    static const char *const carried[] = {"type", "text", NULL};
+    static const char *const carried_ann[] = {"type", "text", "annotations", NULL};
+    if (lose_block_keys(e, j, path, empty_ann ? carried_ann : carried)) return FALLBACK;
+    if (assistant && !ann && str_eq(t, tl, "output_text")) {
+        size_t pl = path->len;
+        puts_(st, path, "/annotations");
+        lose_s(e, path->p, path->len, "annotations", "no annotations: [] comes back");
+        path->len = pl;
+    }
+    if (!text) {
+        size_t pl = path->len;
+        puts_(st, path, "/text");
+        lose_s(e, path->p, path->len, "content_form", "a part without text gets ''");
+        path->len = pl;
+    }
+    if (!first) put(st, out, ",", 1);
+    puts_(st, out, "{\"type\":\"text\",\"text\":");
+    put_json_str(st, out, text ? text : "", xl);
+    put(st, out, "}", 1);
+    *wrote = 1;
+    return 0;
+}
+
+/* An input_image part with a string image_url as a Chat image_url part (its detail kept when Chat
+ * takes it, else reported); *wrote 0 when it has none (then lost as a part). */
+static int input_image_part(Enc *e, int64_t j, Buf *path, Buf *out, int first, int *wrote) {
+    St *st = &e->st;
+    size_t xn;
+    const char *x = col_str(&e->bextra, j, &xn);
+    yyjson_doc *doc = x ? parse(x, xn) : NULL;
+    if (x && !doc) return FALLBACK;
+    yyjson_val *root = doc ? yyjson_doc_get_root(doc) : NULL;
+    yyjson_val *url = root && yyjson_is_obj(root) ? yyjson_obj_get(root, "image_url") : NULL;
+    if (url && yyjson_is_str(url)) {
+        yyjson_val *detail = yyjson_obj_get(root, "detail");
+        Buf part = {0};
+        puts_(st, &part, "{\"type\":\"image_url\",\"image_url\":{\"url\":");
+        put_value(st, &part, url);
+        size_t pl = path->len;
+        puts_(st, path, "/detail");
+        if (is_str(detail, "auto") || is_str(detail, "low") || is_str(detail, "high") ||
+            is_str(detail, "original")) {
+            puts_(st, &part, ",\"detail\":");
+            put_value(st, &part, detail);
+        } else if (!detail) {
+            lose_s(e, path->p, path->len, "image", "no detail: Responses requires one, 'auto' comes back");
+        } else {
+            e->tmp.len = 0;
+            puts_(st, &e->tmp, "detail ");
+            if (yyjson_is_null(detail)) {
+                puts_(st, &e->tmp, "None");
+            } else if (yyjson_is_str(detail) && plain_repr(yyjson_get_str(detail), yyjson_get_len(detail))) {
+                put(st, &e->tmp, "'", 1);
+                put(st, &e->tmp, yyjson_get_str(detail), yyjson_get_len(detail));
+                put(st, &e->tmp, "'", 1);
+            } else {
+                free(part.p);
+                yyjson_doc_free(doc);
+                return FALLBACK;
+            }
+            puts_(st, &e->tmp, " is not one of Chat's ('auto', 'low', 'high', 'original')");
+            lose(e, path->p, path->len, "image", e->tmp.p, e->tmp.len);
+        }
+        path->len = pl;
+        puts_(st, &part, "}}");
+        yyjson_doc_free(doc);
+        static const char *const carried[] = {"type", "image_url", "detail", NULL};
+        if (lose_block_keys(e, j, path, carried)) {
+            free(part.p);
+            return FALLBACK;
+        }
+        if (!first) put(st, out, ",", 1);
+        put(st, out, part.p, part.len);
+        free(part.p);
+        *wrote = 1;
+        return 0;
+    }
+    if (doc) yyjson_doc_free(doc);
+    return 0;
+}
+
 /* to_chat._text_part: block j (the k-th of item i) as a Chat part appended to `out` (with a leading
  * comma unless first), or dropped with a loss. *wrote says which. */
 static int text_part(Enc *e, int64_t i, int64_t j, int64_t k, int allow_media, int output, int assistant,
@@ -110,43 +212,7 @@ static int text_part(Enc *e, int64_t i, int64_t j, int64_t k, int allow_media, i
     const char *text = col_str(&e->btext, j, &xl);
     int text_type = !t || str_eq(t, tl, "input_text") || str_eq(t, tl, "output_text") || str_eq(t, tl, "text");
     if (text_type) {
-        const char *expected = assistant ? "output_text" : "input_text";
-        if (!e->anthropic && !str_eq(t, tl, expected)) { /* (a Responses source's part type) */
-            e->tmp.len = 0;
-            puts_(st, &e->tmp, article_quoted(t, tl));
-            if (t) put(st, &e->tmp, t, tl);
-            else puts_(st, &e->tmp, "None");
-            puts_(st, &e->tmp, "' part comes back as '");
-            puts_(st, &e->tmp, expected);
-            puts_(st, &e->tmp, "'");
-            lose(e, path.p, path.len, "content_form", e->tmp.p, e->tmp.len);
-        }
-        size_t al;
-        const char *ann = col_str(&e->bann, j, &al);
-        int empty_ann = assistant && ann && al == 2 && memcmp(ann, "[]", 2) == 0;
-        static const char *const carried[] = {"type", "text", NULL};
-        static const char *const carried_ann[] = {"type", "text", "annotations", NULL};
-        if (lose_block_keys(e, j, &path, empty_ann ? carried_ann : carried)) {
-            rc = FALLBACK;
-            goto done;
-        }
-        if (assistant && !ann && str_eq(t, tl, "output_text")) {
-            size_t pl = path.len;
-            puts_(st, &path, "/annotations");
-            lose_s(e, path.p, path.len, "annotations", "no annotations: [] comes back");
-            path.len = pl;
-        }
-        if (!text) {
-            size_t pl = path.len;
-            puts_(st, &path, "/text");
-            lose_s(e, path.p, path.len, "content_form", "a part without text gets ''");
-            path.len = pl;
-        }
-        if (!first) put(st, out, ",", 1);
-        puts_(st, out, "{\"type\":\"text\",\"text\":");
-        put_json_str(st, out, text ? text : "", xl);
-        put(st, out, "}", 1);
-        *wrote = 1;
+        rc = text_only_part(e, j, &path, assistant, out, first, wrote);
         goto done;
     }
     if (str_eq(t, tl, "refusal")) {
@@ -183,62 +249,8 @@ static int text_part(Enc *e, int64_t i, int64_t j, int64_t k, int allow_media, i
         }
     }
     if (allow_media && str_eq(t, tl, "input_image")) {
-        size_t xn;
-        const char *x = col_str(&e->bextra, j, &xn);
-        yyjson_doc *doc = x ? parse(x, xn) : NULL;
-        if (x && !doc) {
-            rc = FALLBACK;
-            goto done;
-        }
-        yyjson_val *root = doc ? yyjson_doc_get_root(doc) : NULL;
-        yyjson_val *url = root && yyjson_is_obj(root) ? yyjson_obj_get(root, "image_url") : NULL;
-        if (url && yyjson_is_str(url)) {
-            yyjson_val *detail = yyjson_obj_get(root, "detail");
-            Buf part = {0};
-            puts_(st, &part, "{\"type\":\"image_url\",\"image_url\":{\"url\":");
-            put_value(st, &part, url);
-            size_t pl = path.len;
-            puts_(st, &path, "/detail");
-            if (is_str(detail, "auto") || is_str(detail, "low") || is_str(detail, "high") ||
-                is_str(detail, "original")) {
-                puts_(st, &part, ",\"detail\":");
-                put_value(st, &part, detail);
-            } else if (!detail) {
-                lose_s(e, path.p, path.len, "image", "no detail: Responses requires one, 'auto' comes back");
-            } else {
-                e->tmp.len = 0;
-                puts_(st, &e->tmp, "detail ");
-                if (yyjson_is_null(detail)) {
-                    puts_(st, &e->tmp, "None");
-                } else if (yyjson_is_str(detail) && plain_repr(yyjson_get_str(detail), yyjson_get_len(detail))) {
-                    put(st, &e->tmp, "'", 1);
-                    put(st, &e->tmp, yyjson_get_str(detail), yyjson_get_len(detail));
-                    put(st, &e->tmp, "'", 1);
-                } else {
-                    free(part.p);
-                    yyjson_doc_free(doc);
-                    rc = FALLBACK;
-                    goto done;
-                }
-                puts_(st, &e->tmp, " is not one of Chat's ('auto', 'low', 'high', 'original')");
-                lose(e, path.p, path.len, "image", e->tmp.p, e->tmp.len);
-            }
-            path.len = pl;
-            puts_(st, &part, "}}");
-            yyjson_doc_free(doc);
-            static const char *const carried[] = {"type", "image_url", "detail", NULL};
-            if (lose_block_keys(e, j, &path, carried)) {
-                free(part.p);
-                rc = FALLBACK;
-                goto done;
-            }
-            if (!first) put(st, out, ",", 1);
-            put(st, out, part.p, part.len);
-            free(part.p);
-            *wrote = 1;
-            goto done;
-        }
-        if (doc) yyjson_doc_free(doc);
+        rc = input_image_part(e, j, &path, out, first, wrote);
+        if (rc || *wrote) goto done;
     }
     size_t dxl;
     const char *dx = str_eq(t, tl, "document") ? col_str(&e->bextra, j, &dxl) : NULL;

@@ -92,6 +92,56 @@ static int anthropic_part(Enc *e, int64_t j, const char *t, size_t tl, Buf *path
     return 0;
 }
 
+/* A Chat image_url part with an image_url object as a Responses input_image (a missing or null
+ * detail filled 'auto', with its loss); *wrote 0 when it has no such object (then lost as a part). */
+static int image_url_part(Enc *e, int64_t j, Buf *path, Buf *out, int first, int *wrote) {
+    St *st = &e->st;
+    size_t bl;
+    const char *bx = col_str(&e->bextra, j, &bl);
+    yyjson_doc *doc = bx ? parse(bx, bl) : NULL;
+    if (bx && !doc) return FALLBACK;
+    yyjson_val *root = doc ? yyjson_doc_get_root(doc) : NULL;
+    yyjson_val *img = root && yyjson_is_obj(root) ? yyjson_obj_get(root, "image_url") : NULL;
+    if (img && yyjson_is_obj(img)) {
+        static const char *const carried[] = {"type", "image_url", NULL};
+        if (lose_block_keys(e, j, path, carried)) {
+            yyjson_doc_free(doc);
+            return FALLBACK;
+        }
+        static const char *const img_keys[] = {"url", "detail", NULL};
+        size_t idx, max;
+        yyjson_val *key, *val;
+        yyjson_obj_foreach(img, idx, max, key, val) {
+            if (!key_in(key, img_keys)) lose_key(e, path, "/image_url", key, "image", "", "' is not carried");
+        }
+        yyjson_val *detail = yyjson_obj_get(img, "detail");
+        yyjson_val *url = yyjson_obj_get(img, "url");
+        size_t pl = path->len;
+        if (!detail) {
+            puts_(st, path, "/image_url");
+            lose_s(e, path->p, path->len, "image", "Responses requires detail; filled 'auto'");
+        } else if (yyjson_is_null(detail)) {
+            puts_(st, path, "/image_url/detail");
+            lose_s(e, path->p, path->len, "image", "a null detail: Responses requires one; filled 'auto'");
+        } else if (!yyjson_is_str(detail)) {
+            yyjson_doc_free(doc);
+            return FALLBACK; /* `detail or "auto"`: Python truthiness of other values is not modelled */
+        }
+        path->len = pl;
+        if (!first) put(st, out, ",", 1);
+        puts_(st, out, "{\"type\":\"input_image\",\"detail\":");
+        if (detail && yyjson_is_str(detail) && yyjson_get_len(detail)) put_value(st, out, detail);
+        else puts_(st, out, "\"auto\"");
+        puts_(st, out, ",\"image_url\":");
+        if (url) put_value(st, out, url);
+        else puts_(st, out, "null");
+        put(st, out, "}", 1);
+        *wrote = 1;
+    }
+    if (doc) yyjson_doc_free(doc);
+    return 0;
+}
+
 /* to_responses._part: block j (the k-th of item i) as a Responses part appended to `out` (with a
  * leading comma unless first), or dropped with a loss; *wrote says which. */
 static int part(Enc *e, int64_t i, int64_t j, int64_t k, int assistant, Buf *out, int first, int *wrote) {
@@ -99,7 +149,6 @@ static int part(Enc *e, int64_t i, int64_t j, int64_t k, int assistant, Buf *out
     Buf path = e->ptr; /* handed back to e->ptr at the end (it may have grown) */
     int rc = FALLBACK;
     *wrote = 0;
-    yyjson_doc *doc = NULL;
     if (e->anthropic) {
         if (at_content_ptr(e, &path, i, k)) goto done;
     } else {
@@ -144,45 +193,8 @@ static int part(Enc *e, int64_t i, int64_t j, int64_t k, int assistant, Buf *out
         goto done;
     }
     if (str_eq(t, tl, "image_url")) {
-        size_t bl;
-        const char *bx = col_str(&e->bextra, j, &bl);
-        if (bx) {
-            doc = parse(bx, bl);
-            if (!doc) goto done;
-        }
-        yyjson_val *root = doc ? yyjson_doc_get_root(doc) : NULL;
-        yyjson_val *img = root && yyjson_is_obj(root) ? yyjson_obj_get(root, "image_url") : NULL;
-        if (img && yyjson_is_obj(img)) {
-            static const char *const carried[] = {"type", "image_url", NULL};
-            if (lose_block_keys(e, j, &path, carried)) goto done;
-            static const char *const img_keys[] = {"url", "detail", NULL};
-            size_t idx, max;
-            yyjson_val *key, *val;
-            yyjson_obj_foreach(img, idx, max, key, val) {
-                if (!key_in(key, img_keys)) lose_key(e, &path, "/image_url", key, "image", "", "' is not carried");
-            }
-            yyjson_val *detail = yyjson_obj_get(img, "detail");
-            yyjson_val *url = yyjson_obj_get(img, "url");
-            size_t pl = path.len;
-            if (!detail) {
-                puts_(st, &path, "/image_url");
-                lose_s(e, path.p, path.len, "image", "Responses requires detail; filled 'auto'");
-            } else if (yyjson_is_null(detail)) {
-                puts_(st, &path, "/image_url/detail");
-                lose_s(e, path.p, path.len, "image", "a null detail: Responses requires one; filled 'auto'");
-            } else if (!yyjson_is_str(detail)) {
-                goto done; /* `detail or "auto"`: Python truthiness of other values is not modelled */
-            }
-            path.len = pl;
-            if (!first) put(st, out, ",", 1);
-            puts_(st, out, "{\"type\":\"input_image\",\"detail\":");
-            if (detail && yyjson_is_str(detail) && yyjson_get_len(detail)) put_value(st, out, detail);
-            else puts_(st, out, "\"auto\"");
-            puts_(st, out, ",\"image_url\":");
-            if (url) put_value(st, out, url);
-            else puts_(st, out, "null");
-            put(st, out, "}", 1);
-            *wrote = 1;
+        if (image_url_part(e, j, &path, out, first, wrote)) goto done;
+        if (*wrote) {
             rc = 0;
             goto done;
         }
@@ -212,7 +224,6 @@ static int part(Enc *e, int64_t i, int64_t j, int64_t k, int assistant, Buf *out
     lose(e, path.p, path.len, part_loss_kind(t, tl), e->tmp.p, e->tmp.len);
     rc = 0;
 done:
-    if (doc) yyjson_doc_free(doc);
     e->ptr = path;
     return rc;
 }
