@@ -103,8 +103,11 @@ def execute(
     on_progress: OnProgress,
     pool: str = AUTO,
     task: Task | None = None,
+    ordered: bool = False,
 ) -> None:
-    """Run every shard; ``on_done(entry)`` is called in the parent as each one finishes.
+    """Run every shard; ``on_done(entry)`` is called in the parent as each one finishes (with
+    ``ordered``, in the order the shards were given: a finished shard waits for the ones before it,
+    and counts against the ``2 x workers`` in flight, so at most that many are held).
 
     ``pool`` says what the workers are: ``processes`` (spawned), ``threads`` (of this process), or
     ``auto``: threads when the compiled codec is active (its decode and encode release the GIL),
@@ -123,13 +126,14 @@ def execute(
             on_done(task(s.to_json(), work, on_progress))
         return
     if pool == THREADS:
-        _threads(shards, work, workers, on_done, on_progress, task)
+        _threads(shards, work, workers, on_done, on_progress, task, ordered)
     else:
-        _processes(shards, work, workers, on_done, on_progress, task)
+        _processes(shards, work, workers, on_done, on_progress, task, ordered)
 
 
 def _processes(
-    shards: Iterable[Shard], work: Work, workers: int, on_done: OnDone, on_progress: OnProgress, task: Task
+    shards: Iterable[Shard], work: Work, workers: int, on_done: OnDone, on_progress: OnProgress, task: Task,
+    ordered: bool,
 ) -> None:
     ctx = multiprocessing.get_context("spawn")
     q = ctx.Queue()
@@ -143,11 +147,13 @@ def _processes(
         on_done,
         on_progress,
         stop=lambda: None,  # workers die with the pool (and with the parent: PR_SET_PDEATHSIG)
+        ordered=ordered,
     )
 
 
 def _threads(
-    shards: Iterable[Shard], work: Work, workers: int, on_done: OnDone, on_progress: OnProgress, task: Task
+    shards: Iterable[Shard], work: Work, workers: int, on_done: OnDone, on_progress: OnProgress, task: Task,
+    ordered: bool,
 ) -> None:
     q: queue_mod.SimpleQueue[tuple[int, int]] = queue_mod.SimpleQueue()
     stopping = threading.Event()
@@ -167,6 +173,7 @@ def _threads(
         on_done,
         on_progress,
         stop=stopping.set,
+        ordered=ordered,
     )
 
 
@@ -179,6 +186,7 @@ def _drive(
     on_done: OnDone,
     on_progress: OnProgress,
     stop: Callable[[], None],
+    ordered: bool = False,
 ) -> None:
     """Keep ``2 x workers`` shards in flight; hand progress and finished entries to the callbacks
     in this thread (the manifest and progress bar are not thread-safe)."""
@@ -191,19 +199,32 @@ def _drive(
                 return
 
     inflight: set[Future[dict[str, Any]]] = set()
+    number: dict[Future[dict[str, Any]], int] = {}  # ordered: each future's place in the order given
+    held: dict[int, dict[str, Any]] = {}  # ordered: finished entries waiting for an earlier one
+    given = handed = 0
 
     def collect(timeout: float | None) -> None:
+        nonlocal handed
         done, _ = wait(inflight, timeout=timeout, return_when=FIRST_COMPLETED)
         drain()
         for f in done:
             inflight.discard(f)
-            on_done(f.result())
+            if not ordered:
+                on_done(f.result())
+                continue
+            held[number.pop(f)] = f.result()
+            while handed in held:
+                on_done(held.pop(handed))
+                handed += 1
 
     try:
         for s in shards:
-            while len(inflight) >= 2 * workers:
+            while len(inflight) + len(held) >= 2 * workers:
                 collect(0.2)
-            inflight.add(submit(s))
+            f = submit(s)
+            inflight.add(f)
+            number[f] = given
+            given += 1
         while inflight:
             collect(0.2)
         drain()

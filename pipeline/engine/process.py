@@ -36,7 +36,7 @@ from .dropped import dropped_reasons, dropped_rows, split_dropped
 from .heap import keep_heap
 from .read import Batch, read_shard
 from .shards import Shard
-from .writers import ShardWriter
+from .writers import SINGLE_FILE, MemoryShardWriter, ShardWriter
 
 
 @dataclass(frozen=True)
@@ -386,10 +386,14 @@ def run_shard(
     # Parquet and source adapters' rows keep it.
     as_decoded = raw_format is not None and not steps
     grouping = any(step.name in GROUPING_STEPS for step in steps)
-    writer = ShardWriter(
-        Path(work.run_dir), shard.id, encoded, target=work.target, layout=work.layout, dropped=grouping,
-        losses_format=work.losses_format,
-    )
+    writer: ShardWriter | MemoryShardWriter
+    if work.layout == SINGLE_FILE and not grouping:  # appended by the parent (engine/single_file.py)
+        writer = MemoryShardWriter(encoded, work.losses_format)
+    else:
+        writer = ShardWriter(
+            Path(work.run_dir), shard.id, encoded, target=work.target, layout=work.layout, dropped=grouping,
+            losses_format=work.losses_format,
+        )
     counts = _Counts()
     started = time.perf_counter()
     try:
@@ -464,4 +468,6 @@ def run_shard(
         "files": files,
         "weight": shard.weight,
         "seconds": round(time.perf_counter() - started, 3),
+        # the shard's bytes, for the parent to append (never written to the manifest)
+        **({"parts": writer.parts} if isinstance(writer, MemoryShardWriter) else {}),
     }

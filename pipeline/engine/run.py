@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -53,6 +53,19 @@ class TooManyRejected(JobFailed):
     def __init__(self, summary: dict[str, Any]) -> None:
         super().__init__(summary["verdict"]["message"])
         self.summary = summary
+
+
+class Sink(Protocol):
+    """Takes each finished shard in shard order (``convert``/``transform -o FILE``: the appender of
+    engine/single_file.py, which writes the shard's bytes into the single file)."""
+
+    def resume(self, manifest: Manifest) -> dict[str, str]:
+        """Check what an earlier run appended; drop from ``manifest`` the shards to redo (-> why)."""
+        ...
+
+    def add(self, entry: dict[str, Any]) -> None:
+        """Append a finished shard (its ``parts``, taken out of the entry) before it is listed."""
+        ...
 
 
 def _now() -> str:
@@ -104,6 +117,7 @@ def run_job(
     catalog: str | Path | None = None,
     progress: bool = False,
     fresh: bool = False,
+    sink: Sink | None = None,
 ) -> dict[str, Any]:
     """Run ``job`` into ``job.run_dir``, resuming a killed run of the same job; returns the summary.
 
@@ -123,13 +137,15 @@ def run_job(
             manifest = prepare_run_dir(job, fresh)
         except OSError as e:  # nothing was done yet: a bad output.path (exit 2), not a failed job
             raise ConfigError(f"cannot write the run directory {str(job.run_dir)!r}: {describe(e)}") from None
-        summary = _run(job, manifest, catalog=catalog, progress=progress)
+        summary = _run(job, manifest, catalog=catalog, progress=progress, sink=sink)
     if job.run_url is not None:  # all of it is on the store now
         remote.remove_work_dir(job)
     return summary
 
 
-def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: bool) -> dict[str, Any]:
+def _run(
+    job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: bool, sink: Sink | None = None
+) -> dict[str, Any]:
     """:func:`run_job` once the run directory is locked and prepared."""
     started_at = _now()
     run_id = f"{job.name}-{started_at.replace(':', '').replace('-', '')[:15]}-{uuid.uuid4().hex[:6]}"
@@ -143,6 +159,8 @@ def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: 
     bar = JobProgress(f"{job.name}", total_bytes, progress)
 
     redone: dict[str, str] = {}  # listed shards whose files did not match the manifest -> why
+    if sink is not None:
+        redone.update(sink.resume(manifest))
 
     def pending(
         shards: Iterator[Shard], listed: dict[str, dict[str, Any]], input_bytes: bool = True
@@ -162,6 +180,8 @@ def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: 
 
     def on_done(entry: dict[str, Any]) -> None:
         entry.pop("seconds", None)  # the manifest holds no timings: resumed == uninterrupted
+        if sink is not None:
+            sink.add(entry)
         manifest.add(entry)
 
     def on_partitioned(entry: dict[str, Any]) -> None:
@@ -174,7 +194,8 @@ def _run(job: Job, manifest: Manifest, *, catalog: str | Path | None, progress: 
 
             ray_engine.execute(shards, w, job.workers, done, advance, job.ray_address, task=task)
         else:
-            local.execute(shards, w, job.workers, done, advance, job.pool, task=task)
+            ordered = sink is not None  # the sink appends shards in order
+            local.execute(shards, w, job.workers, done, advance, job.pool, task=task, ordered=ordered)
 
     two_stage = job.grouping
     timings: dict[str, float] = {}  # a two-stage job's phases: this run's seconds

@@ -22,10 +22,10 @@ from .manifest import MANIFEST
 from .writers import FOLDERS, TMP_SUFFIX
 
 SUMMARY = "summary.json"
-# the run's records and the temp files of write_atomic (manifest, summary)
-# (join.json and .final-ROLE.tmp: a single-file command's staging directory, engine/join_log.py)
-TOP_RECORDS = re.compile(r"(manifest\.json|summary\.json|join\.json)$")
-TOP_TEMP = re.compile(r"(\.manifest\.json\.tmp|\.summary\.json\.tmp|\.join\.json\.tmp|\.final-\w+\.tmp)$")
+# the run's records and the temp files of write_atomic (manifest, summary); .final-ROLE.tmp: a
+# single-file command's files being written (engine/single_file.py)
+TOP_RECORDS = re.compile(r"(manifest\.json|manifest\.journal|summary\.json)$")
+TOP_TEMP = re.compile(r"(\.manifest\.json\.tmp|\.summary\.json\.tmp|\.final-\w+\.tmp)$")
 TOP_CHATLAKE = re.compile(f"{TOP_RECORDS.pattern}|{TOP_TEMP.pattern}")
 SHARD_FILE = re.compile(r"part-\d{5,}\.(parquet|jsonl|arrow)$")
 TEMP_FILE = re.compile(r"\.part-\d{5,}\.(parquet|jsonl|arrow)\.\d+" + re.escape(TMP_SUFFIX) + "$")

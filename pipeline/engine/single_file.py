@@ -1,24 +1,37 @@
 """The single-file layout of ``chatlake convert -o FILE`` and ``chatlake transform -o FILE``.
 
-The engine runs the job into a staging run directory that chatlake owns beside the output,
-``FILE.partial/`` (its ``manifest.json`` marks it as chatlake's and names the job). When every shard
-is finished, their files are joined in shard order into temp files inside the staging directory and
-renamed into place: the side files first, ``FILE`` last, so ``FILE`` appearing is the commit point.
-Then the staging directory is removed. An interrupted command leaves its finished shards in the
-staging directory and no new file under a final name; the same command run again resumes there.
+The engine runs the job in a staging run directory that chatlake owns beside the output,
+``FILE.partial/`` (its manifest marks it as chatlake's and names the job). Each byte of the
+output is written once: a worker keeps its shard in memory (the JSON lines, and its tables as a
+whole Parquet file; engine/writers.MemoryShardWriter), and the parent (:class:`Appender`)
+appends the shards in shard order to temp files in the staging directory, then lists the shard in
+the manifest with each temp file's length after it (``end``) and the sha256 of the bytes it
+added. Parquet files take the shards' column chunks; their footer is written once at the end from
+the shards' footers (io/parquet_concat.py). When every shard is in, the temp files are renamed
+into place: the side files first, ``FILE`` last, so ``FILE`` appearing is the commit point; then
+the staging directory is removed.
+
+An interrupted command leaves the temp files and the manifest in the staging directory and no new
+file under a final name. The same command run again resumes: it keeps the listed shards whose
+bytes are in the temp files as listed (length and sha256), cuts the temp files back to the last
+one (dropping a half-appended shard) and redoes the rest, to the same bytes. A job with a grouping
+step (threads) links threads across shards once all are written (engine/partition.py), so its
+shards are staged as files and appended after the run.
 
 Final names (docs/run-layout.md, one rule): ``FILE`` (the encoded JSONL for a wire target, canonical
 Parquet for ``--to parquet`` and ``transform``), ``FILE.rejected.jsonl`` beside JSONL output or
-``FILE.rejected.parquet`` beside Parquet output, and ``FILE.losses.jsonl`` for a wire target.
+``FILE.rejected.parquet`` beside Parquet output, and ``FILE.losses.parquet`` (``--losses jsonl``:
+``FILE.losses.jsonl``) for a wire target.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
 import os
 import shutil
-import threading
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -29,12 +42,13 @@ import pyarrow.parquet as pq
 from pipeline.errors import ConfigError
 from pipeline.io.parquet import table_writer
 from pipeline.io.parquet import writer as canonical_writer
+from pipeline.io.parquet_concat import MAGIC, Struct, merged_footer, row_groups, split
 from pipeline.io.run_tables import LOSSES_SCHEMA, REJECTED_SCHEMA
 from pipeline.jobs.resolve import PARQUET, Job
+from pipeline.schema import CONVERSATION_SCHEMA
 from pipeline.storage import open_input
 
-from . import join_log
-from .atomic import created, open_new, open_ours
+from .atomic import open_new, open_ours
 from .dropped import DROPPED
 from .manifest import MANIFEST, Manifest
 from .shards import shard_id
@@ -131,185 +145,237 @@ def prepare(job: Job) -> None:
         Manifest(job.run_dir, job.name, job.fingerprint()).save()
 
 
-def _shard_files(staging: Path, folder: str) -> list[Path]:
-    """The finished shards' files of one folder, in shard order (as the manifest lists them)."""
-    doc = orjson.loads((staging / MANIFEST).read_bytes())
-    return [staging / s["files"][folder]["path"] for s in sorted(doc["shards"], key=lambda s: s["id"])]
+def temp_path(run_dir: Path, role: str) -> Path:
+    """The temp file a role's final file is appended into (renamed into place at the end)."""
+    return run_dir / f".final-{role}.tmp"
 
 
-def _append(part: Path, out: BinaryIO) -> None:
-    """Append one file's bytes to ``out`` by ``copy_file_range`` (kernel to kernel), else by reads."""
-    out.flush()
-    with open(part, "rb") as f:
-        n = os.fstat(f.fileno()).st_size
-        try:
-            while n > 0:
-                copied = os.copy_file_range(f.fileno(), out.fileno(), n)
-                if copied == 0:
-                    break
-                n -= copied
-        except OSError:  # e.g. a filesystem without it: copy the rest the plain way
-            shutil.copyfileobj(f, out, 1 << 20)
-        if n:
-            shutil.copyfileobj(f, out, 1 << 20)
+OpenWriter = Callable[[Any, pa.Schema], pq.ParquetWriter]
 
 
-def _parquet(
-    parts: Iterable[Path], dst: Path, schema: pa.Schema | None = None,
-    open_writer: Callable[[str, pa.Schema], pq.ParquetWriter] = canonical_writer,
-) -> None:
-    """Stream the parts' tables (Arrow IPC or Parquet) into one Parquet file, batch by batch.
+def _parquet_file(table: pa.Table | None, schema: pa.Schema, open_writer: OpenWriter) -> bytes:
+    """``table`` (or no rows) as a whole Parquet file in memory."""
+    sink = io.BytesIO()
+    w = open_writer(sink, schema)
+    if table is not None and table.num_rows:
+        w.write_table(table.cast(schema))
+    w.close()
+    return sink.getvalue()
 
-    The schema is ``schema`` or that of the first part that has rows (a shard that read nothing
-    has only the canonical columns, not the ones the steps add); parts without rows add nothing.
+
+def _footer_schema(footer: bytes) -> pa.Schema:
+    """The Arrow schema a Parquet footer describes."""
+    whole = MAGIC + footer + len(footer).to_bytes(4, "little") + MAGIC
+    return pq.read_schema(pa.BufferReader(whole))
+
+
+def _sha(chunks: Iterable[bytes | memoryview | pa.Buffer]) -> tuple[int, str]:
+    h, n = hashlib.sha256(), 0
+    for c in chunks:
+        h.update(c)
+        n += len(memoryview(c))
+    return n, h.hexdigest()
+
+
+class _Parquet:
+    """What the footer of one Parquet temp file is built from: its shards' row groups, where they
+    sit, and the footer whose schema the file has (the first shard with rows, else the first)."""
+
+    def __init__(self, open_writer: OpenWriter, schema: pa.Schema | None) -> None:
+        self.open_writer, self.default = open_writer, schema
+        self.first: bytes | None = None  # the first shard's footer
+        self.footer: bytes | None = None  # the first footer with rows
+        self.schema: pa.Schema | None = None
+        self.groups: list[Struct] = []
+
+    def take(self, footer: bytes, rows: int, at: int) -> None:
+        self.first = self.first or footer
+        if rows:
+            if self.footer is None:
+                self.footer, self.schema = footer, _footer_schema(footer)
+            self.groups += row_groups(footer, at)
+
+    def fit(self, data: bytes, rows: int) -> bytes:
+        """A shard's Parquet file, rewritten with the file's schema if its own differs (a step's
+        added column typed otherwise in another shard); most shards pass through untouched."""
+        if not rows or self.schema is None:
+            return data
+        if pq.read_schema(pa.BufferReader(data)).equals(self.schema, check_metadata=True):
+            return data
+        return _parquet_file(pq.read_table(pa.BufferReader(data)), self.schema, self.open_writer)
+
+    def tail(self) -> bytes:
+        """The footer to end the file with."""
+        if self.footer is not None:
+            return merged_footer(self.footer, self.groups)
+        if self.first is None:  # no shard at all
+            _, self.first = split(_parquet_file(None, self.default or CONVERSATION_SCHEMA, self.open_writer))
+        return merged_footer(self.first, [])
+
+
+class Appender:
+    """Appends finished shards, in shard order, to the temp files of a single-file command.
+
+    The engine calls :meth:`resume` under the run's lock before any shard, then :meth:`add` for
+    each finished shard before listing it in the manifest (engine/run.py, ``Sink``); :func:`finish`
+    ends the Parquet files with their footers and renames everything into place.
     """
-    w: pq.ParquetWriter | None = None
-    first: pa.Schema | None = None
-    with created(dst) as where:  # a temp file of the staging directory: never written through a link
-        try:
-            for part in parts:
-                part_schema, rows, tables = _open_part(part)
-                first = first or part_schema
-                if not rows:
-                    continue
-                if w is None:
-                    w = open_writer(where, schema or part_schema)
-                for t in tables():
-                    w.write_table(t.cast(w.schema))
-            if w is None:  # no rows at all: still one (empty) file with the right columns
-                schema = schema or first
-                w = open_writer(where, schema) if schema is not None else canonical_writer(where)
-        finally:
-            if w is not None:
-                w.close()
 
-
-def _open_part(path: Path) -> tuple[pa.Schema, int, Callable[[], Iterator[pa.Table]]]:
-    """``(schema, rows, tables)`` of one shard file: tables() yields its batches or row groups."""
-    if path.suffix == ".arrow":
-        reader = pa.ipc.open_file(pa.memory_map(str(path)))
-        rows = sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
-        return reader.schema, rows, lambda: (
-            pa.Table.from_batches([reader.get_batch(i)]) for i in range(reader.num_record_batches)
-        )
-    f = pq.ParquetFile(path)
-    return f.schema_arrow, f.metadata.num_rows, lambda: (f.read_row_group(i) for i in range(f.num_row_groups))
-
-
-class _Joiner(threading.Thread):
-    """Appends the shards' files to the temp final files while the engine is still running.
-
-    A shard's files appear under their final names only once all are complete, and shards are
-    numbered from ``part-00000`` up, so the joiner takes part 0, 1, ... as each appears (the rest
-    once the run is over). Writing the final files then overlaps the workers' work instead of
-    following it: for a JSONL output, the output, losses and rejected files (the losses file is
-    the largest of a convert with losses: 847 MB beside 672 MB of Chat for 200,000 records); for
-    Parquet, the output (the rejected rows are joined by :func:`finish`).
-    """
-
-    def __init__(self, job: Job, dsts: dict[str, Path]) -> None:
-        super().__init__(name="chatlake-join", daemon=True)
-        self.parquet = job.target == PARQUET
-        if self.parquet:
-            self.roles = {"output": (job.run_dir / "conversations", "arrow")}
-        else:
-            roles = ["output", "losses", "rejected"]
-            if job.losses_format == "parquet":  # finish writes them from their Arrow shards
-                roles.remove("losses")
-            self.roles = {role: (job.run_dir / role, "jsonl") for role in roles}
-        self.dsts = {role: dsts[role] for role in self.roles}
+    def __init__(self, job: Job, finals: dict[str, Path]) -> None:
         self.run_dir = job.run_dir
-        self.finished = threading.Event()  # the run is over: every shard is on disk
-        self.stopped = threading.Event()  # the run failed: stop
-        self.error: BaseException | None = None
+        # role (final file) -> the shard part that goes into it
+        self.part = {role: ("conversations" if role == "output" and job.target == PARQUET else role)
+                     for role in finals}  # fmt: skip
+        self.tmp = {role: temp_path(job.run_dir, role) for role in finals}
+        self.parquet: dict[str, _Parquet] = {}
+        for role, path in finals.items():
+            # FILE is Parquet for a Parquet target, whatever its name; the side files by their names
+            if (job.target == PARQUET) if role == "output" else path.suffix == ".parquet":
+                opener, schema = {
+                    "losses": (table_writer, LOSSES_SCHEMA),
+                    "rejected": (canonical_writer, REJECTED_SCHEMA),
+                }.get(role, (canonical_writer, None))
+                self.parquet[role] = _Parquet(opener, schema)
+        self.files: dict[str, BinaryIO] = {}
 
-    def _shards(self, k: int = 0) -> Iterator[dict[str, Path]]:
-        while not self.stopped.is_set():
-            done = self.finished.is_set()  # read before looking: a shard listed before the end is there
-            files = {role: folder / f"{shard_id(k)}.{ext}" for role, (folder, ext) in self.roles.items()}
-            # a shard's files are renamed into place one after another: take it when all are there
-            if all(p.is_file() for p in files.values()):
-                k += 1
-                yield files
-            elif done:
-                return
+    def _start(self, role: str) -> int:
+        return len(MAGIC) if role in self.parquet else 0
+
+    def _open(self, ends: dict[str, int]) -> None:
+        """Open the temp files cut back to ``ends`` (a new file: only a Parquet file's magic)."""
+        for role, path in self.tmp.items():
+            if ends[role] > self._start(role):  # listed shards are kept: append after the last one
+                f = open_ours(path)
+                f.truncate(ends[role])
+                f.seek(ends[role])
+            else:  # created anew, never through a link (a stale temp file of ours replaced)
+                f = open_new(path)
+                if role in self.parquet:
+                    f.write(MAGIC)
+            self.files[role] = f
+
+    def _problem(self, entry: dict[str, Any], ends: dict[str, int]) -> str | None:
+        """Why a listed shard's bytes are not in the temp files as listed (None when they are)."""
+        for role, part in self.part.items():
+            f = entry["files"].get(part)
+            if f is None or "end" not in f:
+                return f"{part}: not appended to the single file"
+            start, end = ends[role], f["end"]
+            try:
+                size = self.tmp[role].stat().st_size
+            except FileNotFoundError:
+                return f"{part}: {self.tmp[role].name} is missing"
+            if end - start != f["bytes"] or size < end:
+                return f"{part}: {self.tmp[role].name} holds {size} bytes, the manifest says {end}"
+            if _region_sha(self.tmp[role], start, f["bytes"]) != f["sha256"]:
+                return f"{part}: its bytes in {self.tmp[role].name} differ from the manifest (changed)"
+        return None
+
+    def resume(self, manifest: Manifest) -> dict[str, str]:
+        """Keep the listed shards whose bytes are in the temp files as listed, in order from the
+        first; drop the others from the manifest (they are redone) and cut the files back."""
+        ends = {role: self._start(role) for role in self.tmp}
+        redone: dict[str, str] = {}
+        for k, sid in enumerate(sorted(manifest.shards)):
+            entry = manifest.shards[sid]
+            if redone:
+                problem: str | None = "a shard before it is redone"
+            elif sid != shard_id(k):
+                problem = f"listed out of order (expected {shard_id(k)})"
             else:
-                time.sleep(0.05)
+                problem = self._problem(entry, ends)
+            if problem is not None:
+                redone[sid] = problem
+                continue
+            for role, part in self.part.items():
+                f = entry["files"][part]
+                if role in self.parquet:
+                    self.parquet[role].take(base64.b64decode(f["footer"]), f["rows"], ends[role])
+                ends[role] = f["end"]
+        for sid in redone:
+            del manifest.shards[sid]
+        if redone:
+            manifest.save()
+        self._open(ends)
+        return redone
 
-    def run(self) -> None:
-        try:
-            if self.parquet:
-                _parquet((files["output"] for files in self._shards()), self.dsts["output"])
+    def add(self, entry: dict[str, Any]) -> None:
+        """Append a finished shard's parts (taken out of ``entry``); record where each ends."""
+        parts = entry.pop("parts")
+        for role, part in self.part.items():
+            p, f, out = parts[part], entry["files"][part], self.files[role]
+            if p["kind"] == "jsonl":
+                for chunk in p["data"]:
+                    out.write(chunk)
             else:
-                self._concat()
-        except BaseException as e:  # handed to the main thread, which raises it
-            self.error = e
+                pq_ = self.parquet[role]
+                data = pq_.fit(p["data"], p["rows"])
+                body, footer = split(data)
+                if data is not p["data"]:
+                    f["bytes"], f["sha256"] = _sha([body])
+                pq_.take(footer, p["rows"], out.tell())
+                out.write(body)
+                f["footer"] = base64.b64encode(footer).decode()
+            out.flush()  # the bytes are in the file before the manifest lists the shard
+            f["end"] = out.tell()
 
-    def _concat(self) -> None:
-        """Append each shard's JSON Lines files to the temp files, then delete them, logging each
-        step in ``join.json`` (engine/join_log.py): a resumed run goes on where this one stopped."""
-        # the same rule as the resume check's (manifest.check_files): trusted, or started over
-        log = join_log.load(self.run_dir) or join_log.JoinLog()
-        outs: dict[str, BinaryIO] = {}
-        try:
-            for role, dst in self.dsts.items():
-                if log.next:  # cut a half-appended shard off; append after the logged bytes
-                    outs[role] = open_ours(dst)
-                    outs[role].truncate(log.bytes[role])
-                    outs[role].seek(log.bytes[role])
+    def add_staged(self, manifest: Manifest) -> None:
+        """Append every listed shard from its staged files (a job with a grouping step), from the
+        start: a rerun after an interruption here appends them all again."""
+        self._open({role: self._start(role) for role in self.tmp})
+        for sid in sorted(manifest.shards):
+            entry = manifest.shards[sid]
+            parts: dict[str, dict[str, Any]] = {}
+            files: dict[str, dict[str, Any]] = {}
+            for role, part in self.part.items():
+                path = self.run_dir / entry["files"][part]["path"]
+                rows = entry["files"][part]["rows"]
+                if path.suffix == ".jsonl":
+                    parts[part] = {"kind": "jsonl", "data": [path.read_bytes()], "rows": rows}
                 else:
-                    outs[role] = open_new(dst)
-            for files in self._shards(log.next):
-                for role, path in files.items():
-                    _append(path, outs[role])
-                for out in outs.values():
-                    out.flush()
-                log.next += 1
-                log.bytes = {role: out.tell() for role, out in outs.items()}
-                log.files += [str(p.relative_to(self.run_dir)) for p in files.values()]
-                log.save(self.run_dir)
-                for path in files.values():  # their pages go back to the page cache's free pool
-                    path.unlink()
-        finally:
-            for out in outs.values():
-                out.close()
-        listed = len(orjson.loads((self.run_dir / MANIFEST).read_bytes())["shards"])
-        if not self.stopped.is_set() and log.next != listed:  # never a short file under a final name
-            raise RuntimeError(f"the join stopped at {shard_id(log.next)}: {listed} shards are finished")
+                    table = _read_table(path)
+                    pq_ = self.parquet[role]
+                    schema = pq_.default or table.schema.with_metadata(CONVERSATION_SCHEMA.metadata)
+                    data = _parquet_file(table, schema, pq_.open_writer)
+                    parts[part] = {"kind": "parquet", "data": data, "rows": rows}
+                files[part] = {}
+            self.add({"files": files, "parts": parts})
 
-    def wait(self) -> None:
-        """After the run: join the remaining shards; raise what went wrong in the thread."""
-        self.finished.set()
-        self.join()
-        if self.error is not None:
-            raise self.error
-        if self.stopped.is_set():
-            raise RuntimeError("the join was stopped")
+    def close(self) -> None:
+        """End each Parquet file with its footer; close the files."""
+        for role, f in self.files.items():
+            if role in self.parquet:
+                f.write(self.parquet[role].tail())
+            f.close()
+        self.files.clear()
 
 
-def finish(job: Job, output: Path) -> dict[str, Path]:
-    """Join the side files, rename everything into place (FILE last), remove the staging directory.
+def _region_sha(path: Path, start: int, n: int) -> str:
+    """The sha256 of ``n`` bytes of ``path`` from ``start`` (read back only when a run resumes)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        f.seek(start)
+        while n > 0 and (block := f.read(min(n, 1 << 20))):
+            h.update(block)
+            n -= len(block)
+    return h.hexdigest()
 
-    The output (and, beside a JSONL output, the losses and rejected files) was joined by
-    :class:`_Joiner` into its temp file while the run went on.
-    """
-    staging = job.run_dir
+
+def _read_table(path: Path) -> pa.Table:
+    """A staged shard file (Arrow IPC or Parquet) as one table."""
+    if path.suffix == ".arrow":
+        return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+    return pq.read_table(path)
+
+
+def finish(job: Job, output: Path, appender: Appender) -> dict[str, Path]:
+    """End the temp files, rename everything into place (FILE last), remove the staging directory."""
     finals = final_paths(output, job.target, job.grouping, job.losses_format)
-    tmp = _temp_paths(job, finals)
-    if job.grouping:
-        _parquet(_shard_files(staging, DROPPED), tmp[DROPPED])
-    if "losses" in finals and job.losses_format == "parquet":
-        _parquet(_shard_files(staging, "losses"), tmp["losses"], LOSSES_SCHEMA, table_writer)
-    if job.target == PARQUET:
-        _parquet(_shard_files(staging, "rejected"), tmp["rejected"], REJECTED_SCHEMA)
+    appender.close()
     for role, path in finals.items():  # FILE last: it appears only when everything else is in place
-        os.replace(tmp[role], path)
+        os.replace(appender.tmp[role], path)
     remove_staging(job)
     return finals
-
-
-def _temp_paths(job: Job, finals: dict[str, Path]) -> dict[str, Path]:
-    return {role: join_log.temp_path(job.run_dir, role) for role in finals}
 
 
 def remove_staging(job: Job) -> None:
@@ -332,25 +398,21 @@ def run_single_file(job: Job, output: Path, *, progress: bool = False) -> dict[s
     from .run import TooManyRejected, run_job
 
     prepare(job)
-    joiner = _Joiner(job, _temp_paths(job, final_paths(output, job.target, job.grouping, job.losses_format)))
-    # a grouping job's last pass may rewrite finished shards (engine/partition.link_threads): join
-    # them once the run is over
-    if not job.grouping:
-        joiner.start()
+    appender = Appender(job, final_paths(output, job.target, job.grouping, job.losses_format))
     verdict: TooManyRejected | None = None
     try:
-        summary = run_job(job, progress=progress)
+        # a grouping job's last pass may rewrite finished shards (engine/partition.link_threads):
+        # they are staged, and appended once the run is over
+        summary = run_job(job, progress=progress, sink=None if job.grouping else appender)
     except TooManyRejected as e:  # finished: its files go in place like any other run's
         verdict, summary = e, e.summary
     except BaseException:
-        joiner.stopped.set()
-        if joiner.is_alive():
-            joiner.join()
+        for f in appender.files.values():
+            f.close()
         raise
     if job.grouping:
-        joiner.start()
-    joiner.wait()
-    finals = finish(job, output)
+        appender.add_staged(Manifest.open(job.run_dir, job.name, job.fingerprint()))
+    finals = finish(job, output, appender)
     summary.pop("run_dir", None)
     summary["output"] = str(finals["output"])
     summary["rejected_file"] = str(finals["rejected"])

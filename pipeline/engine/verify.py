@@ -27,11 +27,12 @@ import orjson
 
 from .dropped import DROPPED
 from .lock import LOCK
-from .manifest import MANIFEST, check_files
+from .manifest import JOURNAL, MANIFEST, check_files
+from .manifest import read as read_manifest
 from .rundir import PARTITIONS, SHARD_FILE, SUMMARY
 from .writers import FOLDERS
 
-_OWN_FILES = frozenset({MANIFEST, SUMMARY, LOCK})
+_OWN_FILES = frozenset({MANIFEST, JOURNAL, SUMMARY, LOCK})
 _BLOCK = 1 << 20
 
 
@@ -49,7 +50,7 @@ def load_manifest(run: Path) -> tuple[dict[str, Any] | None, list[str]]:
     if not path.is_file():
         return None, [f"{MANIFEST} is missing: not a chatlake run directory, or no shard of it finished"]
     try:
-        doc = orjson.loads(path.read_bytes())
+        doc = read_manifest(run)
         shards = doc["shards"]
         assert isinstance(shards, list)
     except (orjson.JSONDecodeError, KeyError, TypeError, AssertionError):

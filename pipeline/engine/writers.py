@@ -26,6 +26,7 @@ from pipeline.io import shard_counts
 from pipeline.io.item_index import ITEM_INDEX_SCHEMA, item_index
 from pipeline.io.parquet import table_writer
 from pipeline.io.parquet import writer as canonical_writer
+from pipeline.io.parquet_concat import split
 from pipeline.io.record_index import (
     RECORD_INDEX_SCHEMA,
     TOP_LOSSES_COLUMNS,
@@ -364,3 +365,113 @@ class ShardWriter:
                     w.close()
         for new in self.new.values():
             new.discard()
+
+
+class _MemoryParquet:
+    """One table of a shard written to a whole Parquet file in memory (its writer made on first use)."""
+
+    def __init__(self, open_writer: Any, schema: pa.Schema | None) -> None:
+        self.open_writer, self.schema = open_writer, schema
+        self.sink = pa.BufferOutputStream()
+        self.w: pq.ParquetWriter | None = None
+        self.rows = 0
+
+    def write_table(self, table: pa.Table) -> None:
+        if self.w is None:
+            schema = self.schema or table.schema.with_metadata(CONVERSATION_SCHEMA.metadata)
+            self.w = self.open_writer(self.sink, schema)
+        if table.num_rows:
+            self.w.write_table(table.cast(self.w.schema))
+            self.rows += table.num_rows
+
+    def close(self) -> pa.Buffer:
+        if self.w is None:  # nothing given: still a whole (empty) file, with the role's columns
+            self.w = self.open_writer(self.sink, self.schema or CONVERSATION_SCHEMA)
+        self.w.close()
+        return self.sink.getvalue()
+
+
+class MemoryShardWriter:
+    """A shard of ``convert``/``transform -o FILE`` held in memory until the parent appends it.
+
+    The single-file layout writes every byte once (engine/single_file.py): the worker keeps the
+    shard's JSON lines (as the encoder's buffers) and writes its tables as whole Parquet files in
+    memory; :meth:`commit` returns their sizes and sha256 and leaves the bytes in :attr:`parts`,
+    which the parent appends, in shard order, to the temp files that become ``FILE`` and its side
+    files. Nothing of the shard touches the disk before that. Same calls as :class:`ShardWriter`.
+
+    ``parts``: role -> ``{"kind": "jsonl", "data": [buffers], "rows": n}`` or
+    ``{"kind": "parquet", "data": whole Parquet file, "rows": n}``.
+    """
+
+    def __init__(self, encoded: bool, losses_format: str = "jsonl") -> None:
+        self.encoded = encoded
+        self.jsonl: dict[str, list[bytes | pa.Buffer]] = {}
+        self.tables: dict[str, _MemoryParquet] = {}
+        self.rows: dict[str, int] = {}
+        if encoded:
+            self.jsonl = {"output": [], "rejected": []}
+            if losses_format == "parquet":
+                self.tables["losses"] = _MemoryParquet(table_writer, LOSSES_SCHEMA)
+            else:
+                self.jsonl["losses"] = []
+        else:
+            self.tables["conversations"] = _MemoryParquet(canonical_writer, None)
+            self.tables["rejected"] = _MemoryParquet(canonical_writer, REJECTED_SCHEMA)
+        self.rows = dict.fromkeys([*self.jsonl, *self.tables], 0)
+        self.parts: dict[str, dict[str, Any]] = {}
+
+    def _lines(self, role: str, table: pa.Table) -> None:
+        self.jsonl[role] += jsonl_parts(table)
+        self.rows[role] += table.num_rows
+
+    def conversations(self, table: pa.Table) -> None:
+        if "conversations" in self.tables:
+            self.tables["conversations"].write_table(table)
+
+    def output(self, data: bytes | pa.Buffer, rows: int) -> None:
+        self.jsonl["output"].append(data)
+        self.rows["output"] += rows
+
+    def losses(self, table: pa.Table) -> None:
+        if not table.num_rows or not self.encoded:
+            return
+        table = table.cast(LOSSES_SCHEMA)
+        if "losses" in self.tables:
+            self.tables["losses"].write_table(table)
+        else:
+            self._lines("losses", table)
+
+    def rejected(self, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        table = pa.Table.from_pylist(rows, schema=REJECTED_SCHEMA)
+        if "rejected" in self.tables:
+            self.tables["rejected"].write_table(table)
+        else:
+            self._lines("rejected", table)
+
+    def dropped(self, table: pa.Table) -> None:
+        raise RuntimeError("a grouping job stages its shards (engine/single_file.py): no dropped rows here")
+
+    def commit(self) -> dict[str, dict[str, Any]]:
+        """The shard's ``{role: {rows, bytes, sha256}}`` (of the bytes the parent will append: the
+        JSON lines, or a Parquet file's column chunks); the bytes themselves go to :attr:`parts`."""
+        files: dict[str, dict[str, Any]] = {}
+        for role, chunks in self.jsonl.items():
+            sha, n = hashlib.sha256(), 0
+            for c in chunks:
+                sha.update(c)  # releases the GIL on large data
+                n += len(c)
+            files[role] = {"rows": self.rows[role], "bytes": n, "sha256": sha.hexdigest()}
+            self.parts[role] = {"kind": "jsonl", "data": chunks, "rows": self.rows[role]}
+        for role, t in self.tables.items():
+            data = t.close()
+            body, _ = split(data)
+            files[role] = {"rows": t.rows, "bytes": len(body), "sha256": hashlib.sha256(body).hexdigest()}
+            self.parts[role] = {"kind": "parquet", "data": data, "rows": t.rows}
+        return files
+
+    def abort(self) -> None:
+        self.jsonl.clear()
+        self.tables.clear()

@@ -83,3 +83,35 @@ def test_pool_is_checked_before_work(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="pool"):
         load_job(_job(tmp_path, "bad", pool="fibers"))
     assert not (tmp_path / "ray").exists() and not (tmp_path / "bad").exists()
+
+
+def test_ordered_hands_finished_shards_over_in_the_order_given(tmp_path: Path) -> None:
+    """With ``ordered`` a shard that finishes first waits for the ones before it (the single-file
+    layout appends shards in order): the first shard here finishes only after the second."""
+    from pipeline.engine.process import Work
+    from pipeline.engine.shards import Shard, shard_id
+
+    second_done = threading.Event()
+
+    def task(shard: dict[str, Any], work: Any, progress: Any = None) -> dict[str, Any]:
+        if shard["id"] == shard_id(0):
+            assert second_done.wait(10)
+        if shard["id"] == shard_id(1):
+            second_done.set()
+        return {"id": shard["id"]}
+
+    shards = [Shard(shard_id(k), "in.jsonl", "jsonl", "responses", {}, 0, 1, 1, 1) for k in range(7)]
+    work = Work(str(tmp_path), "chat", (), "allow", (), 1 << 20, 100)
+    for ordered in (True, False):
+        second_done.clear()
+        got: list[str] = []
+
+        def done(entry: dict[str, Any], got: list[str] = got) -> None:
+            got.append(entry["id"])
+
+        local.execute(shards, work, 2, done, lambda r, b: None, "threads", task=task, ordered=ordered)
+        assert sorted(got) == [s.id for s in shards]
+        if ordered:
+            assert got == [s.id for s in shards]
+        else:  # without it, the second shard is handed over before the first
+            assert got.index(shard_id(1)) < got.index(shard_id(0))
