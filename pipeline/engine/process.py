@@ -34,7 +34,7 @@ from pipeline.transforms import GROUPING_STEPS, apply_steps
 
 from .dropped import dropped_reasons, dropped_rows, split_dropped
 from .heap import keep_heap
-from .read import Batch, read_shard
+from .read import Batch, Where, merge, read_shard
 from .shards import Shard
 from .writers import SINGLE_FILE, MemoryShardWriter, ShardWriter
 
@@ -129,13 +129,14 @@ class _Originals:
     ``source_format`` from the batch as read, before any step changed it.
     """
 
-    def __init__(self, source: pa.Table, raw: dict[int, bytes], raw_format: str | None) -> None:
+    def __init__(self, source: pa.Table, raw: dict[Where, bytes], raw_format: str | None) -> None:
         self.source, self.raw, self.raw_format = source, raw, raw_format
 
     def of(self, conversation_id: str | None, source_file: str | None, line: int | None) -> dict[str, Any]:
         """``raw`` and ``input_format`` arguments of :func:`rejected_row` for one rejected record."""
         if self.raw_format is not None:
-            return {"raw": self.raw.get(line) if line is not None else None, "input_format": self.raw_format}
+            original = self.raw.get((source_file, line)) if line is not None else None
+            return {"raw": original, "input_format": self.raw_format}
         # Rejections are few: one vector comparison per rejected record finds it in the batch.
         cols = self.source.select(["conversation_id", "source_file", "source_line"])
         mask = None
@@ -336,13 +337,6 @@ def shard_codec(shard: Shard) -> str:
     return "native" if _wire_lines(shard) and codec.native_module(fmt) is not None else "python"
 
 
-def _summed(counts: Iterable[dict[str, int]]) -> dict[str, int]:
-    out: Counter[str] = Counter()
-    for c in counts:
-        out.update(c)  # update keeps zero counts, unlike Counter addition
-    return dict(out)
-
-
 def whole_shard(batches: Iterable[Batch]) -> Iterator[Batch]:
     """The shard's batches as one: a grouping step (threads) relates records to each other, so it
     runs on every record of the shard at once (memory: the shard's canonical rows)."""
@@ -350,19 +344,7 @@ def whole_shard(batches: Iterable[Batch]) -> Iterator[Batch]:
     if not parts:
         return
     tables = [to_disk(b.table) for b in parts]
-    merged = Batch(
-        table=pa.concat_tables(tables) if len(tables) > 1 else tables[0],
-        rejected=[r for b in parts for r in b.rejected],
-        read=sum(b.read for b in parts),
-        blank=sum(b.blank for b in parts),
-        raw={k: v for b in parts for k, v in b.raw.items()},
-        nbytes=sum(b.nbytes for b in parts),
-        source_counts=_summed(b.source_counts for b in parts),
-        native_fallback=_summed(b.native_fallback for b in parts),
-        # format auto: one format if every batch had the same (else the shard's label, ``auto``)
-        format=parts[0].format if len({b.format for b in parts}) == 1 else None,
-        detected=_summed(b.detected for b in parts),
-    )
+    merged = merge(parts, pa.concat_tables(tables) if len(tables) > 1 else tables[0])
     parts.clear()
     yield merged
 

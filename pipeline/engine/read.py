@@ -36,6 +36,7 @@ from pipeline.sources.wire_kind import NO_FORMAT, classify
 
 from .shards import Shard
 
+Where = tuple[str | None, int]  # a record's (source_file, source_line)
 UNDETECTED = "undetected"  # Batch.format of records format auto could not give a format
 NO_FORMAT_ERROR = "$: auto: the record fits no wire format (docs/sources.md#auto)"
 # Decode errors that mean the line was not a JSON record at all (stage ``read``, not ``decode``).
@@ -50,7 +51,8 @@ class Batch:
     rejected: list[dict[str, Any]]
     read: int
     blank: int = 0
-    raw: dict[int, bytes] = field(default_factory=dict)  # source_line -> input text (JSONL inputs)
+    # (source_file, source_line) -> input text (JSONL inputs, dataset rows)
+    raw: dict[Where, bytes] = field(default_factory=dict)
     nbytes: int = 0  # input bytes this batch covers, for progress
     source_counts: dict[str, int] = field(default_factory=dict)  # a source adapter's counts (by name)
     # lines the compiled decoder handed to the Python one, by reason (DecodeResult.native_fallback)
@@ -62,11 +64,11 @@ class Batch:
 
 
 def _from_rejected(
-    r: Rejected, shard: Shard, raw: dict[int, bytes] | None = None, fmt: str | None = None
+    r: Rejected, shard: Shard, raw: dict[Where, bytes] | None = None, fmt: str | None = None
 ) -> dict[str, Any]:
     """A record the decoder (or a source adapter) rejected, with its original bytes when we hold them."""
     stage = "read" if r.error.startswith(_READ_ERRORS) else "decode"
-    original = raw.get(r.line) if raw is not None else None
+    original = raw.get((r.file or shard.label, r.line)) if raw is not None else None
     return rejected_row(
         r.file or shard.label, r.line, stage, r.error,
         raw=original if original is not None else r.input, input_format=fmt or shard.format,
@@ -78,7 +80,7 @@ def _decoded(
     placeholders: int = 0,
 ) -> Iterator[Batch]:
     """Decode the lines numbered from ``first`` in the shard's format (format auto: by record)."""
-    raw = dict(enumerate(lines, first))
+    raw = {(shard.label, n): line for n, line in enumerate(lines, first)}
     pre = pre or []
     if shard.format != WIRE:
         res = decode_lines(lines, shard.format, source_file=shard.label, first_line=first)
@@ -124,7 +126,7 @@ def _text(raw: bytes) -> str:
 
 
 def _batch(
-    res: DecodeResult, shard: Shard, raw: dict[int, bytes], nbytes: int, pre: list[Rejected],
+    res: DecodeResult, shard: Shard, raw: dict[Where, bytes], nbytes: int, pre: list[Rejected],
     placeholders: int, fmt: str | None = None,
 ) -> Batch:  # fmt: skip
     rejected = [_from_rejected(r, shard, raw, fmt) for r in [*pre, *res.rejected]]
@@ -161,6 +163,53 @@ def _jsonl(shard: Shard, chunk_bytes: int) -> Iterator[Batch]:
                 rest, nbytes = b"", len(data)
             yield from _decoded(shard, lines, line, nbytes)
             line += len(lines)
+
+
+def merge(parts: list[Batch], table: pa.Table | None = None) -> Batch:
+    """Several batches as one (``table``: their rows, when the caller has them already)."""
+    if table is None:
+        tables = [cast_to_canonical(b.table) for b in parts]
+        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    counts: Counter[str] = Counter()
+    fallback: Counter[str] = Counter()
+    detected: Counter[str] = Counter()
+    for b in parts:  # update keeps zero counts, unlike Counter addition
+        counts.update(b.source_counts)
+        fallback.update(b.native_fallback)
+        detected.update(b.detected)
+    return Batch(
+        table=table,
+        rejected=[r for b in parts for r in b.rejected],
+        read=sum(b.read for b in parts),
+        blank=sum(b.blank for b in parts),
+        raw={k: v for b in parts for k, v in b.raw.items()},
+        nbytes=sum(b.nbytes for b in parts),
+        source_counts=dict(counts),
+        native_fallback=dict(fallback),
+        # format auto: one format if every batch had the same (else the shard's label, ``auto``)
+        format=parts[0].format if len({b.format for b in parts}) == 1 else None,
+        detected=dict(detected),
+    )
+
+
+def _small_files(shard: Shard, chunk_bytes: int) -> Iterator[Batch]:
+    """The member files of a shard of small files, each read as itself (its own provenance), their
+    batches merged up to ``chunk_bytes`` of input (and one format each, format auto): the work
+    after decoding is paid per batch, not per file."""
+    parts: list[Batch] = []
+    size = 0
+    for member in shard.files():
+        for b in _jsonl(member, chunk_bytes):
+            if parts and b.format != parts[0].format:
+                yield merge(parts)
+                parts, size = [], 0
+            parts.append(b)
+            size += b.nbytes
+            if size >= chunk_bytes:
+                yield merge(parts)
+                parts, size = [], 0
+    if parts:
+        yield merge(parts)
 
 
 def _stream(shard: Shard, chunk_bytes: int) -> Iterator[Batch]:
@@ -363,6 +412,8 @@ def read_shard(shard: Shard, chunk_bytes: int, batch_rows: int) -> Iterator[Batc
         return _skipped(shard)
     if shard.container == PARTITION:
         return _partition(shard)
+    if shard.members:
+        return _small_files(shard, chunk_bytes)
     if shard.container == "jsonl":
         return _jsonl(shard, chunk_bytes)
     if shard.container == "stream":

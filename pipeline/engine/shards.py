@@ -15,6 +15,12 @@ arrow      rows ``[start, end)`` of a ``save_to_disk`` arrow file     row index 
 stream     the whole file (compressed, JSON array or document, stdin)  line / element
 source     the whole file                                             -
 =========  =========================================================  ============
+
+Small JSONL files share a shard: consecutive files of at most ``SMALL_FILE_BYTES``, of the same
+format and options, are one shard (``members``: each file's url, size and name) of up to
+``shard_records`` lines and ``SMALL_FILES_BYTES`` bytes, read one after the other into batches of
+``chunk_bytes`` (engine/read.py). Ten thousand one-record files are then a few shards, not ten
+thousand: the cost per file is a read and a decode call, not a shard's files and manifest entry.
 """
 
 from __future__ import annotations
@@ -30,6 +36,10 @@ from pipeline.jobs.files import is_url, open_arrow, open_input
 from pipeline.jobs.resolve import InputFile, Job
 
 SCAN_BYTES = 8 << 20
+SMALL_FILE_BYTES = 1 << 20  # a JSONL file this small may share a shard with its neighbours
+# at most this many bytes of small files in one shard (a single-file command holds a shard's
+# output in memory until it is appended)
+SMALL_FILES_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -44,6 +54,8 @@ class Shard:
     first: int  # 1-based line (jsonl) or row number of the first record
     weight: int  # input bytes, for progress
     name: str = ""  # what provenance calls the file when not its url (``<stdin>``)
+    # small JSONL files sharing this shard, in order: (url, size, name); the fields above are the first's
+    members: tuple[tuple[str, int, str], ...] = ()
 
     @property
     def label(self) -> str:
@@ -54,11 +66,23 @@ class Shard:
         d = asdict(self)
         if not self.name:
             del d["name"]  # manifests of ordinary files stay as they were
+        if not self.members:
+            del d["members"]
+        else:
+            d["members"] = [list(m) for m in self.members]
         return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Shard:
-        return cls(**d)
+        members = tuple(tuple(m) for m in d.get("members", ()))
+        return cls(**{**d, "members": members})
+
+    def files(self) -> list[Shard]:
+        """Each member file as a shard of its own (the shard itself when it has no members)."""
+        if not self.members:
+            return [self]
+        return [Shard(self.id, url, self.container, self.format, self.options, 0, size, 1, size, name)
+                for url, size, name in self.members]  # fmt: skip
 
 
 def shard_id(k: int) -> str:
@@ -130,13 +154,53 @@ def _file_ranges(f: InputFile, records: int) -> Iterator[tuple[int, int, int, in
         yield 0, -1, 1, f.size
 
 
+def _small(f: InputFile) -> bool:
+    return f.container == "jsonl" and f.size <= SMALL_FILE_BYTES
+
+
+def _lines(url: str) -> int:
+    """Records (lines, the last one without a newline included) of a small JSONL file."""
+    with open_input(url) as fh:
+        data = fh.read()
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def _groups(files: list[InputFile], records: int) -> Iterator[list[InputFile]]:
+    """The job's files in order, consecutive small ones of one format and options grouped (each
+    group within ``records`` lines and ``SMALL_FILES_BYTES``); any other file alone."""
+    group: list[InputFile] = []
+    lines = size = 0
+    for f in files:
+        n = _lines(f.url) if _small(f) else 0
+        fits = group and _small(f) and (f.format, f.options) == (group[0].format, group[0].options)
+        if group and not (fits and lines + n <= records and size + f.size <= SMALL_FILES_BYTES):
+            yield group
+            group, lines, size = [], 0, 0
+        if not _small(f):
+            yield [f]
+            continue
+        group.append(f)
+        lines, size = lines + n, size + f.size
+    if group:
+        yield group
+
+
 def plan(job: Job, records: int | None = None) -> Iterator[Shard]:
     """Every shard of the job, in order (lazily, file by file: work starts after the first file's
     scan); ``records`` per shard, the job's ``shard_records`` by default."""
     k = 0
     # a job with a grouping step (threads) plans its stage 1 here with larger shards
     # (engine/partition.py, stage1_records)
-    for f in job.files:
+    for group in _groups(job.files, records or job.shard_records):
+        if len(group) > 1:
+            f = group[0]
+            members = tuple((m.url, m.size, m.name) for m in group)
+            weight = sum(m.size for m in group)
+            yield Shard(shard_id(k), f.url, f.container, f.format, f.options, 0, f.size, 1, weight, f.name,
+                        members)  # fmt: skip
+            k += 1
+            continue
+        f = group[0]
         for a, b, first, weight in _file_ranges(f, records or job.shard_records):
             yield Shard(shard_id(k), f.url, f.container, f.format, f.options, a, b, first, weight, f.name)
             k += 1
