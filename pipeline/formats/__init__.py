@@ -14,12 +14,14 @@ import gc
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline import codec
 from pipeline.formats import _native_decode, anthropic, chat, hf, responses, sharegpt
@@ -118,6 +120,41 @@ def decode_lines(
             )
             return DecodeResult(out.table, out.rejected, out.blank_lines, out.fallback)
         return _decode_lines(lines, fmt, source_file, first_line)
+
+
+def decode_files(files: list[tuple[str, list[bytes]]], fmt: str) -> DecodeResult:
+    """Decode the lines of several files (``(name, lines)``, each numbered from 1) in one call.
+
+    The result is what decoding each file on its own and concatenating would give (the same rows,
+    ids, rejections and blank count): one decode call for many small files, instead of one per file
+    (a call costs about as much as decoding fifteen records). The lines are decoded as one file
+    without a name; then each record's ``source_file``, ``source_line`` and ``conversation_id``
+    (which hashes both) are set to its own file's.
+    """
+    lines = [line for _, ls in files for line in ls]
+    res = decode_lines(lines, fmt, source_file=None, first_line=1)
+    starts = np.cumsum([0, *(len(ls) for _, ls in files)])  # each file's first line, 0-based
+    names = [name for name, _ in files]
+
+    def where(n: int) -> tuple[str, int]:
+        k = int(np.searchsorted(starts, n - 1, side="right")) - 1
+        return names[k], n - int(starts[k])
+
+    table = res.table
+    if table.num_rows:
+        at = table.column("source_line").to_numpy()
+        k = np.searchsorted(starts, at - 1, side="right") - 1
+        local = at - starts[k]
+        file_col = pc.take(pa.array(names, pa.string()), pa.array(k))
+        # the id hashes the line and its place: per record, as the decoders do it
+        ids = [conversation_id(lines[n - 1], names[f], int(n0))
+               for n, f, n0 in zip(at.tolist(), k.tolist(), local.tolist(), strict=True)]  # fmt: skip
+        fixed = {"source_file": file_col, "source_line": pa.array(local), "conversation_id": pa.array(ids)}
+        for name, col in fixed.items():
+            i = table.schema.get_field_index(name)
+            table = table.set_column(i, table.schema.field(i), col.cast(table.schema.field(i).type))
+    rejected = [replace(r, file=where(r.line)[0], line=where(r.line)[1]) for r in res.rejected]
+    return DecodeResult(table, rejected, res.blank_lines, res.native_fallback)
 
 
 def _decode_lines(

@@ -28,11 +28,11 @@ def test_every_line_once_with_its_number(tmp_path: Path, chunk: int, tail: bytes
     path.write_bytes(data)
     start = len(lines[0]) + 1  # a range that starts at line 2, as a later shard does
     batches = list(read_shard(_shard(path, start, len(data), 2), chunk, 1000))
-    got: dict[int, bytes] = {}
+    got: dict[tuple[str | None, int], bytes] = {}
     for b in batches:
         assert not set(b.raw) & set(got), "a line read twice"
         got.update(b.raw)
-    assert got == dict(enumerate(lines[1:], 2))
+    assert got == {(str(path), n): line for n, line in enumerate(lines[1:], 2)}  # by (file, line)
     assert sum(b.nbytes for b in batches) == len(data) - start
     assert sum(b.read for b in batches) == len(lines) - 1 - 2  # two blank lines are not records
     assert sum(b.blank for b in batches) == 2
