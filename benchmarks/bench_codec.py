@@ -95,6 +95,19 @@ def main() -> None:
         [*chatlake, str(src), "--from", "responses", "--to", "parquet", "-o", str(parquet)],
         n,
     )
+    duck = measure(
+        "DuckDB read_json -> Parquet (lossy: keys unified, missing = null)",
+        [PY, str(HERE / "floor.py"), "duckdb", str(src), str(args.workdir / "duckdb.parquet")],
+        n,
+    )
+    try:
+        polars: Measured | str = measure(
+            "Polars scan_ndjson -> sink_parquet",
+            [PY, str(HERE / "floor.py"), "polars", str(src), str(args.workdir / "polars.parquet")],
+            n,
+        )
+    except SystemExit as e:  # measure() exits when the command fails: Polars could not read them
+        polars = f"| Polars scan_ndjson -> sink_parquet | failed: {e} | | | | | |"
     encode_chat = measure(
         f"chatlake encode Parquet -> Chat JSONL ({args.workers} workers)",
         [*chatlake, str(parquet), "--from", "parquet", "--to", "chat", "-o", str(out_chat)],
@@ -106,7 +119,9 @@ def main() -> None:
         n,
     )
     checked = check_exact(src, out)
-    rows = [row(floor, floor), row(ingest, floor), row(encode_chat, floor), row(encode, floor)]
+    rows = [row(floor, floor), row(ingest, floor), row(duck, floor),
+            polars if isinstance(polars, str) else row(polars, floor), row(encode_chat, floor),
+            row(encode, floor)]  # fmt: skip
     pyd = None
     if not args.skip_pydantic:
         k = min(n, args.pydantic_sample)
@@ -128,6 +143,9 @@ def main() -> None:
         *rows,
         "",
         f"Exact round trip checked on the first {checked:,} records (Responses output == input).",
+        f"chatlake ingest / DuckDB: {ingest.seconds / duck.seconds:.2f}x wall, "
+        f"{ingest.cpu_seconds / duck.cpu_seconds:.2f}x CPU, "
+        f"{ingest.peak_rss_mb / duck.peak_rss_mb:.2f}x peak memory.",
     ]
     if pyd is not None:
         lines.append(

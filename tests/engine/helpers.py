@@ -10,6 +10,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.engine.manifest import read as read_manifest
+
 
 def toml_value(v: Any) -> str:
     if isinstance(v, bool):
@@ -83,7 +85,8 @@ def relist(run_dir: Path) -> None:
     """Make manifest.json list the files as they are now (bytes, sha256): for tests that edit shard
     files on purpose and want the run to pass the integrity checks that compare them to the manifest.
     """
-    doc = orjson.loads((run_dir / "manifest.json").read_bytes())
+    doc = read_manifest(run_dir)  # with the journal of a run that did not finish
+    (run_dir / "manifest.journal").unlink(missing_ok=True)
     for s in doc["shards"]:
         for f in s["files"].values():
             p = run_dir / f["path"]

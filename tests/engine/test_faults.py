@@ -26,6 +26,7 @@ from pipeline import synth
 from pipeline.cli import cli
 from pipeline.engine import run_job
 from pipeline.engine.lock import LOCK
+from pipeline.engine.manifest import read as read_manifest
 from pipeline.jobs import load_job
 from tests.engine.helpers import file_hashes, write_job
 
@@ -52,7 +53,7 @@ def _run(job: Path, *extra: str, **kw: object) -> subprocess.Popen[bytes]:
 
 def _listed(run_dir: Path) -> int:
     try:
-        return len(orjson.loads((run_dir / "manifest.json").read_bytes())["shards"])
+        return len(read_manifest(run_dir)["shards"])
     except (FileNotFoundError, orjson.JSONDecodeError):
         return 0
 

@@ -13,6 +13,7 @@ import orjson
 import pytest
 
 from pipeline import synth
+from pipeline.engine.manifest import read as read_manifest
 from pipeline.engine.writers import FOLDERS
 from tests.engine.helpers import file_hashes, write_job
 
@@ -35,7 +36,7 @@ def _run(job: Path, **kw: object) -> subprocess.Popen[bytes]:
 
 def _listed(run_dir: Path) -> int:
     try:
-        return len(orjson.loads((run_dir / "manifest.json").read_bytes())["shards"])
+        return len(read_manifest(run_dir)["shards"])
     except (FileNotFoundError, orjson.JSONDecodeError):
         return 0
 

@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from pipeline.engine import JobFailed, local, run_job
+from pipeline.engine.manifest import read as read_manifest
 from pipeline.errors import ConfigError
 from pipeline.jobs import load_job
 from tests.cases import BAD_LINES, CASES
@@ -66,7 +67,7 @@ def test_a_failing_shard_stops_the_other_threads_and_a_rerun_resumes(
     with pytest.raises(JobFailed, match="RuntimeError: disk on fire"):
         run_job(load_job(job))
     assert all(name.startswith("chatlake-shard") for name in seen)  # ran on the pool's threads
-    listed = orjson.loads((tmp_path / "run" / "manifest.json").read_bytes())["shards"]
+    listed = read_manifest(tmp_path / "run")["shards"]
     assert len(listed) < ref["shards"]
     # no temp file left by a thread that was stopped mid-shard
     assert not [p for p in (tmp_path / "run").rglob(".*.tmp")]

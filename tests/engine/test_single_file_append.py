@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 import pipeline.cli as cli_module
 from pipeline.engine import single_file
-from pipeline.engine.manifest import MANIFEST
+from pipeline.engine.manifest import read as read_manifest
 from pipeline.engine.single_file import final_paths, staging_dir, temp_path
 from pipeline.synth import write_jsonl
 
@@ -84,7 +84,7 @@ def test_a_run_killed_mid_append_resumes_after_the_last_listed_shard(
         _run(kind, src, out, code=130)  # Ctrl-C: exit 130
     staging = staging_dir(out)
     assert not any(p.exists() for p in final_paths(out, "chat" if kind == "convert" else "parquet").values())
-    listed = orjson.loads((staging / MANIFEST).read_bytes())["shards"]
+    listed = read_manifest(staging)["shards"]
     assert [s["id"] for s in listed] == ["part-00000", "part-00001", "part-00002"]
     # the half-appended fourth shard is in the temp file, past the last listed end
     assert temp_path(staging, "output").stat().st_size > listed[-1]["files"][
@@ -107,7 +107,7 @@ def test_a_listed_shard_whose_bytes_changed_is_redone_with_the_shards_after_it(
         _interrupt_in_append(m, 5)
         _run("convert", src, out, code=130, losses="jsonl")
     staging = staging_dir(out)
-    listed = orjson.loads((staging / MANIFEST).read_bytes())["shards"]
+    listed = read_manifest(staging)["shards"]
     at = listed[1]["files"]["losses"]["end"] - 10  # a byte of the second shard's losses
     with open(temp_path(staging, "losses"), "r+b") as f:
         f.seek(at)
@@ -131,7 +131,7 @@ def test_temp_files_shorter_than_listed_are_cut_back_and_the_rest_redone(
         _interrupt_in_append(m, 4)
         _run("convert", src, out, code=130)
     staging = staging_dir(out)
-    listed = orjson.loads((staging / MANIFEST).read_bytes())["shards"]
+    listed = read_manifest(staging)["shards"]
     os.truncate(temp_path(staging, "output"), listed[2]["files"]["output"]["end"] - 1)
     report = _run("convert", src, out)
     assert report["shards_resumed"] == 2
