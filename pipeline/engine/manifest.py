@@ -28,6 +28,11 @@ VERSION = 1
 _LISTS = ("shards", "partitions")
 
 
+def dumps(doc: dict[str, Any]) -> bytes:
+    """A manifest document's bytes, as ``manifest.json`` holds them."""
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+
+
 def read(run_dir: Path) -> dict[str, Any]:
     """``manifest.json`` with the journal's entries applied (shards and partitions sorted by id).
 
@@ -158,5 +163,5 @@ class Manifest:
         }
         if self.partitions:  # only a two-stage job's manifest has the key
             doc["partitions"] = [self.partitions[k] for k in sorted(self.partitions)]
-        write_atomic(self.path, orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+        write_atomic(self.path, dumps(doc))
         (self.path.parent / JOURNAL).unlink(missing_ok=True)

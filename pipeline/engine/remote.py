@@ -34,6 +34,8 @@ from pipeline.jobs.resolve import Job
 from . import rundir
 from .lock import LOCK
 from .manifest import MANIFEST
+from .manifest import dumps as manifest_bytes
+from .manifest import read as read_manifest
 from .rundir import SUMMARY
 
 SYNC_INTERVAL_S = 0.25  # how often the mirror looks for newly finished shards
@@ -178,8 +180,8 @@ class Mirror:
     def sync(self) -> None:
         """Upload the files the local manifest lists that the store lacks, then the manifest."""
         with self.lock:
-            try:
-                data = (self.local / MANIFEST).read_bytes()
+            try:  # with the shards its journal lists: the store gets the whole document
+                data = manifest_bytes(read_manifest(self.local))
             except FileNotFoundError:
                 return
             if data == self.manifest_sent:
