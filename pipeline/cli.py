@@ -10,6 +10,7 @@ traceback: an ``OSError`` (read-only output, full disk, ...) becomes one line (:
 from __future__ import annotations
 
 import errno
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -76,6 +77,11 @@ class _Commands(click.Group):
             raise _Failed(describe(e), exit_code(e)) from None
         except StorageError as e:  # a URL that cannot be used, found while working
             raise _Failed(str(e), 2) from None
+        except RuntimeError as e:  # pathlib's resolve() on a loop of links: a path to fix, not a bug
+            if not str(e).startswith("Symlink loop from "):
+                raise
+            where = str(e).removeprefix("Symlink loop from ")
+            raise _Failed(f"{where}: a loop of symbolic links", 2) from None
 
 
 def _usage_error(e: ConfigError) -> click.ClickException:
@@ -296,6 +302,10 @@ def convert(
                 f"converting {source} to {target} is not supported yet; convert to parquet, or to {source}"
             )
     names = [str(p) for p in inputs]
+    try:
+        _check_inputs(names)
+    except ConfigError as e:
+        raise _usage_error(e) from None
     if run_dir is not None:
         from pipeline.jobs import convert_job
 
@@ -326,10 +336,47 @@ def convert(
         raise click.ClickException(verdict)
 
 
+def _check_inputs(inputs: list[str]) -> None:
+    """An input that is a loop of symbolic links or cannot be read: one line, exit 2, before any
+    work (a glob, a URL or ``-`` is checked where it is expanded)."""
+    from pipeline.oserrors import describe
+
+    for name in inputs:
+        if name == "-" or "://" in name:
+            continue
+        try:
+            os.stat(name)
+        except FileNotFoundError:
+            continue  # a glob pattern, or a missing file the job reports in its own words
+        except OSError as e:
+            raise ConfigError(f"input {name!r}: {describe(e)}") from None
+
+
+def _check_outputs(outputs: dict[str, Path | None], inputs: list[str]) -> None:
+    """Every file an option names for writing (``--output``, ``--report``, ``--html``): not an
+    input, not another of them, not a link, a loop or in a place that cannot be written
+    (ConfigError, before any work; :func:`pipeline.engine.atomic.check_writable`)."""
+    from pipeline.engine.atomic import check_writable
+
+    seen: dict[str, str] = {}
+    for what, path in outputs.items():
+        if path is None:
+            continue
+        check_writable(path, what)
+        r = os.path.realpath(path)
+        if r in seen:
+            raise ConfigError(f"{what} {str(path)!r} is the same path as {seen[r]}; choose another path")
+        seen[r] = what
+        for name in inputs:
+            if name != "-" and "://" not in name and os.path.realpath(name) == r:
+                raise ConfigError(f"{what} {str(path)!r} would overwrite the input {name!r}; choose another")
+
+
 def _check_report(report: Path | None, inputs: list[str], run_dir: Path | str) -> None:
     """--report may not overwrite an input or a file of the run directory (ConfigError)."""
     if report is None:
         return
+    _check_outputs({"--report": report}, inputs)
     r = report.resolve()
     if r in {Path(i).resolve() for i in inputs}:
         raise ConfigError(f"--report {str(report)!r} would overwrite an input; choose another path")
@@ -340,9 +387,12 @@ def _check_report(report: Path | None, inputs: list[str], run_dir: Path | str) -
 
 
 def _write_report(report: Path | None, summary: dict[str, object]) -> None:
+    """``--report``: the summary, written atomically (a full disk leaves the old file or none)."""
     if report is not None:
+        from pipeline.engine.atomic import write_atomic
+
         report.parent.mkdir(parents=True, exist_ok=True)
-        report.write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
+        write_atomic(report, orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n", user=True)
 
 
 def _single_file(
@@ -374,6 +424,8 @@ def _single_file(
             if any(i == url or i.startswith(url + ".") for i in inputs):  # FILE or a side file
                 raise ConfigError(f"--output {url!r} would overwrite an input; choose another URL")
             output = local_output(url)
+        _check_inputs(inputs)
+        _check_outputs({"--output": output, "--report": report}, inputs)
         check_paths(output, target, inputs, report, losses_format=losses_format)
         job = convert_job(
             inputs, source, target, str(staging_dir(output)), on_loss=policy.on_loss,
@@ -796,6 +848,10 @@ def audit(
     given = _params(params)
     run = _run_path(run_arg, catalog)
     try:
+        if html_out is not None:  # a link, a loop, a read-only place: before any query runs
+            _check_outputs({"--html": html_out}, [])
+            if run.resolve() in html_out.resolve().parents:
+                raise ConfigError(f"--html {str(html_out)!r} is inside the run directory; choose another")
         queries = load_queries(list(names))
         for q in queries:  # a parameter no selected query declares is a typo
             q.bind({k: v for k, v in given.items() if k in q.params})
@@ -823,7 +879,9 @@ def audit(
 
         with _reading(run):
             html = build_report(con, title=f"chatlake audit: {run.name}")
-        html_out.write_text(html)
+        from pipeline.engine.atomic import write_atomic
+
+        write_atomic(html_out, html.encode(), user=True)  # a full disk leaves the old report whole
         click.echo(f"wrote {html_out}", err=True)
 
 
@@ -939,6 +997,10 @@ def export_hf(
         again = "run the same command again"
         raise _Failed(f"interrupted: nothing was kept in {out_dir}; {again}", 130) from None
     r = report.to_json()
+    if report.left:
+        more = f" and {len(report.left) - 3} more" if len(report.left) > 3 else ""
+        click.echo(f"--overwrite left alone what the old report listed outside {out_dir} or not as "
+                   f"written: {', '.join(report.left[:3])}{more}", err=True)  # fmt: skip
     if url is not None:
         _upload_export(out_dir, url)
     click.echo(f"exported {r['exported']} rows {r['splits']} to {url or out_dir}; excluded {r['excluded']}")

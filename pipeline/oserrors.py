@@ -17,6 +17,7 @@ _MESSAGES: dict[int, tuple[str, int]] = {
     errno.ENOENT: ("no such file or directory", 2),
     errno.ENOTDIR: ("not a directory", 2),
     errno.EISDIR: ("is a directory", 2),
+    errno.ELOOP: ("a loop of symbolic links (or a link where none may be)", 2),
     errno.ENOSPC: ("no space left on the device", 1),
     errno.EDQUOT: ("disk quota exceeded", 1),
     errno.EFBIG: ("file too large (the file size limit was reached)", 1),

@@ -215,3 +215,59 @@ def test_quickstart_writes_the_sample_job_and_data(tmp_path: Path) -> None:
     r = runner.invoke(cli, ["quickstart", str(tmp_path / "demo")])
     assert r.exit_code == 2 and "sample.toml exists with other contents" in r.output
     assert (tmp_path / "demo" / "jobs" / "sample.toml").read_text() == "name = 'mine'\n"
+
+
+LINE = '{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}\n'
+
+
+@pytest.mark.parametrize("where", ["input", "-o", "-o inside", "--report", "--run-dir"])
+def test_a_loop_of_links_in_any_path_is_one_line_and_exit_2(tmp_path: Path, where: str) -> None:
+    (tmp_path / "in.jsonl").write_text(LINE)
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    args = {
+        "input": [str(loop), "-o", str(tmp_path / "out.jsonl")],
+        "-o": [str(tmp_path / "in.jsonl"), "-o", str(loop)],
+        "-o inside": [str(tmp_path / "in.jsonl"), "-o", str(loop / "out.jsonl")],
+        "--report": [str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"), "--report", str(loop)],
+        "--run-dir": [str(tmp_path / "in.jsonl"), "--run-dir", str(loop)],
+    }[where]
+    res = CliRunner().invoke(cli, ["convert", *args, "--from", "chat", "--to", "chat", "-q"])
+    assert res.exit_code == 2, (res.exit_code, res.output, res.exception)
+    assert "Traceback" not in res.output and not isinstance(res.exception, RuntimeError)
+    err = [line for line in res.stderr.splitlines() if line.startswith("Error: ")]
+    assert len(err) == 1 and ("loop of symbolic links" in err[0] or "symbolic link" in err[0]), res.stderr
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_report_and_output_may_not_collide_with_an_input_or_each_other(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text(LINE)
+    out = tmp_path / "out.jsonl"
+    for extra, said in ((["--report", str(src)], "would overwrite the input"),
+                        (["--report", str(out)], "is the same path as --output")):  # fmt: skip
+        res = CliRunner().invoke(cli, ["convert", str(src), "--from", "chat", "--to", "chat", "-o", str(out),
+                                       *extra])  # fmt: skip
+        assert res.exit_code == 2 and said in res.stderr, res.output
+        assert src.read_text() == LINE and not out.exists()
+
+
+def test_report_written_atomically_never_through_a_link(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text(LINE)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    report = tmp_path / "r.json"
+    report.symlink_to(victim)
+    res = CliRunner().invoke(cli, ["convert", str(src), "--from", "chat", "--to", "chat", "-o",
+                                   str(tmp_path / "out.jsonl"), "--report", str(report)])  # fmt: skip
+    assert res.exit_code == 2 and "symbolic link" in res.stderr, res.output
+    assert victim.read_text() == "precious" and not (tmp_path / "out.jsonl").exists()
+    report.unlink()
+    res = CliRunner().invoke(cli, ["convert", str(src), "--from", "chat", "--to", "chat", "-o",
+                                   str(tmp_path / "out.jsonl"), "--report", str(report), "-q"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert orjson.loads(report.read_bytes())["written"] == 1
+    names = ["in.jsonl", "victim.txt", "r.json", "out.jsonl", "out.jsonl.rejected.jsonl",
+             "out.jsonl.losses.parquet"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)  # no temp file left

@@ -32,6 +32,7 @@ from pipeline.errors import ConfigError
 from pipeline.jobs.resolve import Job
 
 from . import rundir
+from .atomic import write_atomic
 from .lock import LOCK
 from .manifest import MANIFEST
 from .manifest import dumps as manifest_bytes
@@ -175,7 +176,7 @@ class Mirror:
         self.uploaded = _listed_files(doc)
         if data is not None:
             self.manifest_sent = data
-            (self.local / MANIFEST).write_bytes(data)
+            write_atomic(self.local / MANIFEST, data)  # never through a link planted in the working copy
 
     def sync(self) -> None:
         """Upload the files the local manifest lists that the store lacks, then the manifest."""

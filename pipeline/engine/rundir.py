@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from pipeline.errors import ConfigError
+from pipeline.oserrors import describe
 
 from .atomic import UnsafePath
 from .dropped import DROPPED
@@ -98,6 +99,12 @@ def check_run_dir(run_dir: Path, fresh: bool = False) -> None:
     but the lock, a manifest temp file or empty layout folders is someone else's: a run would write
     (``--fresh``: delete) files under names that may be theirs, e.g. ``output/part-00000.jsonl``.
     """
+    try:
+        os.stat(run_dir)
+    except FileNotFoundError:
+        pass
+    except OSError as e:  # a loop of links, a path through a file: one line, before any work
+        raise ConfigError(f"run directory {str(run_dir)!r}: {describe(e)}") from None
     check_links(run_dir)
     if not run_dir.exists():
         return

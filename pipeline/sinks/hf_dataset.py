@@ -30,10 +30,12 @@ with its reason in ``export_report.json`` and the card: nothing is dropped silen
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import duckdb
@@ -44,6 +46,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from pipeline.encoders import convert_table
+from pipeline.engine.atomic import NewFile, write_atomic
 from pipeline.errors import ConfigError
 from pipeline.formats.hf import REASONING_KEYS
 
@@ -191,6 +194,8 @@ class ExportReport:
     excluded: Counter[str] = field(default_factory=Counter)
     files: list[str] = field(default_factory=list)
     sha256: dict[str, str] = field(default_factory=dict)  # every file written but the report itself
+    bytes: dict[str, int] = field(default_factory=dict)  # their sizes (what --overwrite checks first)
+    left: list[str] = field(default_factory=list)  # listed files of an earlier export --overwrite kept
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -200,6 +205,7 @@ class ExportReport:
             "excluded_by_reason": dict(self.excluded.most_common()),
             "files": self.files,
             "sha256": self.sha256,
+            "bytes": self.bytes,
         }
 
 
@@ -213,18 +219,47 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _report_files(out_dir: Path) -> dict[str, dict[str, Any]] | None:
+    """The files ``export_report.json`` lists (name -> ``{sha256, bytes}``), None without a usable
+    report. Sizes are listed since 0.2; an older report lists only hashes (its sizes are not checked)."""
+    try:
+        doc = json.loads((out_dir / REPORT).read_text())
+        hashes, sizes = doc["sha256"], doc.get("bytes", {})
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(hashes, dict) or not isinstance(sizes, dict):
+        return None
+    return {str(k): {"sha256": v, "bytes": sizes.get(k)} for k, v in hashes.items()}
+
+
+def _inside(out_dir: Path, name: str) -> Path | None:
+    """``out_dir / name`` if ``name`` is a plain relative path (no ``..``, not absolute) whose
+    every component is a real folder or, last, a regular file (no link); else None."""
+    rel = PurePosixPath(name)
+    if rel.is_absolute() or not rel.parts or ".." in rel.parts or "\\" in name:
+        return None
+    path = out_dir
+    for k, part in enumerate(rel.parts):
+        path = path / part
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            return None
+        last = k == len(rel.parts) - 1
+        if not (stat.S_ISREG(mode) if last else stat.S_ISDIR(mode)):
+            return None
+    return path
+
+
 def not_our_export(out_dir: Path) -> str | None:
     """Why ``out_dir`` is not an export chatlake wrote and nobody changed since (None when it is).
 
     Only such a directory may be replaced (``--overwrite``): every file in it is ``export_report.json``
-    or listed in its ``sha256`` with that hash, so a hand-edited card (a license set) or a file of
+    or listed in it with that size and sha256, so a hand-edited card (a license set) or a file of
     the user's is never deleted.
     """
-    try:
-        listed = json.loads((out_dir / REPORT).read_text())["sha256"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return f"no {REPORT} with the sha256 of its files"
-    if not isinstance(listed, dict):
+    listed = _report_files(out_dir)
+    if listed is None:
         return f"no {REPORT} with the sha256 of its files"
     for p in sorted(out_dir.rglob("*")):
         name = p.relative_to(out_dir).as_posix()
@@ -232,25 +267,36 @@ def not_our_export(out_dir: Path) -> str | None:
             continue
         if name == REPORT:
             continue
-        if p.is_symlink() or not p.is_file() or name not in listed:
+        if p.is_symlink() or not p.is_file() or name not in listed or _inside(out_dir, name) is None:
             return f"{name} was not written by export-hf"
-        if _sha256(p) != listed[name]:
+        size = listed[name]["bytes"]
+        if (size is not None and p.stat().st_size != size) or _sha256(p) != listed[name]["sha256"]:
             return f"{name} was changed after the export"
     return None
 
 
-def _clear(out_dir: Path) -> None:
-    """Delete an earlier export (checked by :func:`not_our_export` just before)."""
+def _clear(out_dir: Path) -> list[str]:
+    """Delete an earlier export (checked by :func:`not_our_export` just before): only the files
+    its report lists that are inside ``out_dir`` (no ``..``, no absolute path, no link) with their
+    size and sha256 unchanged. Returns the listed names it left alone."""
     if not out_dir.exists() or not any(out_dir.iterdir()):
-        return
+        return []
     if (why := not_our_export(out_dir)) is not None:  # checked again: never delete what we did not write
         raise ConfigError(f"output directory {str(out_dir)!r}: {why}; choose a new directory")
-    listed = json.loads((out_dir / REPORT).read_text())["sha256"]
-    for name in listed:
-        (out_dir / name).unlink(missing_ok=True)
+    listed = _report_files(out_dir) or {}
+    left = []
+    for name, f in listed.items():
+        path = _inside(out_dir, name)
+        size = f["bytes"]
+        if path is None or (size is not None and path.stat().st_size != size) or _sha256(path) != f["sha256"]:
+            left.append(name)
+            continue
+        path.unlink()
     (out_dir / REPORT).unlink()
-    if (out_dir / "data").is_dir() and not any((out_dir / "data").iterdir()):
-        (out_dir / "data").rmdir()
+    data = out_dir / "data"
+    if data.is_dir() and not data.is_symlink() and not any(data.iterdir()):
+        data.rmdir()
+    return left
 
 
 def _unknown_keys(messages: list[dict[str, Any]]) -> str | None:
@@ -354,12 +400,13 @@ def export(cfg: ExportConfig) -> ExportReport:
     """Write the dataset; returns the counts (also written to ``export_report.json``)."""
     cfg.validate()
     splits = _split_values(cfg)
-    if cfg.overwrite:
-        _clear(cfg.out_dir)
+    left = _clear(cfg.out_dir) if cfg.overwrite else []
     made = [d for d in (cfg.out_dir, cfg.out_dir / "data") if not d.exists()]
     written: list[Path] = []
     try:
-        return _write(cfg, splits, written)
+        report = _write(cfg, splits, written)
+        report.left = left
+        return report
     except BaseException:  # Ctrl-C, a full disk: no half export that --overwrite would then refuse
         for path in written:
             path.unlink(missing_ok=True)
@@ -456,14 +503,16 @@ def _write(cfg: ExportConfig, splits: list[str], written: list[Path]) -> ExportR
                     tmp.rename(final)
                     report.files.append(str(final.relative_to(cfg.out_dir)))
                     report.sha256[final.relative_to(cfg.out_dir).as_posix()] = _sha256(final)
+                    report.bytes[final.relative_to(cfg.out_dir).as_posix()] = final.stat().st_size
                 report.splits[split] = n
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
     written += [cfg.out_dir / CARD, cfg.out_dir / REPORT]
-    (cfg.out_dir / CARD).write_text(dataset_card(cfg, feats, report))
+    write_atomic(cfg.out_dir / CARD, dataset_card(cfg, feats, report).encode(), user=True)
     report.sha256[CARD] = _sha256(cfg.out_dir / CARD)
-    (cfg.out_dir / REPORT).write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    report.bytes[CARD] = (cfg.out_dir / CARD).stat().st_size
+    write_atomic(cfg.out_dir / REPORT, (json.dumps(report.to_json(), indent=2) + "\n").encode(), user=True)
     return report
 
 
@@ -475,6 +524,7 @@ class _Shard:
     ) -> None:
         self.data, self.split, self.schema, self.parts, self.written = data, split, schema, parts, written
         self.writer: pq.ParquetWriter | None = None
+        self.new: NewFile | None = None
         self.rows = 0
 
     def write(self, table: pa.Table, force: bool = False) -> None:
@@ -484,14 +534,17 @@ class _Shard:
             path = self.data / f"{self.split}-{len(self.parts):05d}.tmp.parquet"
             self.written.append(path)
             self.parts.append(path)
-            self.writer = pq.ParquetWriter(path, self.schema, compression="zstd")
+            self.new = NewFile(path)  # created here: never written through a link planted at the name
+            self.writer = pq.ParquetWriter(self.new.where, self.schema, compression="zstd")
         self.writer.write_table(table)
         self.rows += table.num_rows
 
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
-        self.writer, self.rows = None, 0
+        if self.new is not None:
+            self.new.close()
+        self.writer, self.new, self.rows = None, None, 0
 
 
 def _loss_summary(run: Path) -> str:

@@ -343,3 +343,35 @@ def test_a_full_disk_is_one_line_and_exit_1_for_every_write_command(
         err = res.stderr.strip().splitlines()
         assert res.exit_code == 1 and len(err) == 1, (what, res.exit_code, res.stderr)
         assert err[0].startswith("Error: ") and "file too large" in err[0], (what, err)
+
+
+def test_report_to_a_read_only_place_fails_before_any_output(
+    reference: tuple[Path, dict[str, str]], read_only: Path, tmp_path: Path
+) -> None:
+    src, _ = reference
+    out = tmp_path / "out.jsonl"
+    for mode in (["-o", str(out)], ["--run-dir", str(tmp_path / "conv")]):
+        res = CliRunner().invoke(cli, ["convert", str(src), "--from", "responses", "--to", "chat", *mode,
+                                       "--report", str(read_only / "sub" / "r.json")])  # fmt: skip
+        err = res.stderr.strip().splitlines()
+        assert res.exit_code == 2 and len(err) == 1, (mode, res.output)
+        assert "--report" in err[0] and "read-only file system" in err[0], err
+        assert not out.exists() and not (tmp_path / "out.jsonl.partial").exists()
+        assert not (tmp_path / "conv").exists()
+
+
+def test_a_full_disk_leaves_an_earlier_html_report_whole(
+    reference: tuple[Path, dict[str, str]], tmp_path: Path, file_size_limit: Callable[[int], None]
+) -> None:
+    src, _ = reference
+    html = tmp_path / "r.html"
+    html.write_text("<html>the report of yesterday</html>")
+    file_size_limit(4096)
+    try:
+        args = ["audit", str(src.parent / "ref"), "-Q", "phase_coverage", "--html", str(html)]
+        res = CliRunner().invoke(cli, args)
+    finally:
+        file_size_limit(resource.RLIM_INFINITY)
+    assert res.exit_code == 1 and "file too large" in res.stderr, res.output
+    assert html.read_text() == "<html>the report of yesterday</html>"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html"]  # no temp file left

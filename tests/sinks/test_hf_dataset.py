@@ -426,3 +426,28 @@ def test_batches_on_worker_processes_give_the_same_dataset(fixture_run: FixtureR
         tables.append(pa.concat_tables([pq.read_table(f) for f in files]))
         report = json.loads((out / "export_report.json").read_text())
     assert tables[0].equals(tables[1]) and tables[0].num_rows == report["exported"]
+
+
+def test_overwrite_deletes_nothing_a_planted_report_points_outside_with(
+    fixture_run: FixtureRun, tmp_path: Path
+) -> None:
+    """A downloaded export can carry an ``export_report.json`` listing ``../victim.txt`` or an
+    absolute path: --overwrite deletes only listed files inside OUT_DIR whose size and sha256 match."""
+    import hashlib
+
+    run, out = str(fixture_run.path), tmp_path / "out"
+    assert CliRunner().invoke(cli, ["export-hf", run, str(out)]).exit_code == 0
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    sha = hashlib.sha256(victim.read_bytes()).hexdigest()
+    report = json.loads((out / "export_report.json").read_text())
+    report["sha256"] |= {"../victim.txt": sha, str(victim): sha}
+    (out / "export_report.json").write_text(json.dumps(report))
+    res = CliRunner().invoke(cli, ["export-hf", run, str(out), "--overwrite"])
+    assert res.exit_code == 0, res.output
+    assert victim.read_text() == "precious"
+    assert "left alone" in res.stderr and "../victim.txt" in res.stderr, res.stderr
+    assert sorted(json.loads((out / "export_report.json").read_text())["sha256"]) == [
+        "README.md", "data/train-00000-of-00001.parquet"
+    ]
+
