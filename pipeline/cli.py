@@ -87,16 +87,18 @@ class _Commands(click.Group):
 def _usage_error(e: ConfigError) -> click.ClickException:
     """A ConfigError of a command line: a usage error, or one line for a URL that cannot be used
     (a missing driver, an unreachable store: nothing about the command's usage to show)."""
+    from pipeline.engine.atomic import PathError
     from pipeline.storage import StorageError
 
-    return _BadConfig(str(e)) if isinstance(e, StorageError) else click.UsageError(str(e))
+    return _BadConfig(str(e)) if isinstance(e, StorageError | PathError) else click.UsageError(str(e))
 
 
 def _bad_usage(e: ConfigError) -> click.ClickException:
     """A ConfigError of a command that reads a run: a usage error, or one line for a damaged run."""
     from pipeline.audit.views import RunDamaged
+    from pipeline.engine.atomic import PathError
 
-    return _Failed(str(e), 2) if isinstance(e, RunDamaged) else click.UsageError(str(e))
+    return _Failed(str(e), 2) if isinstance(e, RunDamaged | PathError) else click.UsageError(str(e))
 
 
 def _check_hashes(run: Path, folders: tuple[str, ...]) -> None:
@@ -339,6 +341,7 @@ def convert(
 def _check_inputs(inputs: list[str]) -> None:
     """An input that is a loop of symbolic links or cannot be read: one line, exit 2, before any
     work (a glob, a URL or ``-`` is checked where it is expanded)."""
+    from pipeline.engine.atomic import PathError
     from pipeline.oserrors import describe
 
     for name in inputs:
@@ -349,7 +352,7 @@ def _check_inputs(inputs: list[str]) -> None:
         except FileNotFoundError:
             continue  # a glob pattern, or a missing file the job reports in its own words
         except OSError as e:
-            raise ConfigError(f"input {name!r}: {describe(e)}") from None
+            raise PathError(f"input {describe(e)}") from None
 
 
 def _check_outputs(outputs: dict[str, Path | None], inputs: list[str]) -> None:

@@ -33,7 +33,11 @@ from pipeline.oserrors import describe
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-class UnsafePath(ConfigError):
+class PathError(ConfigError):
+    """A path that cannot be used as given (a loop of links, a read-only place): one line, exit 2."""
+
+
+class UnsafePath(PathError):
     """A path chatlake would write through is a symbolic link or not a regular file (exit code 2)."""
 
 
@@ -194,8 +198,9 @@ def check_writable(path: Path, what: str) -> None:
         probe = NewFile(parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp", stale=False)
         probe.discard()
     except RuntimeError as e:  # pathlib's "Symlink loop from ..."
-        raise ConfigError(f"{what} {str(path)!r}: {e}") from None
+        raise PathError(f"{what} {str(path)!r}: {e}") from None
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise ConfigError(f"{what} {str(path)!r}: a loop of symbolic links; fix the path") from None
-        raise ConfigError(f"{what} {str(path)!r} cannot be written: {describe(e)}") from None
+            raise PathError(f"{what} {str(path)!r}: a loop of symbolic links; fix the path") from None
+        where = OSError(e.errno, e.strerror, str(path.parent))  # the folder, not the probe's name
+        raise PathError(f"{what} {str(path)!r} cannot be written: {describe(where)}") from None

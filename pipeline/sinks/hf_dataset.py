@@ -46,9 +46,10 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from pipeline.encoders import convert_table
-from pipeline.engine.atomic import NewFile, write_atomic
+from pipeline.engine.atomic import NewFile, PathError, write_atomic
 from pipeline.errors import ConfigError
 from pipeline.formats.hf import REASONING_KEYS
+from pipeline.oserrors import describe
 
 STYLES = ("trl", "openai")
 SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")  # what the Hub accepts as a split name
@@ -157,6 +158,12 @@ class ExportConfig:
         """Fail before any work, saying what to fix."""
         if self.style not in STYLES:
             raise ConfigError(f"--style {self.style!r}: use one of {', '.join(STYLES)}")
+        try:  # a loop of links: one line before any work
+            os.stat(self.out_dir)
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            raise PathError(f"output directory {describe(e)}") from None
         if not (self.run / "conversations").is_dir() or not any(
             (self.run / "conversations").glob("*.parquet")
         ):
