@@ -954,3 +954,61 @@ RULE_BREAKERS: list[tuple[str, str, dict[str, Any]]] = [
         },
     ),
 ]
+
+
+# Records a conversion once changed with no loss reported (both codecs): a key that belongs to
+# another Responses item type, an OpenAI part's cache_control and a Chat tool message's "output"
+# on the way to Anthropic, an Anthropic tool_choice string on the way to Responses. Each is kept
+# (Responses -> Responses verbatim) and reported where a target cannot carry it:
+# (name, format, record, the paths reported on the way to each other format).
+_STRAY_CALL = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+_STRAY_OUT = {"type": "function_call_output", "call_id": "c", "output": "x"}
+_STRAY_CUSTOM = {"type": "custom_tool_call", "call_id": "c", "name": "f", "input": "i"}
+_STRAY_CUSTOM_OUT = {"type": "custom_tool_call_output", "call_id": "c", "output": "o"}
+_STRAY_USER = {"role": "user", "content": "x"}
+_CACHE = {"type": "ephemeral"}
+_CHAT_CALL = {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}  # fmt: skip
+STRAY_KEYS: list[tuple[str, str, dict, dict[str, str]]] = [
+    ("input on a function call", "responses", {"input": [_STRAY_USER, {**_STRAY_CALL, "input": "q"}, _STRAY_OUT]},
+     {"chat": "/input/1/input", "anthropic": "/input/1/input"}),
+    ("role on a function call", "responses", {"input": [_STRAY_USER, {**_STRAY_CALL, "role": "user"}, _STRAY_OUT]},
+     {"chat": "/input/1/role", "anthropic": "/input/1/role"}),
+    ("input on a call output", "responses", {"input": [_STRAY_USER, _STRAY_CALL, {**_STRAY_OUT, "input": "q"}]},
+     {"chat": "/input/2/input", "anthropic": "/input/2/input"}),
+    ("role on a call output", "responses", {"input": [_STRAY_USER, _STRAY_CALL, {**_STRAY_OUT, "role": "user"}]},
+     {"chat": "/input/2/role", "anthropic": "/input/2/role"}),
+    ("arguments on a custom tool call", "responses",
+     {"input": [_STRAY_USER, {**_STRAY_CUSTOM, "arguments": "{}"}, _STRAY_CUSTOM_OUT]},
+     {"chat": "/input/1/arguments", "anthropic": "/input/1"}),
+    ("role on a custom tool output", "responses",
+     {"input": [_STRAY_USER, _STRAY_CUSTOM, {**_STRAY_CUSTOM_OUT, "role": "assistant"}]},
+     {"chat": "/input/2/role", "anthropic": "/input/2"}),
+    ("call_id on a message", "responses", {"input": [{**_STRAY_USER, "call_id": "c"}]},
+     {"chat": "/input/0/call_id", "anthropic": "/input/0/call_id"}),
+    ("call_id on an assistant message", "responses",
+     {"input": [_STRAY_USER, {"type": "message", "role": "assistant", "content": "a", "call_id": "c"}]},
+     {"chat": "/input/1/call_id", "anthropic": "/input/1/call_id"}),
+    ("encrypted_content on a message", "responses", {"input": [{**_STRAY_USER, "encrypted_content": "e"}]},
+     {"chat": "/input/0/encrypted_content", "anthropic": "/input/0/encrypted_content"}),
+    ("arguments on a message", "responses", {"input": [{**_STRAY_USER, "arguments": "{}"}]},
+     {"chat": "/input/0/arguments", "anthropic": "/input/0/arguments"}),
+    ("cache_control on a Chat text part", "chat",
+     {"messages": [{"role": "user", "content": [{"type": "text", "text": "x", "cache_control": _CACHE}]}]},
+     {"responses": "/messages/0/content/0/cache_control", "anthropic": "/messages/0/content/0/cache_control"}),
+    ("cache_control on a Chat system part", "chat",
+     {"messages": [{"role": "system", "content": [{"type": "text", "text": "s", "cache_control": _CACHE}]},
+                   _STRAY_USER]},
+     {"responses": "/messages/0/content/0/cache_control", "anthropic": "/messages/0/content/0/cache_control"}),
+    ("cache_control on a Chat image part", "chat",
+     {"messages": [{"role": "user", "content": [
+         {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}, "cache_control": _CACHE}]}]},
+     {"responses": "/messages/0/content/0/cache_control", "anthropic": "/messages/0/content/0/cache_control"}),
+    ("cache_control on a Responses text part", "responses",
+     {"input": [{"role": "user", "content": [{"type": "input_text", "text": "x", "cache_control": _CACHE}]}]},
+     {"chat": "/input/0/content/0/cache_control", "anthropic": "/input/0/content/0/cache_control"}),
+    ("output on a Chat tool message", "chat",
+     {"messages": [_STRAY_USER, _CHAT_CALL, {"role": "tool", "tool_call_id": "c", "content": "r", "output": "o"}]},
+     {"responses": "/messages/2/output", "anthropic": "/messages/2/output"}),
+    ("Anthropic tool_choice as a string", "anthropic", {"messages": [_STRAY_USER], "tool_choice": "auto"},
+     {"responses": "/tool_choice", "chat": "/tool_choice"}),
+]  # fmt: skip

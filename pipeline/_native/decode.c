@@ -458,6 +458,24 @@ static void push_opt(Ctx *c, int col, yyjson_val *v) {
 enum { SLOT_NATIVE, SLOT_ID, SLOT_CALL_ID, SLOT_ROLE, SLOT_NAME, SLOT_NAMESPACE, SLOT_ARGUMENTS,
        SLOT_INPUT, SLOT_STATUS, SLOT_PHASE, SLOT_ENC };
 
+/* responses.FOREIGN_KEYS: the slot keys a modelled item type does not have, as a bit mask of slots;
+ * such a key belongs to another item type and is kept in extra_json like any unknown key. */
+#define SB(x) (1u << (x))
+static unsigned foreign_slots(const char *kind, size_t n) {
+    if (str_is(kind, n, "message"))
+        return SB(SLOT_CALL_ID) | SB(SLOT_NAME) | SB(SLOT_NAMESPACE) | SB(SLOT_ARGUMENTS) | SB(SLOT_INPUT) |
+               SB(SLOT_ENC);
+    if (str_is(kind, n, "function_call")) return SB(SLOT_ROLE) | SB(SLOT_INPUT) | SB(SLOT_PHASE) | SB(SLOT_ENC);
+    if (str_is(kind, n, "function_call_output") || str_is(kind, n, "custom_tool_call_output"))
+        return SB(SLOT_ROLE) | SB(SLOT_ARGUMENTS) | SB(SLOT_INPUT) | SB(SLOT_PHASE) | SB(SLOT_ENC);
+    if (str_is(kind, n, "custom_tool_call")) return SB(SLOT_ROLE) | SB(SLOT_ARGUMENTS) | SB(SLOT_PHASE) | SB(SLOT_ENC);
+    if (str_is(kind, n, "reasoning"))
+        return SB(SLOT_CALL_ID) | SB(SLOT_ROLE) | SB(SLOT_NAME) | SB(SLOT_NAMESPACE) | SB(SLOT_ARGUMENTS) |
+               SB(SLOT_INPUT) | SB(SLOT_PHASE);
+    return 0;
+}
+#undef SB
+
 /* Which keys of `wrapper_from` form an item's wrapper_json: a Chat choice's keys but "message"
  * (always an object, "{}" too), an Anthropic message's keys but "role" and "content" (null when
  * there are none). */
@@ -564,9 +582,12 @@ static int decode_item(Ctx *c, yyjson_val *item, const char *section, int32_t in
     StrCol *extra = &c->s[S_IEXTRA];
     size_t idx, max;
     yyjson_val *k, *v;
+    unsigned foreign = foreign_slots(kind, kind_len);
     yyjson_obj_foreach(item, idx, max, k, v) {
         int slot = slot_of(k);
-        if (slot >= 0) {
+        if (slot >= 0 && (foreign >> slot) & 1u) {
+            keep(st, extra, &open, k, v);
+        } else if (slot >= 0) {
             if (yyjson_is_str(v)) {
                 slots[slot] = v;
             } else if (yyjson_is_null(v)) {

@@ -591,7 +591,18 @@ static int content_blocks(Enc *e, int64_t i, const char *where, int64_t s) {
         const char *t = col_str(&e->btype, j, &tl);
         int made = 0, text = 0;
         int text_type = !t || str_eq(t, tl, "input_text") || str_eq(t, tl, "output_text") || str_eq(t, tl, "text");
-        if (text_type || (str_eq(t, tl, "refusal") && str_eq(where, strlen(where), "assistant"))) {
+        int text_part = text_type || (str_eq(t, tl, "refusal") && str_eq(where, strlen(where), "assistant"));
+        int media = media_ok && (str_eq(t, tl, "input_image") || str_eq(t, tl, "image_url"));
+        if ((text_part || media) && col_valid(&e->bcache, j)) {
+            /* to_anthropic._part: an OpenAI part's cache_control is not sent (a document block
+               reports every key it does not carry itself) */
+            Buf *p = &e->p3;
+            p->len = 0;
+            put(&e->st, p, path->p, path->len);
+            puts_(&e->st, p, "/cache_control");
+            at_lose_p(e, p, "cache_control", "'cache_control' is not carried to Anthropic");
+        }
+        if (text_part) {
             if (text_block(e, j, path, where, &made)) return FALLBACK;
             text = 1;
         } else if (media_ok && (str_eq(t, tl, "input_image") || str_eq(t, tl, "image_url"))) {
@@ -960,7 +971,8 @@ static int result_seg(Enc *e, int64_t i, int64_t *out) {
         if (doc) yyjson_doc_free(doc);
     }
     put(st, frag, "}", 1);
-    if (item_keys_lost(e, i, "output")) return FALLBACK;
+    /* a Responses output kept verbatim was sent above; on a Chat tool message it is a stray key */
+    if (item_keys_lost(e, i, e->chat ? NULL : "output")) return FALLBACK;
     if (at_item_ptr(e, base, i)) return FALLBACK;
     output_fields_lost(e, i, base);
     int64_t s = at_new_seg(e, S_RESULT, R_USER, i);

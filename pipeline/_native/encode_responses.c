@@ -453,6 +453,13 @@ static int responses_tool_choice(Enc *e, yyjson_val *raw, Buf *b) {
     if (is_str(raw, "none") || is_str(raw, "auto") || is_str(raw, "required")) {
         puts_(st, b, ",\"tool_choice\":");
         put_value(st, b, raw);
+        if (e->anthropic) { /* Anthropic's choice is an object: the way back writes one */
+            e->tmp.len = 0;
+            puts_(st, &e->tmp, "a tool_choice string comes back from Responses as an object, not '");
+            put(st, &e->tmp, yyjson_get_str(raw), yyjson_get_len(raw));
+            puts_(st, &e->tmp, "'");
+            lose(e, "/tool_choice", 12, "tools", e->tmp.p, e->tmp.len);
+        }
     } else if (is_str(type, "auto") || is_str(type, "any") || is_str(type, "none")) {
         const char *to = is_str(type, "auto") ? "auto" : is_str(type, "any") ? "required" : "none";
         puts_(st, b, ",\"tool_choice\":\"");

@@ -238,16 +238,21 @@ def _part(ctx: Ctx, i: int, j: int, k: int, where: str) -> dict[str, Any] | None
     c = ctx.v.content
     t = c.type[j]
     path = ctx.content_ptr(i, k)
-    if t in TEXT_TYPES or (t == "refusal" and where == "assistant"):
+    media_ok = where in ("user", "tool")
+    text = t in TEXT_TYPES or (t == "refusal" and where == "assistant")
+    if not (text or (media_ok and t in ("input_image", "image_url", "input_file", "file"))):
+        ctx.lose_part(path, t, f"an Anthropic {where} message")
+        return None
+    # an OpenAI part's cache_control (OpenRouter, LiteLLM) is not sent (a document block reports
+    # every key it does not carry itself)
+    if c.cache_control[j] is not None and t not in ("input_file", "file"):
+        ctx.lose(path + "/cache_control", "cache_control", "'cache_control' is not carried to Anthropic")
+    if text:
         return _text_block(ctx, i, j, path, where)
     extra = ctx.block_extra(j)
-    media_ok = where in ("user", "tool")
-    if t in ("input_image", "image_url") and media_ok:
+    if t in ("input_image", "image_url"):
         return _image_block(ctx, extra, path)
-    if t in ("input_file", "file") and media_ok:
-        return _document_block(ctx, j, extra, path)
-    ctx.lose_part(path, t, f"an Anthropic {where} message")
-    return None
+    return _document_block(ctx, j, extra, path)
 
 
 def _content_blocks(ctx: Ctx, i: int, where: str, seg: Seg) -> None:
@@ -452,8 +457,8 @@ def _result_seg(ctx: Ctx, i: int, calls: from_dataset.DatasetCalls | None, ids: 
         to_hf.output_kind(ctx, i)
         to_hf.sharegpt_tag_kept(ctx, i, "tool")
         _item_keys_lost(ctx, i, ("output", "name"))
-    else:
-        _item_keys_lost(ctx, i, ("output",))
+    else:  # a Responses output kept verbatim was sent above; on a Chat tool message it is a stray key
+        _item_keys_lost(ctx, i, ("output",) if ctx.source == "responses" else ())
     ctx.lose_fields(i, base, ("arguments", "input", "encrypted_content"))  # a call's keys on an output
     seg.blocks.append(block)
     seg.paths.append(base)

@@ -434,6 +434,9 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
                 )
         if raw in ("none", "auto", "required"):
             body["tool_choice"] = raw
+            if ctx.source == "anthropic":  # Anthropic's choice is an object: the way back writes one
+                detail = f"a tool_choice string comes back from Responses as an object, not {raw!r}"
+                ctx.lose("/tool_choice", "tools", detail)
         elif isinstance(raw, dict) and raw.get("type") in ("auto", "any", "none"):
             body["tool_choice"] = {"auto": "auto", "any": "required", "none": "none"}[raw["type"]]
             if (

@@ -46,6 +46,20 @@ STRING_FIELDS = (
 )
 # Item key -> its slot in an item row; the item's own "type" is kept as native_type.
 _SLOTS = {"type": I_NATIVE, **{k: ITEM_ROW.index(k) for k in STRING_FIELDS}}
+# The string keys of STRING_FIELDS each modelled item type does not have (the SDK's item types):
+# such a key belongs to another item type, and it is kept in extra_json like any unknown key, so
+# a target that cannot carry it reports it. In its column an encoder would read it as the item's
+# own (a call's "input" as a custom call's, a message's "call_id" as a pairing) or skip it unsaid.
+FOREIGN_KEYS = {
+    "message": frozenset(("call_id", "name", "namespace", "arguments", "input", "encrypted_content")),
+    "function_call": frozenset(("role", "input", "phase", "encrypted_content")),
+    "function_call_output": frozenset(("role", "arguments", "input", "phase", "encrypted_content")),
+    "custom_tool_call": frozenset(("role", "arguments", "phase", "encrypted_content")),
+    "custom_tool_call_output": frozenset(("role", "arguments", "input", "phase", "encrypted_content")),
+    "reasoning": frozenset(("call_id", "role", "name", "namespace", "arguments", "input", "phase")),
+}
+# Per item type, the keys that go to a column (other item types: every STRING_FIELDS key).
+_KIND_SLOTS = {kind: {k: v for k, v in _SLOTS.items() if k not in foreign} for kind, foreign in FOREIGN_KEYS.items()}
 # Where an item kind keeps its string-or-parts payload.
 PAYLOAD_KEY = {
     "message": "content",
@@ -113,7 +127,7 @@ def decode_item(cols: b.ItemCols, item: Any, section: str, index: int, path: str
     row = [section, index, None, kind, *OPEN_TAIL]
     payload_key = PAYLOAD_KEY.get(kind)
     has_content = has_summary = False
-    slots = _SLOTS
+    slots = _KIND_SLOTS.get(kind, _SLOTS)
     for k, v in item.items():
         slot = slots.get(k)
         if slot is not None:

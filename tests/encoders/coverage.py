@@ -11,6 +11,12 @@ import orjson
 from pipeline.losses import Loss, pointer
 
 
+# Responses item types that are never a message, whatever keys they carry.
+_NOT_MESSAGES = frozenset(
+    ("function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output", "reasoning")
+)
+
+
 def _key(x: Any) -> bytes:
     return orjson.dumps(x, option=orjson.OPT_SORT_KEYS)
 
@@ -19,11 +25,16 @@ def _shape(x: Any) -> Any:
     """What an element *is* (kind, role, call id), so changed elements still align."""
     if isinstance(x, dict):
         # anything with a role is a message, whatever else its "type" key says (a Claude Code
-        # message carries "type": "message"; an unknown value there is a key like any other)
-        kind = "message" if "role" in x else x.get("type")
-        # a tool_call_id pairs only a tool message: elsewhere it is a key like any other
+        # message carries "type": "message"; an unknown value there is a key like any other),
+        # unless the type is a Responses call, output or reasoning: a role there is a stray key
+        t = x.get("type")
+        kind = t if type(t) is str and t in _NOT_MESSAGES else "message" if "role" in x else t
+        # a tool_call_id pairs only a tool message, a call_id only calls and outputs, a role only
+        # messages: elsewhere they are keys like any other
         tool_call_id = x.get("tool_call_id") if x.get("role") == "tool" else None
-        return (kind, x.get("role"), x.get("call_id"), tool_call_id, x.get("tool_use_id"))
+        call_id = x.get("call_id") if kind != "message" else None
+        role = None if type(kind) is str and kind in _NOT_MESSAGES else x.get("role")
+        return (kind, role, call_id, tool_call_id, x.get("tool_use_id"))
     return type(x).__name__
 
 

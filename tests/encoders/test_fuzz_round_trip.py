@@ -13,6 +13,7 @@ can be pinned as an explicit test.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 from collections import Counter
@@ -27,7 +28,7 @@ import pytest
 from pipeline import synth
 from pipeline.encoders import convert_table
 from pipeline.formats import decode_records
-from tests.cases import CASES
+from tests.cases import CASES, STRAY_KEYS
 from tests.encoders.coverage import uncovered
 
 FORMATS = ("responses", "chat", "anthropic")
@@ -543,3 +544,39 @@ def test_fixed_failure(case: dict[str, Any]) -> None:
     assert rejected == []
     problems, _ = round_trips([case["record"]], a, b)
     assert problems == [None]
+
+
+# Records a conversion once changed unreported (tests/cases.py's STRAY_KEYS), in both codecs: the
+# compiled decoder and encoders agree with the Python ones byte for byte, the record comes back from
+# its own format verbatim, and every change a round trip through another format makes is reported
+# on the way out, at the path named.
+@pytest.mark.parametrize("codec_name", ["python", "native"])
+@pytest.mark.parametrize(
+    ("fmt", "record", "reported"), [c[1:] for c in STRAY_KEYS], ids=[c[0] for c in STRAY_KEYS]
+)
+def test_stray_keys_kept_or_reported(
+    fmt: str, record: dict[str, Any], reported: dict[str, str], codec_name: str
+) -> None:
+    from pipeline import codec
+    from tests.helpers import json_diff
+    from tests.native.differential import compare, python_codec
+    from tests.native.encode_diff import compare_encode
+
+    if codec_name == "native":
+        if codec.native_module(fmt) is None:
+            pytest.skip("the compiled codec is not built (pip install -e . builds it)")
+        res = compare([orjson.dumps(record)], fmt)  # decoded by the compiled decoder, as Python does
+        assert res.native_fallback == {}
+        for b in FORMATS:
+            compare_encode(res.table, b)  # the compiled encoders write what Python writes
+        context = contextlib.nullcontext()
+    else:
+        context = python_codec()
+    with context:
+        table = decode_records([record], fmt).table
+        [same] = convert_table(table, fmt)
+        assert json_diff(record, same.record) is None
+        for b, path in reported.items():
+            [there] = convert_table(table, b)
+            assert path in [loss.path for loss in there.losses]
+            assert round_trips([record], fmt, b) == ([None], Counter())
