@@ -84,6 +84,14 @@ class _Commands(click.Group):
             raise _Failed(f"{where}: a loop of symbolic links", 2) from None
 
 
+def _after_failure(e: Exception) -> str:
+    """What to do after a failed job: a resume can get past a failure of the machine (a full disk,
+    a lost connection); one that comes from the input or the code fails the same way every time."""
+    if getattr(e, "transient", False):
+        return "; run the command again to resume"
+    return " (running it again fails the same way: the input or chatlake itself caused it)"
+
+
 def _usage_error(e: ConfigError) -> click.ClickException:
     """A ConfigError of a command line: a usage error, or one line for a URL that cannot be used
     (a missing driver, an unreachable store: nothing about the command's usage to show)."""
@@ -457,7 +465,7 @@ def _single_file(
     except ConfigError as e:
         raise _BadConfig(str(e)) from None
     except JobFailed as e:
-        raise click.ClickException(f"the job failed: {e}; run the command again to resume") from None
+        raise click.ClickException(f"the job failed: {e}{_after_failure(e)}") from None
     if url is not None:
         summary = publish_single_file(summary, output, url)
     return summary, verdict
@@ -648,7 +656,7 @@ def _run_job(job: object, *, catalog: str | None, quiet: bool, as_json: bool, fr
             130,  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
         ) from None
     except JobFailed as e:
-        raise click.ClickException(f"the job failed: {e}") from None
+        raise click.ClickException(f"the job failed: {e}{_after_failure(e)}") from None
     _write_report(report, summary)
     if as_json:
         click.echo(orjson.dumps(summary).decode())

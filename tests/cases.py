@@ -961,54 +961,69 @@ RULE_BREAKERS: list[tuple[str, str, dict[str, Any]]] = [
 # on the way to Anthropic, an Anthropic tool_choice string on the way to Responses. Each is kept
 # (Responses -> Responses verbatim) and reported where a target cannot carry it:
 # (name, format, record, the paths reported on the way to each other format).
-_STRAY_CALL = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
-_STRAY_OUT = {"type": "function_call_output", "call_id": "c", "output": "x"}
-_STRAY_CUSTOM = {"type": "custom_tool_call", "call_id": "c", "name": "f", "input": "i"}
-_STRAY_CUSTOM_OUT = {"type": "custom_tool_call_output", "call_id": "c", "output": "o"}
-_STRAY_USER = {"role": "user", "content": "x"}
+_CALL = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+_OUT = {"type": "function_call_output", "call_id": "c", "output": "x"}
+_CUSTOM = {"type": "custom_tool_call", "call_id": "c", "name": "f", "input": "i"}
+_CUSTOM_OUT = {"type": "custom_tool_call_output", "call_id": "c", "output": "o"}
+_USER = {"role": "user", "content": "x"}
 _CACHE = {"type": "ephemeral"}
-_CHAT_CALL = {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}  # fmt: skip
+_CHAT_CALL = {
+    "role": "assistant",
+    "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+}
+
+
+def _both(path: str) -> dict[str, str]:
+    return {"chat": path, "anthropic": path}
+
+
+def _openai(path: str) -> dict[str, str]:
+    return {"responses": path, "anthropic": path}
+
+
+def _user_part(part: dict) -> dict:
+    return {"messages": [{"role": "user", "content": [part]}]}
+
+
+_IMAGE = {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}, "cache_control": _CACHE}
+_TOOL_MESSAGE = {"role": "tool", "tool_call_id": "c", "content": "r", "output": "o"}
+_ASSISTANT_WITH_ID = {"type": "message", "role": "assistant", "content": "a", "call_id": "c"}
 STRAY_KEYS: list[tuple[str, str, dict, dict[str, str]]] = [
-    ("input on a function call", "responses", {"input": [_STRAY_USER, {**_STRAY_CALL, "input": "q"}, _STRAY_OUT]},
-     {"chat": "/input/1/input", "anthropic": "/input/1/input"}),
-    ("role on a function call", "responses", {"input": [_STRAY_USER, {**_STRAY_CALL, "role": "user"}, _STRAY_OUT]},
-     {"chat": "/input/1/role", "anthropic": "/input/1/role"}),
-    ("input on a call output", "responses", {"input": [_STRAY_USER, _STRAY_CALL, {**_STRAY_OUT, "input": "q"}]},
-     {"chat": "/input/2/input", "anthropic": "/input/2/input"}),
-    ("role on a call output", "responses", {"input": [_STRAY_USER, _STRAY_CALL, {**_STRAY_OUT, "role": "user"}]},
-     {"chat": "/input/2/role", "anthropic": "/input/2/role"}),
+    ("input on a function call", "responses",
+     {"input": [_USER, {**_CALL, "input": "q"}, _OUT]}, _both("/input/1/input")),
+    ("role on a function call", "responses",
+     {"input": [_USER, {**_CALL, "role": "user"}, _OUT]}, _both("/input/1/role")),
+    ("input on a call output", "responses",
+     {"input": [_USER, _CALL, {**_OUT, "input": "q"}]}, _both("/input/2/input")),
+    ("role on a call output", "responses",
+     {"input": [_USER, _CALL, {**_OUT, "role": "user"}]}, _both("/input/2/role")),
     ("arguments on a custom tool call", "responses",
-     {"input": [_STRAY_USER, {**_STRAY_CUSTOM, "arguments": "{}"}, _STRAY_CUSTOM_OUT]},
+     {"input": [_USER, {**_CUSTOM, "arguments": "{}"}, _CUSTOM_OUT]},
      {"chat": "/input/1/arguments", "anthropic": "/input/1"}),
     ("role on a custom tool output", "responses",
-     {"input": [_STRAY_USER, _STRAY_CUSTOM, {**_STRAY_CUSTOM_OUT, "role": "assistant"}]},
+     {"input": [_USER, _CUSTOM, {**_CUSTOM_OUT, "role": "assistant"}]},
      {"chat": "/input/2/role", "anthropic": "/input/2"}),
-    ("call_id on a message", "responses", {"input": [{**_STRAY_USER, "call_id": "c"}]},
-     {"chat": "/input/0/call_id", "anthropic": "/input/0/call_id"}),
+    ("call_id on a message", "responses", {"input": [{**_USER, "call_id": "c"}]}, _both("/input/0/call_id")),
     ("call_id on an assistant message", "responses",
-     {"input": [_STRAY_USER, {"type": "message", "role": "assistant", "content": "a", "call_id": "c"}]},
-     {"chat": "/input/1/call_id", "anthropic": "/input/1/call_id"}),
-    ("encrypted_content on a message", "responses", {"input": [{**_STRAY_USER, "encrypted_content": "e"}]},
-     {"chat": "/input/0/encrypted_content", "anthropic": "/input/0/encrypted_content"}),
-    ("arguments on a message", "responses", {"input": [{**_STRAY_USER, "arguments": "{}"}]},
-     {"chat": "/input/0/arguments", "anthropic": "/input/0/arguments"}),
+     {"input": [_USER, _ASSISTANT_WITH_ID]}, _both("/input/1/call_id")),
+    ("encrypted_content on a message", "responses",
+     {"input": [{**_USER, "encrypted_content": "e"}]}, _both("/input/0/encrypted_content")),
+    ("arguments on a message", "responses",
+     {"input": [{**_USER, "arguments": "{}"}]}, _both("/input/0/arguments")),
     ("cache_control on a Chat text part", "chat",
-     {"messages": [{"role": "user", "content": [{"type": "text", "text": "x", "cache_control": _CACHE}]}]},
-     {"responses": "/messages/0/content/0/cache_control", "anthropic": "/messages/0/content/0/cache_control"}),
+     _user_part({"type": "text", "text": "x", "cache_control": _CACHE}),
+     _openai("/messages/0/content/0/cache_control")),
     ("cache_control on a Chat system part", "chat",
      {"messages": [{"role": "system", "content": [{"type": "text", "text": "s", "cache_control": _CACHE}]},
-                   _STRAY_USER]},
-     {"responses": "/messages/0/content/0/cache_control", "anthropic": "/messages/0/content/0/cache_control"}),
-    ("cache_control on a Chat image part", "chat",
-     {"messages": [{"role": "user", "content": [
-         {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}, "cache_control": _CACHE}]}]},
-     {"responses": "/messages/0/content/0/cache_control", "anthropic": "/messages/0/content/0/cache_control"}),
+                   _USER]},
+     _openai("/messages/0/content/0/cache_control")),
+    ("cache_control on a Chat image part", "chat", _user_part(_IMAGE),
+     _openai("/messages/0/content/0/cache_control")),
     ("cache_control on a Responses text part", "responses",
      {"input": [{"role": "user", "content": [{"type": "input_text", "text": "x", "cache_control": _CACHE}]}]},
-     {"chat": "/input/0/content/0/cache_control", "anthropic": "/input/0/content/0/cache_control"}),
+     _both("/input/0/content/0/cache_control")),
     ("output on a Chat tool message", "chat",
-     {"messages": [_STRAY_USER, _CHAT_CALL, {"role": "tool", "tool_call_id": "c", "content": "r", "output": "o"}]},
-     {"responses": "/messages/2/output", "anthropic": "/messages/2/output"}),
-    ("Anthropic tool_choice as a string", "anthropic", {"messages": [_STRAY_USER], "tool_choice": "auto"},
+     {"messages": [_USER, _CHAT_CALL, _TOOL_MESSAGE]}, _openai("/messages/2/output")),
+    ("Anthropic tool_choice as a string", "anthropic", {"messages": [_USER], "tool_choice": "auto"},
      {"responses": "/tool_choice", "chat": "/tool_choice"}),
 ]  # fmt: skip

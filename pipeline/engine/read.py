@@ -31,7 +31,14 @@ from pipeline.jobs.resolve import CANONICAL
 from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
 from pipeline.sources import read_source
 from pipeline.sources.detect import WIRE
-from pipeline.sources.inputs import MAX_DOCUMENT_BYTES, record_batches
+from pipeline.sources.inputs import (
+    MAX_DOCUMENT_BYTES,
+    MAX_RECORD_BYTES,
+    over_budget,
+    record_batches,
+    skip_line,
+    too_long,
+)
 from pipeline.sources.wire_kind import NO_FORMAT, classify
 
 from .shards import Shard
@@ -71,7 +78,7 @@ def _from_rejected(
     original = raw.get((r.file or shard.label, r.line)) if raw is not None else None
     return rejected_row(
         r.file or shard.label, r.line, stage, r.error,
-        raw=original if original is not None else r.input, input_format=fmt or shard.format,
+        raw=original or r.input, input_format=fmt or shard.format,  # a placeholder b"": its text
     )  # fmt: skip
 
 
@@ -140,15 +147,29 @@ def _jsonl(shard: Shard, chunk_bytes: int) -> Iterator[Batch]:
     line = shard.first
     remaining = shard.end - shard.start
     rest = b""
+    cap = int(shard.options.get("max_record_bytes", MAX_RECORD_BYTES))
     with open_input(shard.url) as f:
         f.seek(shard.start)
-        while remaining > 0 or rest:
+
+        def read() -> bytes:
+            nonlocal remaining
             block = f.read(min(chunk_bytes, remaining)) if remaining > 0 else b""
             if remaining > 0 and not block:
                 raise OSError(f"{shard.url} ended before byte {shard.end}: did it change during the run?")
             remaining -= len(block)
+            return block
+
+        while remaining > 0 or rest:
+            block = read()
             data = rest + block
             if remaining > 0:  # the text after the last newline waits for the next block
+                if data.rfind(b"\n") < 0 and len(data) > cap:  # a record over budget: skipped, not held
+                    skipped, after = skip_line(read)
+                    size = len(data) + skipped - (after is not None)  # the line without its newline
+                    bad = too_long(line, data, size, cap, shard.label)
+                    yield from _decoded(shard, [], line, size, [bad])
+                    line, rest = line + 1, after or b""
+                    continue
                 if data.rfind(b"\n") < 0:
                     rest = data
                     continue
@@ -161,7 +182,8 @@ def _jsonl(shard: Shard, chunk_bytes: int) -> Iterator[Batch]:
                 if lines[-1] == b"":
                     lines.pop()
                 rest, nbytes = b"", len(data)
-            yield from _decoded(shard, lines, line, nbytes)
+            lines, bad = over_budget(lines, line, cap, shard.label)
+            yield from _decoded(shard, lines, line, nbytes, bad, len(bad))
             line += len(lines)
 
 
@@ -243,8 +265,9 @@ def _small_files_auto(shard: Shard, chunk_bytes: int) -> Iterator[Batch]:
 def _stream(shard: Shard, chunk_bytes: int) -> Iterator[Batch]:
     """A whole file read by pipeline.sources.inputs: compressed, a JSON array or document, stdin."""
     cap = int(shard.options.get("max_document_bytes", MAX_DOCUMENT_BYTES))
+    record_cap = int(shard.options.get("max_record_bytes", MAX_RECORD_BYTES))
     with open_input(shard.url) as f:
-        for b in record_batches(f, shard.label, chunk_bytes, cap):
+        for b in record_batches(f, shard.label, chunk_bytes, cap, record_cap):
             yield from _decoded(shard, b.lines, b.first_line, b.nbytes, b.rejected, b.placeholders)
 
 

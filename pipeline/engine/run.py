@@ -40,7 +40,16 @@ from .writers import folders
 
 
 class JobFailed(RuntimeError):
-    """A job that failed while running (exit code 1); finished shards stay listed for a resume."""
+    """A job that failed while running (exit code 1); finished shards stay listed for a resume.
+
+    ``transient``: whether running it again can get past the failure (the machine's: a full disk,
+    a lost connection, a worker killed for memory). Any other failure comes from the input or the
+    code and repeats on every run, so it is not offered as "run again to resume".
+    """
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 class TooManyRejected(JobFailed):
@@ -70,6 +79,14 @@ class Sink(Protocol):
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def transient(e: BaseException) -> bool:
+    """Whether a failure comes from the machine and may pass (``JobFailed.transient``): an operating
+    system error (disk, permissions, network), memory, or a worker pool that lost a worker."""
+    from concurrent.futures import BrokenExecutor
+
+    return isinstance(e, OSError | MemoryError | BrokenExecutor)
 
 
 def _failure(e: Exception, run_dir: Path) -> str:
@@ -232,7 +249,7 @@ def _run(
             )  # fmt: skip
             cat.finish(run_id, failed, "failed", f"{type(e).__name__}: {e}")
         if isinstance(e, Exception):
-            raise JobFailed(_failure(e, job.run_dir)) from e
+            raise JobFailed(_failure(e, job.run_dir), transient=transient(e)) from e
         raise
     # a threads job: its threads, requests per thread and what dedupe saves, per dataset
     threads = {"threads": partition.thread_figures(job.run_dir, manifest)} if job.grouping else {}

@@ -59,7 +59,9 @@ FOREIGN_KEYS = {
     "reasoning": frozenset(("call_id", "role", "name", "namespace", "arguments", "input", "phase")),
 }
 # Per item type, the keys that go to a column (other item types: every STRING_FIELDS key).
-_KIND_SLOTS = {kind: {k: v for k, v in _SLOTS.items() if k not in foreign} for kind, foreign in FOREIGN_KEYS.items()}
+_KIND_SLOTS = {
+    kind: {k: v for k, v in _SLOTS.items() if k not in foreign} for kind, foreign in FOREIGN_KEYS.items()
+}
 # Where an item kind keeps its string-or-parts payload.
 PAYLOAD_KEY = {
     "message": "content",

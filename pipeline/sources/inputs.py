@@ -17,14 +17,19 @@ Compressed files are decompressed as a stream (gzip, bzip2 and xz by the standar
 pyarrow's codec), so memory stays one batch whatever the file's size; the compression is told from
 the file's first bytes, not its name. A JSON array or document has to be parsed whole (orjson reads
 no stream): it is capped at ``max_document_bytes`` (an input option, default 1 GiB) and a larger one
-is one rejected record saying how to raise the cap. A stream that fails half way (a corrupt or cut
-off ``.gz``) keeps what was read and rejects the rest as one record naming the error.
+is one rejected record saying how to raise the cap. A JSON Lines record is held whole while it
+is read: a line longer than ``max_record_bytes`` (an input option, default 256 MiB) is skipped as
+it is read, never held whole, and is one rejected record naming the limit; the lines after it are
+read. The total a compressed stream inflates to needs no budget: it is read one batch at a time
+(a bomb of short lines is as costly as the plain file it stands for, no more). A stream that fails
+half way (a corrupt or cut off ``.gz``) keeps what was read and rejects the rest as one record
+naming the error.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -39,8 +44,12 @@ from pipeline.sources._base import text_of
 STDIN = "-"  # the input path that means standard input
 STDIN_NAME = "<stdin>"  # what provenance (source_file) calls it
 MAX_DOCUMENT_BYTES = 1 << 30
+# A JSON Lines record (one line) is held whole while it is read: a longer one is skipped as it is
+# read (memory holds at most this much of it) and rejected, naming the limit. A few MB of gzip or
+# zstd hold gigabytes of one line with no line end. As an .eval member's cap (max_member_bytes).
+MAX_RECORD_BYTES = 256 << 20
 # The options every wire-format input takes (a job's [[inputs]] options), with their types.
-WIRE_OPTIONS: dict[str, type] = {"max_document_bytes": int}
+WIRE_OPTIONS: dict[str, type] = {"max_document_bytes": int, "max_record_bytes": int}
 
 COMPRESSED_SUFFIXES = {".gz": "gzip", ".zst": "zstd", ".bz2": "bz2", ".xz": "xz"}
 # Errors a decompressor raises on corrupt or truncated data.
@@ -127,18 +136,56 @@ def _read(stream: IO[bytes], n: int, failed: list[Exception]) -> bytes:
     return b"".join(parts)
 
 
+def skip_line(read: Callable[[], bytes]) -> tuple[int, bytes | None]:
+    """Read on (``read()`` returns the next block, ``b""`` at the end) to the end of the current line
+    without keeping it: the bytes skipped (its newline included) and what follows the newline, or
+    None when the input ends first (memory: one block)."""
+    skipped = 0
+    while True:
+        block = read()
+        if not block:
+            return skipped, None
+        nl = block.find(b"\n")
+        if nl >= 0:
+            return skipped + nl + 1, block[nl + 1 :]
+        skipped += len(block)
+
+
+def too_long(line: int, head: bytes, size: int, cap: int, name: str) -> Rejected:
+    """The rejection of a line of ``size`` bytes, over ``max_record_bytes`` (``head``: its start)."""
+    msg = (
+        f"$: a line of {size} bytes, more than max_record_bytes = {cap}: a record is read whole, so "
+        "it is not read; raise the input option max_record_bytes"
+    )
+    return Rejected(line, _text(head[:200]) + "...", msg, name)
+
+
+def over_budget(lines: list[bytes], first: int, cap: int, name: str) -> tuple[list[bytes], list[Rejected]]:
+    """``lines`` (numbered from ``first``) with each one longer than ``cap`` replaced by an empty
+    placeholder, and their rejections (one ``max`` over the lengths when none is: the usual case)."""
+    if not lines or max(map(len, lines)) <= cap:
+        return lines, []
+    bad = [too_long(n, x, len(x), cap, name) for n, x in enumerate(lines, first) if len(x) > cap]
+    return [b"" if len(x) > cap else x for x in lines], bad
+
+
 def _text(raw: bytes) -> str:
     text = raw[: 1 << 20].decode("utf-8", errors="replace")
     return text + "...[truncated]" if len(raw) > 1 << 20 else text
 
 
 def record_batches(
-    f: IO[bytes], name: str, chunk_bytes: int, max_document_bytes: int = MAX_DOCUMENT_BYTES
+    f: IO[bytes],
+    name: str,
+    chunk_bytes: int,
+    max_document_bytes: int = MAX_DOCUMENT_BYTES,
+    max_record_bytes: int = MAX_RECORD_BYTES,
 ) -> Iterator[RecordBatch]:
     """The records of an open input (plain or compressed bytes), in batches of about ``chunk_bytes``.
 
     ``name`` is the file's name in provenance and errors. Never raises on bad data: a document over
-    the cap, invalid JSON or a decompression error becomes a rejected record.
+    its cap, a line over ``max_record_bytes`` (skipped as it is read), invalid JSON or a
+    decompression error becomes a rejected record.
     """
     failed: list[Exception] = []
     magic = f.read(6)
@@ -173,13 +220,22 @@ def record_batches(
         data = rest + block
         cut = data.rfind(b"\n") if (block or failed) else len(data) - 1
         if cut < 0 and block:  # no whole line yet: read on
-            rest = data
+            if len(data) <= max_record_bytes:
+                rest = data
+                continue
+            skipped, after = skip_line(lambda: _read(stream, chunk_bytes, failed) if not failed else b"")
+            size = len(data) + skipped - (after is not None)  # the line without its newline
+            yield RecordBatch(line, [], [too_long(line, data, size, max_record_bytes, name)], size)
+            if after is None:  # the input ended (or broke) inside that line: nothing follows it
+                return
+            line, rest = line + 1, after
             continue
         lines = data[: cut + 1].split(b"\n")
         if lines[-1] == b"":
             lines.pop()
         if lines:
-            yield RecordBatch(line, lines, nbytes=cut + 1)
+            lines, bad = over_budget(lines, line, max_record_bytes, name)
+            yield RecordBatch(line, lines, bad, nbytes=cut + 1, placeholders=len(bad))
             line += len(lines)
         if failed:  # what was read is kept; the rest (from the cut-off line on) is one rejection
             yield RecordBatch(line, [], [_broken(line, data[cut + 1 :], failed[0], name)])

@@ -34,7 +34,10 @@ member that cannot be read (bad CRC, truncated, not JSON, not an
 object) is rejected with the member's name and its sample number, and the other samples go on. A
 member declaring more than ``max_member_bytes`` inflated (a source option, default
 :data:`DEFAULT_MAX_MEMBER_BYTES`) is rejected by name before anything is inflated; of several
-members of one name the last is read and each other copy is rejected by name.
+members of one name the last is read and each other copy is rejected by name. An archive whose
+members declare more than ``max_archive_bytes`` inflated together (a source option, default
+:data:`DEFAULT_MAX_ARCHIVE_BYTES`) is one rejected record naming the limit, before anything is
+inflated.
 """
 
 from __future__ import annotations
@@ -62,6 +65,12 @@ ZIP_ZSTANDARD = 93  # the zip method id of Zstandard (APPNOTE 4.4.5)
 # is inflated whole in memory and then parsed, so one member costs about three times its size
 # (a 1 GB member cost 3.2 GB RSS). Source option ``max_member_bytes`` changes it (docs/sources.md).
 DEFAULT_MAX_MEMBER_BYTES = 256 << 20
+# The bytes all the members an archive's read inflates to, together: a few MB of DEFLATE hold
+# gigabytes of repeated text in members each under the member cap (1,000:1), and what the samples
+# become is held until the archive's rows are written (512 MiB inflated cost 1.8 GB RSS). The same
+# log as one JSON document is capped at the wire inputs' max_document_bytes, 1 GiB; this is the
+# same budget. Source option ``max_archive_bytes`` changes it (docs/sources.md).
+DEFAULT_MAX_ARCHIVE_BYTES = 1 << 30
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature ... file name length, extra field length
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 
@@ -91,6 +100,14 @@ def is_zip(path: Path) -> bool:
             return f.read(4) in _ZIP_MAGIC
     except OSError:
         return False
+
+
+def path_size(f: IO[bytes]) -> int:
+    """The size of an open seekable file (its position is kept)."""
+    here = f.tell()
+    size = f.seek(0, 2)
+    f.seek(here)
+    return size
 
 
 def _is_sample(name: str) -> bool:
@@ -196,8 +213,32 @@ def duplicate_note(name: str, copies: int) -> str:
     return f"{name}: duplicate member name ({copies} members of this name); the last one is read"
 
 
+def over_budget(entries: list[zipfile.ZipInfo], max_bytes: int, max_archive_bytes: int) -> str | None:
+    """Why an archive is not read at all, or None: the members a read would inflate (each of a
+    name's last copy within ``max_bytes``) declare more than ``max_archive_bytes`` together.
+
+    A member's declared size bounds what it inflates to (``read_member``), so the sum is known from
+    the zip's directory before one byte is inflated: the check costs no memory.
+    """
+    last = {i.filename: i for i in entries}
+    read = [
+        i for i in last.values()
+        if (i.filename in (HEADER, JOURNAL_START) or _is_sample(i.filename)) and i.file_size <= max_bytes
+    ]  # fmt: skip
+    total = sum(i.file_size for i in read)
+    if total <= max_archive_bytes:
+        return None
+    return (
+        f"archive inflates to {total} bytes ({len(read)} members), more than max_archive_bytes = "
+        f"{max_archive_bytes} (a source option); not read"
+    )
+
+
 def read_eval(
-    path: Path, b: SourceBuilder, max_bytes: int = DEFAULT_MAX_MEMBER_BYTES
+    path: Path,
+    b: SourceBuilder,
+    max_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
+    max_archive_bytes: int = DEFAULT_MAX_ARCHIVE_BYTES,
 ) -> Iterator[tuple[dict[str, Any], int, str, Any]]:
     """Each readable sample of one ``.eval`` archive as ``(header, number, member name, sample)``, in
     inspect's sample order; a file that is not an archive, a broken header and unreadable members are
@@ -216,6 +257,10 @@ def read_eval(
             return
         with z:
             entries = z.infolist()
+            too_big = over_budget(entries, max_bytes, max_archive_bytes)
+            if too_big is not None:  # the whole file is one rejected record: no sample is inflated
+                b.reject(1, {"members": len(entries), "compressed_bytes": path_size(f)}, too_big)
+                return
             infos = {i.filename: i for i in entries}  # the last member of each name
             copies = Counter(i.filename for i in entries)
             for i in entries:

@@ -54,10 +54,15 @@ from pipeline.sources._base import (
     iter_records,
     load_json,
 )
-from pipeline.sources.inspect_eval import DEFAULT_MAX_MEMBER_BYTES, is_zip, read_eval
+from pipeline.sources.inspect_eval import (
+    DEFAULT_MAX_ARCHIVE_BYTES,
+    DEFAULT_MAX_MEMBER_BYTES,
+    is_zip,
+    read_eval,
+)
 
 NAME = "inspect-log"
-OPTIONS: dict[str, type] = {"model_calls": bool, "max_member_bytes": int}
+OPTIONS: dict[str, type] = {"model_calls": bool, "max_member_bytes": int, "max_archive_bytes": int}
 
 ATTACHMENT = "attachment://"
 _SCORE_LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
@@ -191,10 +196,11 @@ def read(path: Path, **options: Any) -> Iterator[SourceResult]:
     check_options(NAME, options, OPTIONS)
     model_calls = options.get("model_calls", False)
     max_member_bytes = options.get("max_member_bytes", DEFAULT_MAX_MEMBER_BYTES)
+    max_archive_bytes = options.get("max_archive_bytes", DEFAULT_MAX_ARCHIVE_BYTES)
     b = SourceBuilder(NAME, path)
     with gc_paused():
         if is_zip(path):
-            yield from _read_eval(path, b, model_calls, max_member_bytes)
+            yield from _read_eval(path, b, model_calls, max_member_bytes, max_archive_bytes)
         else:
             log = load_json(path, b, "samples")
             if log is not ...:
@@ -202,10 +208,12 @@ def read(path: Path, **options: Any) -> Iterator[SourceResult]:
     yield b.result(final=True)
 
 
-def _read_eval(path: Path, b: SourceBuilder, model_calls: bool, max_bytes: int) -> Iterator[SourceResult]:
+def _read_eval(
+    path: Path, b: SourceBuilder, model_calls: bool, max_bytes: int, max_archive_bytes: int
+) -> Iterator[SourceResult]:
     """Read one ``.eval`` archive's samples into ``b``, yielding full batches (the caller yields the last)."""
     meta: dict[str, Any] | None = None
-    for log, number, name, sample in read_eval(path, b, max_bytes):
+    for log, number, name, sample in read_eval(path, b, max_bytes, max_archive_bytes):
         if meta is None:  # the same header for every sample of the archive
             meta = eval_meta_of(log.get("eval") if type(log.get("eval")) is dict else {}, log.get("status"))
             session = session_of(log)

@@ -10,7 +10,6 @@ import orjson
 
 from pipeline.losses import Loss, pointer
 
-
 # Responses item types that are never a message, whatever keys they carry.
 _NOT_MESSAGES = frozenset(
     ("function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output", "reasoning")

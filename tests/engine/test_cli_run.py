@@ -263,3 +263,36 @@ def test_transform_threads_summary_counts_the_dropped_records(tmp_path: Path) ->
     assert m, res.output
     read, written, rejected, dropped = map(int, m.groups())
     assert dropped > 0 and read == written + rejected + dropped
+
+
+@pytest.mark.parametrize("command", ["run", "convert"])
+@pytest.mark.parametrize(
+    ("error", "resume"),
+    [
+        (OSError(28, "No space left on device"), True),
+        (MemoryError(), True),
+        (ValueError("offset overflow while concatenating arrays"), False),  # Arrow's ArrowInvalid
+        (RuntimeError("counts do not add up"), False),
+    ],
+    ids=["full disk", "memory", "offset overflow", "a bug"],
+)
+def test_only_a_failure_that_can_pass_is_offered_a_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, error: Exception, resume: bool
+) -> None:
+    """An archive whose rows overflowed Arrow's offsets said "run again to resume" and failed the
+    same way on every rerun: the resume is offered only for a failure of the machine."""
+    from pipeline.engine import local
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr(local, "execute", failing)
+    if command == "run":
+        argv = ["run", str(_job(tmp_path)), "--no-catalog", "-q"]
+    else:
+        src = write_jsonl(tmp_path / "in.jsonl", [orjson.dumps(r) for _, r in CASES["chat"]])
+        argv = ["convert", str(src), "--from", "chat", "--to", "responses", "-o", str(tmp_path / "o.jsonl")]
+    res = CliRunner().invoke(cli, argv)
+    assert res.exit_code == 1 and "the job failed: " in res.output and "Traceback" not in res.output
+    assert ("run the command again to resume" in res.output) is resume
+    assert ("running it again fails the same way" in res.output) is not resume

@@ -427,3 +427,29 @@ def test_mutated_mixed_files_are_read_or_rejected_under_auto(tmp_path: Path) -> 
             for b in batches:
                 for fmt in {b.format} - {None, "undetected"}:
                     encode_table(b.table, fmt)
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
+def test_a_record_over_its_budget_is_rejected_alone_and_the_budget_is_an_option(
+    tmp_path: Path, compressed: bool
+) -> None:
+    import gzip
+
+    good = [orjson.dumps(r) for _, r in CASES["chat"][:3]]
+    huge = b'{"messages": [{"role": "user", "content": "' + b"a" * 300_000 + b'"}]}'
+    data = b"\n".join([good[0], huge, *good[1:]]) + b"\n"
+    name = "in.jsonl.gz" if compressed else "in.jsonl"
+    (tmp_path / name).write_bytes(gzip.compress(data) if compressed else data)
+    inp = {"path": name, "format": "chat", "options": {"max_record_bytes": 100_000}}
+    # batches of 64 KiB: the line spans blocks, skipped as it is read
+    job = write_job(tmp_path / "job.toml", [inp], {"path": "run", "target": "parquet"},
+                    engine={"workers": 1, "chunk_bytes": 64 << 10})  # fmt: skip
+    summary = run_job(load_job(job))
+    assert (summary["read"], summary["written"], summary["rejected"]) == (4, 3, 1)
+    [row] = _rejected(tmp_path / "run")
+    assert row["source_line"] == 2
+    assert row["input"].startswith('{"messages": [{"role": "user", "content": "aaa')
+    assert row["reason"].startswith(f"$: a line of {len(huge)} bytes, more than max_record_bytes = 100000")
+    with pytest.raises(ConfigError, match="option 'max_record_bytes' must be a positive integer"):
+        (tmp_path / "x").mkdir()
+        _run(tmp_path / "x", [{**inp, "options": {"max_record_bytes": 0}}], "parquet")

@@ -6,6 +6,7 @@ import bz2
 import gzip
 import io
 import lzma
+from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -146,3 +147,73 @@ def test_a_broken_first_line_does_not_make_a_document() -> None:
     assert not is_document(data) and is_document(orjson.dumps(RECORDS[0], option=orjson.OPT_INDENT_2))
     lines, rejected = _read(data, cap=10)  # (so no document cap applies to them)
     assert rejected == [] and len(lines) == 3
+
+
+class _Counting(io.RawIOBase):
+    """A readable stream of ``head`` + ``size`` bytes of ``x`` (no line end) + ``tail``, made as it
+    is read, that records the largest read asked of it (a bomb that is never held whole)."""
+
+    def __init__(self, head: bytes, size: int, tail: bytes) -> None:
+        self.parts = [head, size, tail]
+        self.largest = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        self.largest = max(self.largest, len(b))
+        while self.parts:
+            part = self.parts[0]
+            if isinstance(part, int):
+                n = min(part, len(b))
+                b[:n] = b"x" * n
+                self.parts[0] = part - n
+                if self.parts[0] == 0:
+                    self.parts.pop(0)
+                return n
+            if part:
+                n = min(len(part), len(b))
+                b[:n] = part[:n]
+                self.parts[0] = part[n:]
+                return n
+            self.parts.pop(0)
+        return 0
+
+
+@pytest.mark.parametrize("kind", sorted(COMPRESSORS))
+def test_a_line_over_the_record_budget_is_rejected_alone(kind: str) -> None:
+    """A line with no line end was held whole, however long: a few MB of gzip held gigabytes."""
+    long_line = b'{"input": "' + b"a" * 50_000 + b'"}'
+    data = COMPRESSORS[kind](b'{"input": "one"}\n' + long_line + b'\n{"input": "three"}\n')
+    out = list(record_batches(io.BytesIO(data), "f", 1024, 1 << 30, 10_000))
+    lines = [(n, x) for b in out for n, x in enumerate(b.lines, b.first_line) if x]
+    assert lines == [(1, b'{"input": "one"}'), (3, b'{"input": "three"}')]
+    [r] = [r for b in out for r in b.rejected]
+    assert (r.line, r.file) == (2, "f")
+    assert r.error == (
+        f"$: a line of {len(long_line)} bytes, more than max_record_bytes = 10000: a record is read "
+        "whole, so it is not read; raise the input option max_record_bytes"
+    )
+    assert r.input.startswith('{"input": "aaa') and len(r.input) < 300
+
+
+def test_a_line_over_the_record_budget_is_skipped_not_held() -> None:
+    """1 GiB of one line is read a block at a time and never joined: the rejection comes with the
+    lines after it, and no read asks for more than a block."""
+    stream = _Counting(b'{"input": "a"}\n', 1 << 30, b'\n{"input": "b"}\n')
+    out = list(record_batches(io.BufferedReader(stream, 1 << 16), "f", 1 << 20, 1 << 30, 4 << 20))
+    lines = [(n, x) for b in out for n, x in enumerate(b.lines, b.first_line) if x]
+    assert lines == [(1, b'{"input": "a"}'), (3, b'{"input": "b"}')]
+    [r] = [r for b in out for r in b.rejected]
+    assert r.line == 2 and r.error.startswith(f"$: a line of {1 << 30} bytes, more than max_record_bytes")
+    assert stream.largest <= 1 << 24
+
+
+def test_a_line_over_the_record_budget_within_a_block_is_rejected_alone() -> None:
+    data = b'{"input": "a"}\n' + b"[" * 300 + b'\n{"input": "b"}\n'
+    out = list(record_batches(io.BytesIO(data), "f", 1 << 20, 1 << 30, 100))
+    assert [(b.first_line, b.lines, b.placeholders) for b in out] == [
+        (1, [b'{"input": "a"}', b"", b'{"input": "b"}'], 1)
+    ]
+    [r] = [r for b in out for r in b.rejected]
+    assert (r.line, r.error.split(",")[0]) == (2, "$: a line of 300 bytes")

@@ -359,6 +359,77 @@ def test_member_declaring_a_huge_size_is_refused_before_inflating(tmp_path: Path
     assert table.num_rows == 2
 
 
+def _bomb(path: Path, members: int, member_bytes: int) -> Path:
+    """An .eval of ``members`` samples of ``member_bytes`` each (repeated text: ~1,000:1 in DEFLATE),
+    every one under the member cap; together far more than the archive budget."""
+    log = _log(members)
+    for sample in log["samples"]:
+        sample["metadata"] = {"pad": "a" * member_bytes}
+    return write_eval(path, log, "deflate")
+
+
+@pytest.mark.parametrize("compression", ["deflate", "zstd"])
+def test_archive_over_its_inflate_budget_is_rejected_whole_before_inflating(
+    compression: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every member under the member cap, 6.9 GB in all from 3 MB: read until Arrow's offsets
+    overflowed, then "run again to resume". The sum the members declare is the budget's measure,
+    known from the zip's directory, so the file is rejected, the limit named, with nothing inflated."""
+    log = _log(20)
+    for sample in log["samples"]:
+        sample["metadata"] = {"pad": "a" * 50_000}
+    archive = write_eval(tmp_path / "bomb.eval", log, compression)
+    with zipfile.ZipFile(archive) as z:
+        read = [i for i in z.infolist() if i.filename.startswith(("samples/", "header.", "_journal/start"))]
+        declared = sum(i.file_size for i in read)
+    import pipeline.sources.inspect_eval as inspect_eval
+
+    def no_inflating(*args: Any, **kwargs: Any) -> bytes:
+        raise AssertionError("a member was inflated")
+
+    monkeypatch.setattr(inspect_eval, "read_member", no_inflating)
+    table, rejected, _ = _read(archive, max_archive_bytes=500_000)
+    [r] = rejected
+    assert (r.line, r.file, table.num_rows) == (1, str(archive), 0)
+    assert r.error == (
+        f"archive inflates to {declared} bytes (22 members), more than max_archive_bytes = 500000 "
+        "(a source option); not read"
+    )
+    assert orjson.loads(r.input)["compressed_bytes"] == archive.stat().st_size
+    monkeypatch.undo()
+    table, rejected, _ = _read(archive, max_archive_bytes=declared)  # at the budget: read
+    assert rejected == [] and table.num_rows == 20
+
+
+def test_archive_budget_counts_only_members_read(tmp_path: Path) -> None:
+    """A member over the member cap is rejected on its own and not inflated: it is not counted."""
+    log = _log(3)
+    log["samples"][1]["metadata"] = {"pad": "a" * 300_000}
+    archive = write_eval(tmp_path / "log.eval", log)
+    table, rejected, _ = _read(archive, max_member_bytes=100_000, max_archive_bytes=200_000)
+    assert [r.error.split(":")[0] for r in rejected] == ["samples/2_epoch_1.json"]
+    assert table.num_rows == 2
+
+
+def test_archive_budget_is_a_job_option(tmp_path: Path) -> None:
+    from pipeline.engine import TooManyRejected, run_job
+    from pipeline.jobs import load_job
+    from tests.engine.helpers import folder, write_job
+
+    _bomb(tmp_path / "bomb.eval", 4, 100_000)
+    inp = {"path": "bomb.eval", "format": "inspect-log", "options": {"max_archive_bytes": 200_000}}
+    job = write_job(tmp_path / "job.toml", [inp], {"path": "run", "target": "parquet"}, engine={"workers": 1})
+    with pytest.raises(TooManyRejected) as failed:  # all that was read is rejected: exit 1 in the CLI
+        run_job(load_job(job))
+    assert (failed.value.summary["read"], failed.value.summary["rejected"]) == (1, 1)
+    [row] = folder(tmp_path / "run", "rejected").to_pylist()
+    assert "more than max_archive_bytes = 200000 (a source option)" in row["reason"]
+    bad = [{**inp, "options": {"max_archive_bytes": 0}}]
+    job = write_job(tmp_path / "bad.toml", bad, {"path": "run2", "target": "parquet"})
+    with pytest.raises(ConfigError, match="option 'max_archive_bytes' must be a positive integer"):
+        run_job(load_job(job))
+
+
 @pytest.mark.parametrize("bad", [0, -1, True, 1.5, "1"])
 def test_member_cap_option_is_checked_before_work(bad: object, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="max_member_bytes"):
