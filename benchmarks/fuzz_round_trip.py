@@ -7,9 +7,11 @@ unseeded, in chunks, with counts per direction and every failure saved.
 Each chunk mutates ``--n`` records per source format (responses, chat, anthropic) with a fresh random
 seed (printed), and checks every decodable one in both directions with the suite's own checker: the
 record is rejected at decode, or a hop refuses it with an error, or every change A -> B -> A makes
-is covered by a loss reported on A -> B. Each failure is appended to ``--out`` as a line of
-``tests/encoders/fuzz_fixed_failures.jsonl``'s shape (direction, mutations, record) plus the
-problem and the chunk's seed, so it can be pinned. Exit code 1 when anything was found.
+is covered by a loss reported on A -> B; a tenth as many are written with a duplicate key or a
+number a double cannot keep, each of which must be rejected at decode as such. Each failure is
+appended to ``--out`` as a line of ``tests/encoders/fuzz_fixed_failures.jsonl``'s shape
+(direction, mutations, record) plus the problem and the chunk's seed, so it can be pinned. Exit
+code 1 when anything was found.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline import synth
-from pipeline.formats import decode_records
+from pipeline.formats import decode_lines, decode_records
 from tests.cases import CASES
 from tests.encoders.test_fuzz_round_trip import FORMATS, Mutator, _vocabulary, round_trips
 
@@ -41,6 +43,27 @@ def chunk(n: int, seed: int, out: Path, tally: Counter[str]) -> int:
         seeds = [rec for _, rec in CASES[a]] + list(synth.generate(a, 60, seed=rng.randrange(2**32)))
         mutator = Mutator(seeds, rng, vocabulary)
         batch = [mutator.record() for _ in range(n)]
+        # a tenth as many written with a duplicate key or an out-of-range number: all rejected
+        texts = [mutator.text() for _ in range(max(1, n // 10))]
+        read = decode_lines([raw for raw, _ in texts], a)
+        tally[f"{a} duplicate key / number tried"] += len(texts)
+        changed = read.table.column("source_line").to_pylist()
+        changed += [
+            r.line
+            for r in read.rejected
+            if not r.error.split(": ", 1)[-1].startswith(("duplicate key", "number too"))
+        ]
+        for line in changed:
+            found += 1
+            tally[f"{a} duplicate key / number not rejected as such"] += 1
+            raw, done = texts[line - 1]
+            with open(out, "ab") as f:
+                f.write(
+                    orjson.dumps(
+                        {"direction": f"{a} decode", "mutations": done, "text": raw.decode(), "seed": seed}
+                    )
+                    + b"\n"
+                )
         res = decode_records([rec for rec, _ in batch], a)
         tally[f"{a} tried"] += len(batch)
         tally[f"{a} rejected at decode"] += len(res.rejected)

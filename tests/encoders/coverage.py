@@ -31,7 +31,7 @@ def _shape(x: Any) -> Any:
         # a tool_call_id pairs only a tool message, a call_id only calls and outputs, a role only
         # messages: elsewhere they are keys like any other
         tool_call_id = x.get("tool_call_id") if x.get("role") == "tool" else None
-        call_id = x.get("call_id") if kind != "message" else None
+        call_id = x.get("call_id") if type(kind) is str and kind.endswith(("_call", "_output")) else None
         role = None if type(kind) is str and kind in _NOT_MESSAGES else x.get("role")
         return (kind, role, call_id, tool_call_id, x.get("tool_use_id"))
     return type(x).__name__

@@ -3,8 +3,12 @@
 A malformed record is either rejected at decode (the reason names the field) or every change the
 round trip makes is reported as a loss on the way A -> B (or conversion refuses it with an error).
 Valid records (``tests/cases.py`` and ``pipeline.synth``) get one to three field-level mutations
-each; every record that decodes is converted to both other formats and back, and the difference
-is checked with the no-silent-loss checker (:func:`tests.encoders.coverage.uncovered`).
+each (a key deleted, set, moved to a message of another role or grafted onto an item of another
+type, a type or role swapped, a field written in its other string / object form, a list emptied);
+every record that decodes is converted to both other formats and back, and the difference is
+checked with the no-silent-loss checker (:func:`tests.encoders.coverage.uncovered`). A tenth as
+many are written with a duplicate key or a number a double cannot keep, which reading would change:
+each must be rejected at decode, naming it.
 
 Bounded in CI (a few thousand mutated records, seeded). ``CHATLAKE_FUZZ_N=100000`` runs longer,
 ``CHATLAKE_FUZZ_SEED=random`` (or a number) unseeds it; a failure prints the mutated record, so it
@@ -27,7 +31,7 @@ import pytest
 
 from pipeline import synth
 from pipeline.encoders import convert_table
-from pipeline.formats import decode_records
+from pipeline.formats import decode_lines, decode_records
 from tests.cases import CASES, STRAY_KEYS
 from tests.encoders.coverage import uncovered
 
@@ -92,7 +96,17 @@ class Mutator:
     def mutate(self, rec: dict[str, Any]) -> str:
         rng = self.rng
         slots = [(p, v) for p, v in _slots(rec) if p]
-        op = rng.choice(("delete", "set", "set", "type", "role", "unknown", "move", "empty"))
+        op = rng.choice(("delete", "set", "set", "type", "role", "unknown", "move", "empty", "graft", "form"))
+        if op == "graft":
+            done = self.graft(rec)
+            if done is not None:
+                return done
+            op = "form"
+        if op == "form":
+            done = self.form(rec)
+            if done is not None:
+                return done
+            op = "set"
         if op == "type" or op == "role":
             named = [p for p, v in slots if p[-1] == op]
             if named:
@@ -137,6 +151,71 @@ class Mutator:
         return f"set {list(path)} = {value!r}"
 
 
+    def graft(self, rec: dict[str, Any]) -> str | None:
+        """A key of one item, block or message copied onto another of a different ``type`` or role
+        (a call's ``arguments`` on a message, a custom call's ``input`` on a function call): keys
+        moved between item types. None when the record has no two such objects."""
+        typed = [
+            (p, v) for p, v in _slots(rec) if type(v) is dict and type(v.get("type", v.get("role"))) is str
+        ]
+        if len(typed) < 2:
+            return None
+        (pa_, a), (pb, b) = self.rng.sample(typed, 2)
+        kind = lambda d: (d.get("type"), d.get("role"))  # noqa: E731
+        keys = [k for k in a if k not in b and k not in ("type", "role")]
+        if not keys or kind(a) == kind(b) or pb[: len(pa_)] == pa_ or pa_[: len(pb)] == pb:
+            return None  # same kind, nothing to move, or one holds the other
+        k = self.rng.choice(keys)
+        b[k] = _json(a[k])
+        return f"graft {list(pa_)}.{k} -> {list(pb)}"
+
+    def form(self, rec: dict[str, Any]) -> str | None:
+        """A field written in its other form: a string as ``{"type": s}`` (tool_choice), an object's
+        type as the bare string, a text as a list of one text part, one text part as its text."""
+        rng = self.rng
+        slots = [(p, v) for p, v in _slots(rec) if p and type(p[-1]) is str]
+        if not slots:
+            return None
+        path, v = rng.choice(slots)
+        parent = _get(rec, path[:-1])
+        if type(v) is str:
+            new: Any = rng.choice(({"type": v}, [{"type": rng.choice(("text", "input_text")), "text": v}]))
+        elif type(v) is dict and type(v.get("type")) is str:
+            new = v["type"]
+        elif type(v) is list and len(v) == 1 and type(v[0]) is dict and type(v[0].get("text")) is str:
+            new = v[0]["text"]
+        else:
+            return None
+        parent[path[-1]] = new
+        return f"form {list(path)}"
+
+    def text(self) -> tuple[bytes, list[str]]:
+        """A mutated record written with one thing orjson's reading would change: a duplicate key (the
+        last would win) or a number a double cannot keep (``1e-400`` reads as 0). The decoders
+        reject both, naming the key's path."""
+        rec, done = self.record()
+        rng = self.rng
+        objects = [p for p, v in _slots(rec) if type(v) is dict and v]
+        if rng.random() < 0.5 and objects:
+            path = rng.choice(objects)
+            obj = _get(rec, path)
+            key = rng.choice(list(obj))
+            mark = "\x01dup\x01"
+            obj[mark] = None
+            raw = orjson.dumps(rec).replace(
+                orjson.dumps(mark) + b":null", orjson.dumps(key) + b":" + orjson.dumps(rng.choice(VALUES)), 1
+            )
+            return raw, [*done, f"duplicate key {list(path)}.{key}"]
+        slots = [(p, v) for p, v in _slots(rec) if p]
+        if not slots:
+            return orjson.dumps(rec), done
+        path = rng.choice(slots)[0]
+        mark = "\x01num\x01"
+        _get(rec, path[:-1])[path[-1]] = mark
+        number = rng.choice((b"1e-400", b"-2.5e-999", b"1e400", b"-1E+309"))
+        return orjson.dumps(rec).replace(orjson.dumps(mark), number, 1), [*done, f"number {list(path)}"]
+
+
 @dataclass
 class Stats:
     """Counts of one campaign; ``failures`` holds (direction, mutations, record, problem)."""
@@ -145,6 +224,7 @@ class Stats:
     accepted: int = 0
     rejected: int = 0
     checked: int = 0
+    texts: int = 0  # records written with a duplicate key or an out-of-range number (all rejected)
     refused: Counter[str] = field(default_factory=Counter)
     failures: list[tuple[str, list[str], dict[str, Any], Any]] = field(default_factory=list)
 
@@ -152,6 +232,7 @@ class Stats:
         return (
             f"{self.tried} mutated records: {self.accepted} accepted, {self.rejected} rejected at decode; "
             f"{self.checked} round trips checked, {sum(self.refused.values())} refused, "
+            f"{self.texts} with a duplicate key or an out-of-range number (rejected), "
             f"{len(self.failures)} failures"
         )
 
@@ -199,6 +280,16 @@ def run(n: int, seed: int) -> Stats:
         mutator = Mutator(seeds, rng, vocabulary)
         batch = [mutator.record() for _ in range(n // len(FORMATS))]
         stats.tried += len(batch)
+        texts = [mutator.text() for _ in range(max(1, n // len(FORMATS) // 10))]
+        stats.texts += len(texts)
+        kept_text = decode_lines([raw for raw, _ in texts], a)  # each one changes on reading: rejected
+        for line in kept_text.table.column("source_line").to_pylist():
+            raw, done = texts[line - 1]
+            stats.failures.append((f"{a} decode", done, orjson.loads(raw), "accepted, changed on reading"))
+        for r in kept_text.rejected:
+            if not r.error.split(": ", 1)[-1].startswith(("duplicate key", "number too")):
+                raw, done = texts[r.line - 1]
+                stats.failures.append((f"{a} decode", done, {"text": raw.decode()}, r.error))
         res = decode_records([rec for rec, _ in batch], a)
         stats.rejected += len(res.rejected)
         kept = [batch[line - 1] for line in res.table.column("source_line").to_pylist()]

@@ -2,7 +2,9 @@
 
 The round-trip fuzzer's mutations (:class:`tests.encoders.test_fuzz_round_trip.Mutator`: one to
 three field-level changes -- a deleted key, a value swapped for another JSON type, another
-format's role or part type, an unknown key, a key moved between messages, an emptied list) over
+format's role or part type, an unknown key, a key moved between messages or onto an item of another
+type, a field in its other string or object form, an emptied list; one record in ten written with a
+duplicate key or a number a double cannot keep) over
 ``tests/cases.py`` and ``pipeline.synth`` records make exactly the records the Python decode rules
 (roles, required fields, part types per role, tool names) reject, and the near misses they accept.
 Each batch is decoded natively and with the Python codec and compared with
@@ -58,6 +60,10 @@ def campaign(fmt: str, n: int, seed: int) -> tuple[dict[str, int], list[tuple[li
     while counts["tried"] < n:
         batch = [mutator.record() for _ in range(min(BATCH, n - counts["tried"]))]
         lines = [orjson.dumps(rec) for rec, _ in batch]
+        # one in ten written with a duplicate key or a number a double cannot keep
+        for k in range(0, len(batch), 10):
+            lines[k], done = mutator.text()
+            batch[k] = ({}, done)
         counts["tried"] += len(lines)
         try:
             res = compare(lines, fmt)
