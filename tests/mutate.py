@@ -2,7 +2,8 @@
 ``tests/sources/test_fuzz.py``, ``benchmarks/fuzz_decoders.py``).
 
 :func:`mutate` takes a valid JSON value and returns the bytes of a hostile variant: a few structural
-changes on the value (type swaps, deleted keys, swapped-in odd values) and then one change made on
+changes on the value (type swaps, deleted keys, swapped-in odd values, keys grafted onto an object of
+another type, fields in their other string / object form) and then one change made on
 the text (huge or odd numbers, deep nesting, lone surrogates, invalid UTF-8, NUL, duplicate keys,
 truncation). Everything is a pure function of the ``random.Random`` passed in, so a failure is
 replayed from its seed.
@@ -158,15 +159,49 @@ def _duplicate(rng: random.Random, obj: dict[str, Any]) -> bytes:
     return b"{" + b",".join(items) + b"}"
 
 
+def _graft(rng: random.Random, nodes: list[tuple[Any, Any]]) -> bool:
+    """A key of one typed object (an item, block or message) copied onto another of a different
+    ``type`` / ``role``: a key moved between item types. False when there are no two such objects."""
+    values = [n[0][n[1]] for n in nodes]
+    typed = [v for v in values if type(v) is dict and ("type" in v or "role" in v)]
+    if len(typed) < 2:
+        return False
+    a, b = rng.sample(typed, 2)
+    keys = [k for k in a if k not in ("type", "role")]
+    if not keys or (a.get("type"), a.get("role")) == (b.get("type"), b.get("role")):
+        return False
+    k = rng.choice(keys)
+    b[k] = orjson.loads(orjson.dumps(a[k]))
+    return True
+
+
+def _other_form(value: Any, rng: random.Random) -> Any:
+    """``value`` in its other form, as fields that take a string or an object do (``tool_choice``,
+    content): a string as ``{"type": s}`` or a list of one text part, an object as its type."""
+    if type(value) is str:
+        return rng.choice(({"type": value}, [{"type": "text", "text": value}]))
+    if type(value) is dict and type(value.get("type")) is str:
+        return value["type"]
+    if type(value) is list and len(value) == 1 and type(value[0]) is dict and "text" in value[0]:
+        return value[0]["text"]
+    return value
+
+
 def structural(value: Any, rng: random.Random) -> None:
-    """One change in place: a swapped type, a deleted key, or a container emptied or doubled."""
+    """One change in place: a swapped type, a key grafted onto an object of another type, a field
+    in its other string / object form, a deleted key, or a container emptied or doubled."""
     nodes = _nodes(value)
     if not nodes:
         return
     parent, key = rng.choice(nodes)
     roll = rng.random()
-    if roll < 0.55:
+    if roll < 0.45:
         parent[key] = orjson.loads(orjson.dumps(rng.choice(SWAPS)))
+    elif roll < 0.5:
+        if not _graft(rng, nodes):
+            parent[key] = _other_form(parent[key], rng)
+    elif roll < 0.55:
+        parent[key] = _other_form(parent[key], rng)
     elif roll < 0.8:
         hit = _pick(rng, nodes, dict)
         if hit is not None and hit[0][hit[1]]:

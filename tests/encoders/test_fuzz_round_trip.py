@@ -543,6 +543,13 @@ PINNED_REPORTED += [
     ("chat", {"messages": [_USER_X], "tool_choice": {**_F_CHOICE, "function": {"name": "f"}, "custom": {}}}),
 ]
 
+# found by the mutations that graft a key onto an object of another type: a call_id on a content
+# part is a key like any other (the checker once aligned the part as a call)
+_ASSISTANT_PART = {"type": "output_text", "text": "a", "annotations": [], "call_id": "c"}
+_WITH_PART = {"input": [_USER_X, {"role": "assistant", "content": [_ASSISTANT_PART]}]}
+PINNED_REPORTED.append(("responses", _WITH_PART))
+
+
 @pytest.mark.parametrize(("fmt", "record", "field"), PINNED_REJECTED)
 def test_pinned_failures_rejected_at_decode(fmt: str, record: dict[str, Any], field: str) -> None:
     [rejected] = decode_records([record], fmt).rejected
