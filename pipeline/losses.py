@@ -143,7 +143,7 @@ _KINDS: dict[str, tuple[str, str] | tuple[str, str, bool]] = {
     "tool_name": (
         "a tool name the target's pattern or length refuses replaced by a valid one with a stable hash "
         "suffix, in the tools, the tool_choice and every call of the record",
-        "/tools/0/name 'mcp.files.read' -> Chat 'mcp_files_read_3f9a2c1d'",
+        "/tools/0/name 'mcp.files.read' -> Chat 'mcp_files_read_e3bc728f'",
     ),
     "empty_content": (
         "a message left with no content (an empty list, or every part dropped) dropped (the target "

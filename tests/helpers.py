@@ -5,9 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.encoders import Converted, convert_table
+from pipeline.encoders.repairs import refusals, repair
 from pipeline.formats import decode_records, encode_table
+from pipeline.losses import Loss
 from pipeline.schema import CONVERSATION_SCHEMA
 
 
@@ -66,3 +70,23 @@ def roundtrip(records: list[dict[str, Any]], fmt: str, tmp_path: Path) -> list[d
     table = pq.read_table(path)
     assert table.schema.equals(CONVERSATION_SCHEMA, check_metadata=False)
     return encode_table(table, fmt)
+
+
+def repaired_convert_table(table: pa.Table, target: str) -> list[Converted]:
+    """``convert_table`` on the table the target rules' repairs give (repairs.py), with their losses
+    first and the suspect records that still break a rule refused: what ``encode_rows`` does
+    around its encoders, row by row."""
+    fixed = repair(table, target)
+    out = convert_table(fixed.table, target, as_bytes=True)
+    records = pa.array([c.record.decode() if c.error is None else None for c in out], pa.large_string())
+    errors = pa.array([c.error for c in out], pa.string())
+    why = refusals(records, errors, fixed.suspect, target).to_pylist()
+    by_row: dict[int, list[Loss]] = {}
+    for loss in fixed.losses.to_pylist():
+        by_row.setdefault(loss["row"], []).append(Loss(loss["path"], loss["kind"], loss["detail"]))
+    for r, c in enumerate(out):
+        if why[r] is not None:
+            out[r] = Converted(None, error=why[r])
+        elif c.error is None:
+            c.losses[:0] = by_row.get(r, [])
+    return out

@@ -24,6 +24,11 @@ plain printable ASCII, every other
 row, every row with CHATLAKE_NATIVE=0
 =====================================  ======================================================
 
+Before any encoder, :func:`pipeline.encoders.repairs.repair` repairs the rows that would break a
+rule of the target (:mod:`pipeline.encoders.rules`) in the table both encoders get; its losses come
+first in each row's losses. After encoding, the records of the rows it found suspect are checked
+against the rules, and one that still breaks a rule is refused (its error names the rule).
+
 Items edited since decoding (:mod:`pipeline.encoders.edits`) lose their stale state before any
 encoder: the native rows are encoded from the table ``clear_stale_state`` returns, and each
 edited item's ``edited`` loss is added here as a column, where ``convert_table`` puts it (before the
@@ -56,6 +61,7 @@ from pipeline.arrays import one_array
 from pipeline.encoders import convert_table
 from pipeline.encoders.edits import STATE_FIELDS, clear_stale_state
 from pipeline.encoders.pointers import item_pointer
+from pipeline.encoders.repairs import Repaired, refusals, repair
 from pipeline.encoders.request_fields import ROW_LOSSES, apply_sets, model_provider_losses
 from pipeline.losses import LossPolicy
 from pipeline.schema import cast_to_canonical
@@ -214,6 +220,9 @@ def encode_rows(
     """
     table = cast_to_canonical(table).combine_chunks()
     table, added = apply_sets(table, sets or {}, target)
+    # the target rules' repairs, in the table both encoders get (repairs.py)
+    fixed = repair(table, target)
+    table = fixed.table
     parts, fast = _native_parts(table, target, as_decoded)
     slow_rows = np.flatnonzero(~fast)
     if len(slow_rows):
@@ -230,7 +239,9 @@ def encode_rows(
         losses = pa.concat_tables([losses, model.filter(pa.array(fast[model.column("row").to_numpy()]))])
     if added.num_rows:
         losses = _with_sets(losses, added, errors)
-    if ordered_losses and (len(parts) > 1 or fast.any() or added.num_rows):
+    if fixed.suspect.any():
+        records, errors, losses = _refused_by_rules(records, errors, losses, fixed, target)
+    if ordered_losses and (len(parts) > 1 or fast.any() or added.num_rows or fixed.losses.num_rows):
         losses = losses.take(np.argsort(losses.column("row").to_numpy(), kind="stable"))
     return EncodedRows(records, errors, losses, pa.array(fast))
 
@@ -285,6 +296,25 @@ def _interleave(parts: list[_Part]) -> tuple[pa.Array, pa.Array, pa.Table]:
     records = pa.concat_arrays([p[1] for p in parts]).take(pa.array(order))
     errors = pa.concat_arrays([p[2] for p in parts]).take(pa.array(order))
     return records, errors, pa.concat_tables([p[3] for p in parts])
+
+
+def _refused_by_rules(
+    records: pa.Array, errors: pa.Array, losses: pa.Table, fixed: Repaired, target: str
+) -> tuple[pa.Array, pa.Array, pa.Table]:
+    """The rows' records, errors and losses with the rule checks applied to the suspect rows: a
+    record that still breaks a rule is refused (its error names the rule; no record, no losses),
+    and the repairs' losses come first in the others' losses (they happened before any encoder)."""
+    why = refusals(records, errors, fixed.suspect, target)
+    repaired = fixed.losses
+    if why.null_count < len(why):
+        refused = np.asarray(why.is_valid().to_numpy(zero_copy_only=False), bool)
+        errors = pc.if_else(pa.array(refused), why, errors)
+        records = pc.if_else(pa.array(refused), pa.nulls(len(records), records.type), records)
+        losses = losses.filter(pa.array(~refused[losses.column("row").to_numpy()]))
+        repaired = repaired.filter(pa.array(~refused[repaired.column("row").to_numpy()]))
+    ok = np.asarray(errors.is_null().to_numpy(zero_copy_only=False), bool)
+    repaired = repaired.filter(pa.array(ok[repaired.column("row").to_numpy()]))
+    return records, errors, pa.concat_tables([repaired, losses])
 
 
 def _with_sets(losses: pa.Table, added: pa.Table, errors: pa.Array) -> pa.Table:

@@ -7,8 +7,8 @@ shards per folder, and the bad lines make ``rejected/`` non-empty (stages ``read
 ``convert``).
 
 :func:`write_test_run` is the test-only writer that came first: the same layout written in-process
-from ``decode_lines`` and ``convert_table``. The tests run every query on both, so the audit is
-checked against the layout contract, not one writer.
+from ``decode_lines`` and ``convert_table`` (with the target rules' repairs). The tests run every
+query on both, so the audit is checked against the layout contract, not one writer.
 
 Both return what was written as plain rows (:class:`FixtureRun`), read back with pyarrow, so tests
 compute their expected values with plain Python, independently of the SQL under test.
@@ -27,18 +27,21 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.encoders import convert_table
 from pipeline.formats import decode_lines
 from pipeline.io.parquet import writer as parquet_writer
 from pipeline.io.run_tables import LOSSES_SCHEMA, REJECTED_SCHEMA
 from pipeline.losses import ADDITIONS
 from tests.cases import BAD_LINES, CASES
+from tests.helpers import repaired_convert_table
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET = "chat"
 
-# Records the audit queries need and the shared cases do not all have: tool pairing problems,
-# compaction, assistant phases. Converted like every other record.
+# Records the audit queries need and the shared cases do not all have: compaction, assistant
+# phases, tool pairing problems, a record the target rules repair and ones they reject. Converted
+# like every other record (Responses -> Chat): the pairing problems break Chat's rules, so those
+# records are rejected there, and their Chat twins (AUDIT_CHAT_RECORDS, written as they are) carry
+# the problems into the written conversations.
 AUDIT_RECORDS: list[dict[str, Any]] = [
     {  # duplicate call id, an output without a call, a call without an output
         "input": [
@@ -81,6 +84,57 @@ AUDIT_RECORDS: list[dict[str, Any]] = [
             {"type": "function_call", "name": "sh", "arguments": "{}"},
         ]
     },
+    {  # a developer note between a call and its result (Codex): moved after the result for Chat
+        "input": [
+            {"role": "user", "content": "run it"},
+            {"type": "function_call", "call_id": "call_dev", "name": "shell", "arguments": "{}"},
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "sandbox"}]},
+            {"type": "function_call_output", "call_id": "call_dev", "output": "ran"},
+        ]
+    },
+]
+
+
+def _chat_call(call_id: str | None, name: str) -> dict[str, Any]:
+    call: dict[str, Any] = {"type": "function", "function": {"name": name, "arguments": "{}"}}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, **call} if call_id else call],
+    }
+
+
+def _tool(call_id: str | None, content: str) -> dict[str, Any]:
+    return {"role": "tool", **({"tool_call_id": call_id} if call_id else {}), "content": content}
+
+
+AUDIT_CHAT_RECORDS: list[dict[str, Any]] = [
+    {  # duplicate call id, an output without a call, a call without an output
+        "messages": [
+            {"role": "user", "content": "go"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "call_dup", "type": "function", "function": {"name": "a", "arguments": "{}"}},
+                    {"id": "call_dup", "type": "function", "function": {"name": "b", "arguments": "{}"}},
+                ],
+            },
+            _tool("call_dup", "x"),
+            _tool("call_orphan", "y"),
+            _chat_call("call_open", "c"),
+        ]
+    },
+    {  # id-less calls and outputs pair by position: an output before any call finds none, the call
+        # after it is answered, the last call is not
+        "messages": [
+            {"role": "user", "content": "go"},
+            _tool(None, "too early"),
+            _chat_call(None, "sh"),
+            _tool(None, "ok"),
+            _chat_call(None, "sh"),
+        ]
+    },
 ]
 
 
@@ -104,6 +158,8 @@ def _inputs(tmp: Path) -> list[tuple[Path, str]]:
         lines = [orjson.dumps(rec) for _, rec in cases]
         if fmt == "responses":
             lines += [orjson.dumps(rec) for rec in AUDIT_RECORDS]
+        if fmt == "chat":
+            lines += [orjson.dumps(rec) for rec in AUDIT_CHAT_RECORDS]
         lines += [line for f, line, _ in BAD_LINES if f == fmt]
         path = tmp / f"cases-{fmt}.jsonl"
         path.write_bytes(b"\n".join(lines) + b"\n")
@@ -203,7 +259,7 @@ def write_test_run(run: Path, inputs_dir: Path, target: str = TARGET) -> Fixture
         keep: list[bool] = []
         out: list[bytes] = []
         losses: list[dict[str, Any]] = []
-        for r, c in enumerate(convert_table(table, target, as_bytes=True)):
+        for r, c in enumerate(repaired_convert_table(table, target)):
             if c.error is not None:
                 keep.append(False)
                 rejected.append(

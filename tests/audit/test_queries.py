@@ -21,6 +21,7 @@ from pipeline.audit import load_queries, load_query, open_run, query_names
 from pipeline.audit.derived import DERIVED
 from pipeline.audit.queries import parse_query
 from pipeline.audit.views import RunDamaged, define_loss_kinds
+from pipeline.encoders.rules import RULE
 from pipeline.errors import ConfigError
 from pipeline.formats import decode_records
 from pipeline.io.item_index import item_index
@@ -114,6 +115,35 @@ def ref_rejected_records_by_reason(fx: FixtureRun) -> Rows:
             }
         )
     return sorted(rows, key=lambda r: (-r["records"], r["stage"], r["reason"]))
+
+
+def ref_target_rule_repairs_and_rejections(fx: FixtureRun) -> Rows:
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for loss in fx.losses:
+        rule = loss["detail"].split(": ", 1)[0]
+        if rule in RULE:
+            groups[(rule, "repaired")].append({**loss, "example": loss["detail"]})
+    for r in fx.rejected:
+        rule = r["reason"].removeprefix("encode: ").split(": ", 1)[0]
+        if r["stage"] == "convert" and r["reason"].startswith("encode: ") and rule in RULE:
+            groups[(rule, "rejected")].append({**r, "kind": None, "example": r["reason"]})
+    rows = []
+    for (rule, outcome), events in groups.items():
+        first = min(events, key=lambda e: (e["source_file"], e["source_line"], e["example"]))
+        assert outcome == "rejected" or {e["kind"] for e in events} == {RULE[rule].repair}
+        rows.append(
+            {
+                "rule": rule,
+                "outcome": outcome,
+                "kind": events[0]["kind"],
+                "occurrences": len(events),
+                "records": len({e["conversation_id"] for e in events}),
+                "example_file": first["source_file"],
+                "example_line": first["source_line"],
+                "example": first["example"],
+            }
+        )
+    return sorted(rows, key=lambda r: (-r["records"], r["rule"], r["outcome"]))
 
 
 def ref_item_kinds_and_roles(fx: FixtureRun) -> Rows:
@@ -296,6 +326,7 @@ REFERENCES: dict[str, Callable[[FixtureRun], Rows]] = {
     "loss_totals_by_direction": ref_loss_totals_by_direction,
     "lossless_share_by_dataset": ref_lossless_share_by_dataset,
     "rejected_records_by_reason": ref_rejected_records_by_reason,
+    "target_rule_repairs_and_rejections": ref_target_rule_repairs_and_rejections,
     "item_kinds_and_roles": ref_item_kinds_and_roles,
     "tool_pairing_problems": ref_tool_pairing_problems,
     "phase_coverage": ref_phase_coverage,
@@ -339,6 +370,8 @@ def test_the_fixture_exercises_every_query(fixture_run: FixtureRun) -> None:
     idless = {r["problem"] for r in ref_tool_pairing_problems(fixture_run) if r["call_id"] is None}
     assert idless == {"output_without_call", "call_without_output"}
     assert {r["stage"] for r in fixture_run.rejected} == {"read", "decode", "convert"}
+    outcomes = {r["outcome"] for r in ref_target_rule_repairs_and_rejections(fixture_run)}
+    assert outcomes == {"repaired", "rejected"}
 
 
 def test_calls_paired_by_position_are_not_pairing_problems(fixture_run: FixtureRun) -> None:
@@ -379,7 +412,7 @@ def test_turns_of_a_hand_counted_conversation(facts: str) -> None:
     """
     import duckdb
 
-    table = decode_records([AUDIT_RECORDS[1]], "responses").table
+    table = decode_records([AUDIT_RECORDS[1]], "responses").table  # compaction, then phases
     con = duckdb.connect()
     items = item_index(table)
     if facts == "written":

@@ -20,7 +20,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline import synth
-from pipeline.encoders import convert_table
 from pipeline.encoders.encode_rows import encode_rows
 from pipeline.engine.process import _encode, _Originals
 from pipeline.formats import decode_records
@@ -29,6 +28,7 @@ from pipeline.losses import LossPolicy
 from pipeline.schema import CONVERSATION_SCHEMA
 from tests.cases import CASES, RESPONSES
 from tests.corpus import corpus_available, corpus_records
+from tests.helpers import repaired_convert_table
 from tests.strategies import wire_record
 
 POLICIES = [
@@ -50,7 +50,7 @@ def reference_engine(table: pa.Table, target: str, policy: LossPolicy) -> tuple[
     losses: dict[str, list[Any]] = {k: [] for k in (
         "conversation_id", "source_file", "source_line", "source_format", "target_format", "kind", "path",
         "detail")}  # fmt: skip
-    for r, c in enumerate(convert_table(table, target, as_bytes=True)):
+    for r, c in enumerate(repaired_convert_table(table, target)):
         stage = reason = None
         if c.error is not None:
             stage, reason = "convert", f"encode: {c.error}"

@@ -194,7 +194,8 @@ def test_the_native_encoder_rows_report_model_provider_like_convert_table() -> N
     """Responses -> Chat goes through the compiled encoder when it is active: its rows get the loss
     from encode_rows, the others from convert_table; both give the same report."""
     recs = [{"model": "claude-sonnet-4-5", "input": "hi"}, {"model": "gpt-5", "input": "hi"},
-            {"model": "claude-x", "input": [{"type": "reasoning", "id": "rs_1", "summary": []}]}]  # fmt: skip
+            {"model": "claude-x", "input": [{"type": "reasoning", "id": "rs_1", "summary": []},
+                                            {"role": "user", "content": "hi"}]}]  # fmt: skip
     table = decode_records(recs, "responses").table
     enc = encode_rows(table, "chat")
     converted = convert_table(table, "chat")

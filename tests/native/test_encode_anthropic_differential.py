@@ -95,8 +95,10 @@ def test_synthetic_records_after_role_swap(fmt: str) -> None:
     """role_swap edits items: their state is dropped and reported (``edited``) on the native path too."""
     table = _role_swap_turns(decode_records(list(synth.generate(fmt, 300, seed=11)), fmt).table)
     res = compare_encode(table, "anthropic")
+    # a swapped conversation that opens with an assistant turn is refused (anthropic.first_message_user)
+    assert any(e.startswith("anthropic.first_message_user: ") for e in res.errors.to_pylist() if e)
     if fmt == "responses":  # Chat items carry no item ids or opaque state to drop
-        assert res.losses.filter(pa.compute.equal(res.losses.column("kind"), "edited")).num_rows > 100
+        assert res.losses.filter(pa.compute.equal(res.losses.column("kind"), "edited")).num_rows > 50
     assert sum(res.native.to_pylist()) > 0.9 * table.num_rows
 
 

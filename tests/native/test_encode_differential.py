@@ -296,7 +296,8 @@ def test_rows_left_to_the_per_record_encoder() -> None:
     res = compare_encode(table)
     assert res.native.to_pylist() == [True, False, False, True, False, False, False, False, True, False]
     assert res.errors.to_pylist()[-1] is not None
-    assert res.records.to_pylist()[0].endswith('{"role":"assistant"}]}')
+    # the first row's call has no result: encoded natively, then refused by Chat's rule
+    assert res.errors.to_pylist()[0].startswith("chat.tool_calls_answered: ")
     assert b'"tool_call_id":"call_' in res.records.to_pylist()[4].encode()
 
 
