@@ -90,7 +90,8 @@ AUDIT_RECORDS: list[dict[str, Any]] = [
             {"type": "function_call", "call_id": "call_dev", "name": "shell", "arguments": "{}"},
             {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "sandbox"}]},
             {"type": "function_call_output", "call_id": "call_dev", "output": "ran"},
-        ]
+        ],
+        "tools": [{"type": "function", "name": "shell", "parameters": {"type": "object"}, "strict": False}],
     },
 ]
 
