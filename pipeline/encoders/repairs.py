@@ -62,6 +62,11 @@ from pipeline.formats import decode_lines
 # Content block types every target writes as text (null: a plain string).
 _TEXT_BLOCKS = ("input_text", "output_text", "text")
 _ROLES = ("user", "assistant", "system", "developer")
+# Text Python's str.strip() empties (what the Anthropic encoder drops): its whitespace, for RE2.
+_BLANK = (
+    r"^[\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}"
+    r"\x{3000}]*$"
+)
 # Where each source format keeps a tool's name in ``tools`` (Chat / HF: under ``function``).
 _NESTED = ("chat", "hf")
 
@@ -119,7 +124,7 @@ def _flat(table: pa.Table, target: str) -> pl.DataFrame:
     texty = np.asarray(texty.to_numpy(zero_copy_only=False), bool)
     has_text = np.bincount(owner[texty], minlength=len(flat)) > 0
     if target == "anthropic":  # Anthropic refuses blank text: a message of blank text may end up empty
-        blank = pc.match_substring_regex(pc.fill_null(blocks.field("text"), ""), r"^\s*$")
+        blank = pc.match_substring_regex(pc.fill_null(blocks.field("text"), ""), _BLANK)
         blank = np.asarray(blank.to_numpy(zero_copy_only=False), bool)
         has_text = np.bincount(owner[texty & ~blank], minlength=len(flat)) > 0
     cols = {
@@ -366,7 +371,11 @@ def _choice_breaks(choice: pl.Series, rows: np.ndarray, tools: pl.DataFrame, tar
     any; else one that requires or names a tool) where no tool the target takes is declared, or
     one naming a tool the request does not declare."""
     c = pl.col("c")
-    named = pl.coalesce(c.str.json_path_match("$.function.name"), c.str.json_path_match("$.name"))
+    named = pl.coalesce(
+        c.str.json_path_match("$.function.name"),
+        c.str.json_path_match("$.custom.name"),
+        c.str.json_path_match("$.name"),
+    )
     typ = c.str.json_path_match("$.type")
     forcing = (
         (c == '"required"')
@@ -510,8 +519,8 @@ def _choice_name(choice: Any) -> str | None:
     """The tool a ``tool_choice`` (any source format's) names, or None."""
     if not isinstance(choice, dict):
         return None
-    fn = choice.get("function") if isinstance(choice.get("function"), dict) else None
-    name = fn.get("name") if fn is not None else choice.get("name")
+    inner = next((choice[k] for k in ("function", "custom") if isinstance(choice.get(k), dict)), None)
+    name = inner.get("name") if inner is not None else choice.get("name")
     return name if isinstance(name, str) else None
 
 
@@ -720,8 +729,9 @@ def _rebuilt(
                 value = orjson.loads(choices[r])
                 name = _choice_name(value)
                 if name in m:
-                    target = value["function"] if isinstance(value.get("function"), dict) else value
-                    target["name"] = m[name]
+                    slots = ("function", "custom")
+                    inner = next((value[k] for k in slots if isinstance(value.get(k), dict)), value)
+                    inner["name"] = m[name]
                     choices[r] = orjson.dumps(value).decode()
         table = table.set_column(table.schema.get_field_index("tools"), "tools", pa.array(tools, pa.string()))
         table = table.set_column(

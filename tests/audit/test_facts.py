@@ -129,5 +129,7 @@ def test_worst_records_beyond_the_per_shard_top(fixture_run: FixtureRun, tmp_pat
     for p in (run / "top_losses").glob("*.parquet"):
         pq.write_table(pq.read_table(p).slice(0, 1), p)
     relist(run)
-    small = load_query("worst_records").run(open_run(run), {"n": "3"}).to_pylist()
-    assert len(small) == 3 and small != REF_WORST(fixture_run, 3)  # the test can fail: top_losses is read
+    # the test can fail: top_losses is read (for some n the shards' first records are not the worst)
+    query, con = load_query("worst_records"), open_run(run)
+    answers = {n: query.run(con, {"n": str(n)}).to_pylist() for n in range(2, 9)}
+    assert any(a != REF_WORST(fixture_run, n) for n, a in answers.items())
