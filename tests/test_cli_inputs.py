@@ -9,6 +9,7 @@ import gzip
 import lzma
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import orjson
@@ -18,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import cli
+from pipeline.sources.wire_kind import classify_fits, follow_the_file
 from tests.cases import CASES
 from tests.corpus import CORPUS_DIR, corpus_available
 from tests.sources.test_detect import _corpus_files
@@ -82,12 +84,24 @@ def test_auto_says_what_it_chose(tmp_path: Path) -> None:
     code, out, err = _invoke("convert", str(tmp_path / "a.jsonl"), str(tmp_path / "s.json"), "--from", "auto",
                              "--to", "parquet", "-o", str(tmp_path / "o.parquet"))  # fmt: skip
     assert code == 0, out + err
-    want = {f: sum(1 for _, r in CASES[f] if r != CASES["chat"][0][1]) for f in CASES}
-    assert err.strip() == (
-        f"auto: {want['responses']} records as responses (file a.jsonl), {want['anthropic']} as "
-        f"anthropic (file a.jsonl), {want['chat']} as chat (file a.jsonl), 1 as hf (file a.jsonl), "
-        "file s.json as sharegpt"
-    )
+    kinds = follow_the_file(*classify_fits(JSONL.splitlines()))
+    want = sorted(Counter(k for k in kinds if k).items(), key=lambda kv: (-kv[1], kv[0]))
+    said = ", ".join(f"{n} {'records ' * (i == 0)}as {fmt}" for i, (fmt, n) in enumerate(want))
+    assert len(want) > 1  # the cases of every format: a truly mixed file
+    assert err.strip() == f"auto: {said} (file a.jsonl: mixed, per record), file s.json as sharegpt"
+
+
+def test_a_file_of_one_format_is_read_as_it(tmp_path: Path) -> None:
+    """A file of Chat bodies, a few without a request key (alone, HF rows by the rule): all Chat,
+    and the summary says the file was one format."""
+    chat = [{"model": "gpt-4o", "messages": [{"role": "user", "content": f"q{k}"}]} for k in range(46)]
+    bare = [{"messages": [{"role": "user", "content": f"b{k}"}]} for k in range(4)]
+    (tmp_path / "c.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in chat + bare))
+    code, out, err = _invoke("convert", str(tmp_path / "c.jsonl"), "--from", "auto", "--to", "parquet", "-o",
+                             str(tmp_path / "o.parquet"))  # fmt: skip
+    assert code == 0, out + err
+    assert err.strip() == "auto: 50 records as chat (file c.jsonl: one format)"
+    assert pq.read_table(tmp_path / "o.parquet").column("source_format").to_pylist() == ["chat"] * 50
 
 
 def test_a_directory_through_convert_and_a_run_directory(tmp_path: Path) -> None:

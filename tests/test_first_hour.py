@@ -66,8 +66,8 @@ NOT_A_LOG = ("codex-rollouts-localpush-sanitized/localpush-fixture-manifest.json
 # call_HGn16KZh9oNCruxsMJ4gYXan twice); reason_tool_use_demo_50 conversations end on calls nobody
 # answered; the schema fixtures are cut-out slices of sessions. Not checked yet: the two
 # duplicate_call_id rows of reason_tool_use_demo_50 (its calls have no ids in the source). A
-# cassette's response body that calls a tool is its own conversation (the output is in the next
-# request), so it ends on a call.
+# cassette exchange whose answer calls a tool ends on that call (its output is in the next
+# exchange's request).
 KNOWN_PAIRING_PROBLEMS = {
     ("pydantic-ai-cassettes/openai-responses.cassettes.jsonl", "call_without_output"),
     ("agent-sessions-schema-fixtures/claude-code-schema-small.jsonl", "call_without_output"),

@@ -1248,12 +1248,20 @@ static int bad_responses_items(yyjson_val *items) {
     return 0;
 }
 
+/* responses.is_response: a Response object (output) rather than a request body (input); one that
+ * says so ("object": "response") whatever else it holds (input: [] stays an unmodelled key). */
+static int is_response_object(yyjson_val *rec, yyjson_val *input) {
+    if (!yyjson_obj_get(rec, "output")) return 0;
+    yyjson_val *object = yyjson_obj_get(rec, "object");
+    return !input || (object && yyjson_is_str(object) && yyjson_equals_str(object, "response"));
+}
+
 /* Records responses._walk / decode_item / _check_part / _tool_name reject. */
 static int validate_responses(yyjson_val *rec) {
     if (bad_tools(TOOLS_RESPONSES, rec)) return 1;
     yyjson_val *input = yyjson_obj_get(rec, "input");
     if (input && yyjson_is_null(input)) return 1;
-    int response = !input && yyjson_obj_get(rec, "output") != NULL;
+    int response = is_response_object(rec, input);
     return bad_responses_items(yyjson_obj_get(rec, "instructions")) ||
            bad_responses_items(response ? yyjson_obj_get(rec, "output") : input);
 }
@@ -1461,7 +1469,7 @@ static void instr_close(Ctx *c, const char *iform, int valid) {
 /* responses._walk. Returns FB_OK or FB_SHAPE. */
 static int walk_responses(Ctx *c, yyjson_val *rec, RowEnd *end) {
     yyjson_val *input = yyjson_obj_get(rec, "input");
-    int response = !input && yyjson_obj_get(rec, "output") != NULL;
+    int response = is_response_object(rec, input);
     const char *key = response ? "output" : "input";
     yyjson_val *value = response ? yyjson_obj_get(rec, "output") : input;
 

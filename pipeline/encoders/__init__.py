@@ -21,7 +21,15 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from pipeline.encoders import response_objects, to_anthropic, to_chat, to_hf, to_responses, to_sharegpt
+from pipeline.encoders import (
+    from_dataset,
+    response_objects,
+    to_anthropic,
+    to_chat,
+    to_hf,
+    to_responses,
+    to_sharegpt,
+)
 from pipeline.encoders._context import Ctx
 from pipeline.encoders.edits import drop_stale_state
 from pipeline.encoders.request_fields import model_provider_losses
@@ -97,6 +105,8 @@ def convert_table(table: pa.Table, target: str, *, as_bytes: bool = False) -> li
                         )
                     )
                 else:
+                    if view.source_format[r] in from_dataset.DATASETS:
+                        from_dataset.null_as_absent(view, r)
                     ctx = Ctx(view, r)
                     out.append(Converted(_finish(cross.encode(ctx), as_bytes), ctx.losses))
             except (ValueError, KeyError, TypeError) as e:  # a bad row is reported, not fatal

@@ -147,6 +147,17 @@ def openai_file(ctx: Ctx, j: int, path: str, target: str) -> tuple[dict[str, Any
     return fields, part_keys
 
 
+def instruction_items(ctx: Ctx, became: str) -> None:
+    """Responses ``instructions`` given as items are converted in place, as the conversation's first
+    messages (a target may move leading system/developer ones to its system prompt): the way back
+    reads them as input, so the instructions and the input's start are reported."""
+    v = ctx.v
+    first = next((i for i in range(ctx.start, ctx.end) if v.section[i] != "instructions"), None)
+    detail = f"instruction items became {became}: they come back as input"
+    ctx.lose("/instructions", "instruction_position", detail)
+    ctx.lose(ctx.item_ptr(first) if first is not None else "/input", "instruction_position", detail)
+
+
 def openai_top_extra(ctx: Ctx) -> Iterator[tuple[str, Any]]:
     """The top-level keys an OpenAI request body (Chat or Responses) may carry, in source order.
 

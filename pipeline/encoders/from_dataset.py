@@ -36,6 +36,7 @@ from pipeline.encoders import to_hf
 from pipeline.encoders._context import Ctx, item_ptr
 from pipeline.encoders.call_ids import CallIds
 from pipeline.formats import hf
+from pipeline.formats._common import ConversationView
 from pipeline.losses import pointer
 from pipeline.schema import FORM_STRING
 
@@ -103,3 +104,34 @@ def call_extra_keys(ctx: Ctx, i: int) -> None:
                 ctx.lose(base + "/function/" + key, "unknown_field", f"'{key}' has no slot")
     for key in extra:
         ctx.lose(base + "/" + key, "unknown_field", f"'{key}' has no slot")
+
+
+def _without_nulls(x: Any) -> Any:
+    """An ``extra_json`` text without its null-valued keys (None when none is left)."""
+    if x is None:
+        return None
+    d = orjson.loads(x)
+    kept = {k: v for k, v in d.items() if v is not None}
+    if len(kept) == len(d):
+        return x
+    return orjson.dumps(kept) if kept else None
+
+
+def null_as_absent(view: ConversationView, r: int) -> None:
+    """Forget the explicit nulls of dataset row ``r`` of ``view`` (in place), before it is converted
+    to another format.
+
+    A dataset's rows share one schema: ``datasets.Dataset.to_json`` (and Arrow, Parquet, pandas)
+    writes a key a row does not have as ``null`` (``"tool_calls": null`` on every message without
+    calls, ``"images": null`` on a text-only row). Such a null says nothing, so dropping it is not a
+    loss. The canonical table still records it (an HF -> HF conversion writes it back).
+    """
+    view.nulls[r] = None
+    view.extra[r] = _without_nulls(view.extra[r])
+    v, c = view.items, view.items.content
+    for i in range(view.items_off[r], view.items_off[r + 1]):
+        v.nulls[i] = None
+        v.extra[i] = _without_nulls(v.extra[i])
+        for j in range(v.content_off[i], v.content_off[i + 1]):
+            c.nulls[j] = None
+            c.extra[j] = _without_nulls(c.extra[j])

@@ -62,7 +62,15 @@ from typing import Any
 import orjson
 
 from pipeline.encoders import from_dataset, to_hf
-from pipeline.encoders._context import CALLS, DEFAULT_FILENAME, OUTPUTS, PDF_DATA_URL, Ctx, keys_except
+from pipeline.encoders._context import (
+    CALLS,
+    DEFAULT_FILENAME,
+    OUTPUTS,
+    PDF_DATA_URL,
+    Ctx,
+    instruction_items,
+    keys_except,
+)
 from pipeline.encoders.call_ids import CallIds
 from pipeline.errors import a_or_an, quoted
 from pipeline.losses import pointer
@@ -833,11 +841,11 @@ def _render(ctx: Ctx, turn: Turn) -> dict[str, Any]:
 def encode(ctx: Ctx) -> dict[str, Any]:
     """Convert one canonical row (a Responses or Chat request, an HF or ShareGPT row) to an
     Anthropic Messages request body."""
-    if ctx.view.instr_form[ctx.r] == "items" and ctx.kind == "request":
-        raise ValueError("converting instructions given as an item list is not supported yet")
     if ctx.source == "responses" and ctx.view.items_form[ctx.r] == FORM_STRING:
         ctx.lose("/input", "content_form", "the string input shorthand becomes a user message")
     request = ctx.kind == "request"
+    if request and ctx.view.instr_form[ctx.r] == "items":
+        instruction_items(ctx, "the system prompt or the first messages")
     # A response object's output has no system prompt, and its calls are answered later: the
     # request rules (leading system, call/result pairing, prefill whitespace) do not apply.
     leading = _leading_system(ctx) if request else []

@@ -25,6 +25,7 @@ from pipeline.encoders._context import (
     OUTPUTS,
     Ctx,
     anthropic_image_url,
+    instruction_items,
     keys_except,
     openai_file,
     openai_top_extra,
@@ -239,12 +240,12 @@ def _leading_system_will_become_instructions(
 def encode(ctx: Ctx) -> dict[str, Any]:
     """Convert one canonical row to a Chat request body."""
     v = ctx.v
-    if ctx.view.instr_form[ctx.r] == "items" and ctx.kind == "request":
-        raise ValueError("converting instructions given as an item list is not supported yet")
     if ctx.source == "responses" and ctx.view.items_form[ctx.r] == FORM_STRING:
         ctx.lose("/input", "content_form", "the string input shorthand becomes a user message")
     request = ctx.kind == "request"  # a response object's envelope is response_objects.py's
     messages = _instructions(ctx) if request else []
+    if request and ctx.view.instr_form[ctx.r] == "items":
+        instruction_items(ctx, "the first messages")
     calls = from_dataset.DatasetCalls(ctx) if ctx.source in from_dataset.DATASETS else None
     # Chat pairs a tool message with its call by id and the API requires both ids: an id-less call
     # (any source: Claude Code blocks, Responses/Chat logs, dataset rows) gets the id every target

@@ -35,7 +35,7 @@ from typing import Any
 
 import orjson
 
-from pipeline.encoders._context import CALLS, OUTPUTS, Ctx, item_ptr, keys_except
+from pipeline.encoders._context import CALLS, OUTPUTS, Ctx, instruction_items, item_ptr, keys_except
 from pipeline.encoders.call_ids import pair_outputs, report_way_back
 from pipeline.errors import a_or_an, quoted
 from pipeline.formats import hf, sharegpt
@@ -246,8 +246,9 @@ def instructions_text(ctx: Ctx, target: str) -> Any:
     """Top-level instructions / system as one string; None when null, ``...`` when absent."""
     view, r = ctx.view, ctx.r
     form = view.instr_form[r]
-    if form == "items":
-        raise ValueError("converting instructions given as an item list is not supported yet")
+    if form == "items":  # the items are messages of the conversation, in place
+        instruction_items(ctx, "the first messages")
+        return ...
     if form == FORM_STRING:
         return view.instr.text[view.instr_off[r]]
     if form == FORM_NULL:

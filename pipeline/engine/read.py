@@ -39,7 +39,7 @@ from pipeline.sources.inputs import (
     skip_line,
     too_long,
 )
-from pipeline.sources.wire_kind import NO_FORMAT, classify
+from pipeline.sources.wire_kind import NO_FORMAT, classify_fits, follow_the_file
 
 from .shards import Shard
 
@@ -93,7 +93,7 @@ def _decoded(
         res = decode_lines(lines, shard.format, source_file=shard.label, first_line=first)
         yield _batch(res, shard, raw, nbytes, pre, placeholders)
         return
-    kinds = classify(lines)
+    kinds = follow_the_file(*classify_fits(lines))
     found = sorted({k for k in kinds if k})  # the wire formats in this batch
     # A line that is not a JSON object goes with the batch's first format, whose decoder rejects it
     # as every decoder does; a JSON object that fits no format is rejected here, saying so.

@@ -21,8 +21,9 @@ def console() -> Console:
 
 
 def auto_choices(summary: dict[str, Any]) -> str:
-    """What ``--from auto`` chose, in one line: records per wire format of each file read per record
-    (``detected``), and the adapter of each file read by one (docs/sources.md#auto)."""
+    """What ``--from auto`` chose, in one line: records per wire format of each file of wire records
+    (``detected``: one format, or mixed and decided per record), and the adapter of each file read
+    by one (docs/sources.md#auto)."""
     parts = []
     for inp in summary["inputs"]:
         name = Path(inp["path"]).name if "://" not in inp["path"] else inp["path"]
@@ -30,11 +31,10 @@ def auto_choices(summary: dict[str, Any]) -> str:
             parts.append(f"file {name} skipped")
         elif "detected" in inp:
             counts = sorted(inp["detected"].items(), key=lambda kv: (-kv[1], kv[0]))
-            for i, (fmt, n) in enumerate(counts):
-                what = "records" if i == 0 else ""
-                parts.append(f"{n:,} {what + ' ' if what else ''}as {fmt} (file {name})")
-            if not counts:
-                parts.append(f"no records (file {name})")
+            # one format: every record fit the file's (wire_kind.follow_the_file); else per record
+            how = "one format" if len(counts) == 1 else "mixed, per record"
+            said = ", ".join(f"{n:,} {'records ' * (i == 0)}as {fmt}" for i, (fmt, n) in enumerate(counts))
+            parts.append(f"{said} (file {name}: {how})" if counts else f"no records (file {name})")
         else:
             parts.append(f"file {name} as {inp['format']}")
     return "auto: " + ", ".join(parts)

@@ -90,8 +90,10 @@ _RESPONSE_KEYS = frozenset(("output", "instructions"))
 
 
 def is_response(rec: dict[str, Any]) -> bool:
-    """A Response object (``output``) rather than a request body (``input``)."""
-    return "output" in rec and "input" not in rec
+    """A Response object (``output``) rather than a request body (``input``): one that says so
+    (``"object": "response"``) is one whatever else it holds (recorded responses may carry
+    ``input: []``, which stays as an unmodelled key)."""
+    return "output" in rec and ("input" not in rec or rec.get("object") == "response")
 
 
 def decode_item(cols: b.ItemCols, item: Any, section: str, index: int, path: str) -> None:
@@ -214,7 +216,7 @@ def _tool_name(tool: dict[str, Any], path: str, choice: bool = False) -> Any:
 def _walk(tb: b.TableBuilder, rec: dict[str, Any]) -> RowEnd:
     """A request body (``input``) or a Response object (``output``); ``instructions`` as a string,
     or as items that go to the items column (form ``items``)."""
-    response = "output" in rec and "input" not in rec
+    response = is_response(rec)
     key = "output" if response else "input"
     cols = tb.items
     check_tools(rec, _tool_name)

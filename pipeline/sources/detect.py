@@ -50,7 +50,7 @@ from pipeline.sources import (
 )
 from pipeline.sources._base import open_plain
 from pipeline.sources.inputs import MAX_DOCUMENT_BYTES, record_batches
-from pipeline.sources.wire_kind import classify
+from pipeline.sources.wire_kind import classify_fits, follow_the_file
 from pipeline.storage import as_path, open_input
 
 WIRE = "auto"  # detect_input's answer for wire records: the format is chosen per record as read
@@ -162,7 +162,7 @@ def detect_input(path: str | Path, max_document_bytes: int = MAX_DOCUMENT_BYTES)
     if source is not None and source not in _WIRE_ADAPTERS:
         return source
     lines = sample_lines(path, max_document_bytes)
-    kinds = [k for k in classify(lines) if k]
+    kinds = [k for k in follow_the_file(*classify_fits(lines)) if k]
     if source is not None:
         return source if all(k == _WIRE_ADAPTERS[source] for k in kinds) else WIRE
     if kinds:

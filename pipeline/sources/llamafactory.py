@@ -44,8 +44,21 @@ OPTIONS: dict[str, type] = {}
 _ORDER = {"reasoning": 0, "text": 1, "tool_call": 2}
 
 
+# Columns LLaMA-Factory's multimodal loaders read beside ``messages`` (lists of paths).
+_MEDIA = ("images", "videos", "audios")
+
+
 def sniff(obj: Any) -> bool:
-    return type(obj) is dict and type(obj.get("messages")) is list and "model" not in obj
+    """A ``messages`` row with a sign only LLaMA-Factory's layouts have: typed ``{type, value}``
+    parts, ``tools`` as a JSON string, or a media path list. A plain ``messages`` row is an HF
+    dataset row (``datasets.Dataset.to_json`` writes the absent ones as null: not a sign)."""
+    if type(obj) is not dict or type(obj.get("messages")) is not list or "model" in obj:
+        return False
+    return (
+        type(obj.get("tools")) is str
+        or any(type(obj.get(k)) is list for k in _MEDIA)
+        or _is_typed(obj["messages"])
+    )
 
 
 def _is_typed(messages: list[Any]) -> bool:

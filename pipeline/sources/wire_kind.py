@@ -120,6 +120,28 @@ CASE
   ELSE 'hf'
 END
 """
+# A record the rule gives one format may be a valid record of another too (the ambiguous records
+# below). ALSO names that other format, so a file's records follow the file's format
+# (:func:`follow_the_file`):
+# * an ``hf`` row (rule 8) whose tool call arguments, if any, are strings is a valid Chat body;
+# * a Chat body by a request key (rule 7) with no legacy ``function`` role or ``function_call`` is a
+#   valid HF row (a dataset keeps unknown columns);
+# * an Anthropic request by ``max_tokens`` alone (rule 6, no top-level ``system``, no block only
+#   Anthropic has) is a valid Chat body.
+_NOT_STRING = _sql_list(("OBJECT", "ARRAY", "BIGINT", "UBIGINT", "DOUBLE", "BOOLEAN", "NULL"))
+ALSO = f"""
+CASE
+  WHEN kind = 'hf'
+       AND NOT list_has_any(json_type({_M}, '$[*].tool_calls[*].function.arguments'), {_NOT_STRING})
+       THEN 'chat'
+  WHEN kind = 'chat' AND coalesce({_is_list("messages")}, false)
+       AND NOT list_has_any(json_extract_string({_M}, '$[*].role'), ['function'])
+       AND len(json_type({_M}, '$[*].function_call')) = 0 THEN 'hf'
+  WHEN kind = 'anthropic' AND coalesce({_is_list("messages")}, false) AND NOT {_has("system")}
+       AND NOT list_has_any(json_extract_string({_M}, '$[*].content[*].type'), {_sql_list(_ANTHROPIC_BLOCKS)})
+       THEN 'chat'
+END
+"""
 _PATHS = "[" + ", ".join(f"'$.\"{k}\"'" for k in _TOP) + "]"
 # Two queries: DuckDB would compute ``v`` again for every use of it in RULE, so the top-level
 # values are extracted first (one parse per line) and RULE runs over them.
@@ -128,7 +150,7 @@ SELECT CASE WHEN json_valid(j) AND left(ltrim(j, ' \t\n\r'), 1) = '{{'
             THEN json_extract(j, {_PATHS}) END AS v
 FROM lines
 """
-_QUERY = f"SELECT {RULE} AS kind FROM tops"
+_QUERY = f"SELECT {RULE} AS kind, {ALSO} AS also FROM tops"
 
 _local = threading.local()
 
@@ -158,8 +180,14 @@ def _strings(lines: Sequence[bytes]) -> pa.Array:
 
 def classify(lines: Sequence[bytes]) -> list[str | None]:
     """The wire format of each line by :data:`RULE`: a format name, :data:`NO_FORMAT`, or None."""
+    return classify_fits(lines)[0]
+
+
+def classify_fits(lines: Sequence[bytes]) -> tuple[list[str | None], list[str | None]]:
+    """Each line's format by :data:`RULE` (as :func:`classify`), and the other format it is a valid
+    record of (:data:`ALSO`; None when none)."""
     if not lines:
-        return []
+        return [], []
     table = pa.table({"j": _strings(lines)})
     con = _connection()
     con.register("lines", table)
@@ -169,13 +197,25 @@ def classify(lines: Sequence[bytes]) -> list[str | None]:
         con.unregister("lines")
     con.register("tops", tops)
     try:
-        kinds = con.sql(_QUERY).to_arrow_table().column("kind")
+        result = con.sql(_QUERY).to_arrow_table()
     finally:
         con.unregister("tops")
-    out = kinds.to_pylist()
+    out, also = result.column("kind").to_pylist(), result.column("also").to_pylist()
     if len(out) != len(lines):  # DuckDB keeps a projection's row order; this guards the assumption
         raise RuntimeError(f"classify: {len(out)} kinds for {len(lines)} lines")
-    return out
+    return out, also
+
+
+def follow_the_file(kinds: Sequence[str | None], also: Sequence[str | None]) -> list[str | None]:
+    """The records' formats when each record that fits the file's format takes it: the format most
+    of the records get by the rule (ties: the first name). In a file of one format's records, every
+    record gets it (a file of Chat bodies, a few without a request key, is all Chat); only a
+    record that fits no format the others have keeps its own (a truly mixed file)."""
+    counts = Counter(k for k in kinds if k)
+    if not counts:
+        return list(kinds)
+    major = min(counts, key=lambda f: (-counts[f], f))
+    return [major if a == major else k for k, a in zip(kinds, also, strict=True)]
 
 
 def kind_counts(kinds: Sequence[str | None]) -> Counter[str | None]:

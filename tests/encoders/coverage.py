@@ -114,8 +114,21 @@ def diff_paths(
     return [] if a == b else [path or "/"]
 
 
-def uncovered(original: Any, back: Any, losses: list[Loss]) -> list[str]:
-    """Differing paths that no reported loss covers."""
+def without_nulls(x: Any) -> Any:
+    """``x`` without its null-valued object keys, at every depth: a dataset row's null is an absent
+    key (``pipeline.encoders.from_dataset.null_as_absent``), so dropping one is no difference."""
+    if isinstance(x, dict):
+        return {k: without_nulls(v) for k, v in x.items() if v is not None}
+    if isinstance(x, list):
+        return [without_nulls(v) for v in x]
+    return x
+
+
+def uncovered(original: Any, back: Any, losses: list[Loss], *, dataset: bool = False) -> list[str]:
+    """Differing paths that no reported loss covers (``dataset``: the original is a dataset row,
+    whose null-valued keys mean absent ones)."""
+    if dataset:
+        original, back = without_nulls(original), without_nulls(back)
     prefixes = [loss.path for loss in losses]
 
     def covered(p: str) -> bool:

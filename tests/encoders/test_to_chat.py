@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import orjson
+
 from pipeline import codec
 from pipeline.encoders import convert_table
 from pipeline.formats import decode_records
@@ -136,3 +140,27 @@ def test_an_anthropic_pdf_document_becomes_a_chat_file_part() -> None:
         ("/messages/0/content/1/context", "file"),
         ("/messages/0/content/2", "file"),
     ]
+
+
+def test_instructions_given_as_items_become_the_first_messages() -> None:
+    """The quick start's sample has such a record: its developer message comes first, in place, with
+    its role (it was once refused as "not supported yet")."""
+    text = [{"type": "input_text", "text": "Be terse."}]
+    developer = {"type": "message", "role": "developer", "content": text}
+    record = {"model": "gpt-5", "input": [{"role": "user", "content": "hi"}], "instructions": [developer]}
+    body, losses = _chat_there_and_back(record, "responses")
+    assert body["messages"] == [
+        {"role": "developer", "content": [{"type": "text", "text": "Be terse."}]},
+        {"role": "user", "content": "hi"},
+    ]
+    assert ("/instructions", "instruction_position") in losses
+
+
+def test_the_sample_data_converts_whole() -> None:
+    """Every record of the quick start's Responses sample converts to Chat (the way a new user's
+    first command does)."""
+    lines = (Path(__file__).parents[2] / "data" / "sample-responses.jsonl").read_bytes().splitlines()
+    records = [orjson.loads(line) for line in lines if line.strip()]
+    assert any(isinstance(r.get("instructions"), list) for r in records)
+    out = convert_table(decode_records(records, "responses").table, "chat")
+    assert [c.error for c in out] == [None] * len(records)

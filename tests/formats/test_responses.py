@@ -166,3 +166,26 @@ def test_records_the_responses_api_rejects_are_rejected_at_decode(record: dict, 
 def test_a_response_object_keeps_its_null_output() -> None:
     """Only a request's input must be a string or a list."""
     assert decode_records([{"output": None}], "responses").rejected == []
+
+
+def test_a_response_object_with_an_empty_input_is_a_response() -> None:
+    """Recorded responses may carry ``input: []`` beside ``output``: ``"object": "response"`` says
+    what it is, so it is not read as a request (whose Chat form would have no messages); the
+    ``input`` key stays, unmodelled. The compiled decoder decides the same."""
+    from pipeline.encoders import convert_table
+    from pipeline.formats import decode_lines, encode_table
+
+    call = {"type": "custom_tool_call", "id": "ctc_1", "call_id": "c1", "name": "f", "input": "x",
+            "status": "completed"}  # fmt: skip
+    record = {"id": "resp_1", "object": "response", "created_at": 1, "status": "completed", "model": "gpt-5",
+              "input": [], "output": [call]}  # fmt: skip
+    compiled = decode_lines([orjson.dumps(record)], "responses").table  # the compiled decoder when built
+    for table in (decode_records([record], "responses").table, compiled):
+        assert table.column("record_kind").to_pylist() == ["response"]
+        assert encode_table(table, "responses") == [record]
+        [chat] = convert_table(table, "chat")
+        assert chat.error is None and chat.record["object"] == "chat.completion"
+        assert chat.record["choices"][0]["message"]["tool_calls"][0]["id"] == "c1"
+    # a request body that has an output key too stays a request (no object tag)
+    request = {"input": [{"role": "user", "content": "hi"}], "output": []}
+    assert decode_records([request], "responses").table.column("record_kind").to_pylist() == ["request"]

@@ -33,7 +33,7 @@ pytestmark = pytest.mark.skipif(
 
 # The hand-written Responses cases the compiled encoder leaves to the per-record one, and why.
 PER_RECORD_CASES = {
-    "instructions_as_items",  # an error in to_anthropic: its message has one source
+    "instructions_as_items",  # instructions given as items: the per-record encoder's
     "response_object",  # response objects are response_objects.py's
     "calls_and_outputs_without_call_ids",  # ids generated and paired by position (call_ids.py)
     "custom_tool_compaction_reference_hosted_unknown",  # an unknown item type goes back whole

@@ -34,7 +34,7 @@ pytestmark = pytest.mark.skipif(
 
 # The hand-written Responses cases the compiled encoder leaves to the per-record one, and why.
 PER_RECORD_CASES = {
-    "instructions_as_items",  # an error in to_chat: its message has one source
+    "instructions_as_items",  # instructions given as items: the per-record encoder's
     "response_object",  # response objects are response_objects.py's
     "calls_and_outputs_without_call_ids",  # ids generated and paired by position (call_ids.py)
 }
@@ -290,12 +290,13 @@ def test_rows_left_to_the_per_record_encoder() -> None:
         {"input": [{**call, "call_id": None}, out]},  # an explicit null call id
         {"input": [{"role": "user", "content": "hi"}, {"type": "function_call_output", "output": "x"}]},
         {"input": [call, out]},
-        {"instructions": [{"role": "developer", "content": "items"}], "input": "hi"},  # an error in to_chat
+        {"instructions": [{"role": "developer", "content": "items"}], "input": "hi"},  # items: to_chat's
     ]
     table = decode_records(records, "responses").table
     res = compare_encode(table)
     assert res.native.to_pylist() == [True, False, False, True, False, False, False, False, True, False]
-    assert res.errors.to_pylist()[-1] is not None
+    assert res.errors.to_pylist()[-1] is None  # converted: the developer message comes first
+    assert res.records.to_pylist()[-1].startswith('{"messages":[{"role":"developer","content":"items"}')
     # the first row's call has no result: encoded natively, then refused by Chat's rule
     assert res.errors.to_pylist()[0].startswith("chat.tool_calls_answered: ")
     assert b'"tool_call_id":"call_' in res.records.to_pylist()[4].encode()

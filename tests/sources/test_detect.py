@@ -37,7 +37,10 @@ def test_wire_files_of_each_format(tmp_path: Path, fmt: str) -> None:
 
 def test_dataset_rows_stay_with_their_adapter_unless_mixed(tmp_path: Path) -> None:
     assert detect_input(_jsonl(tmp_path / "s.jsonl", [SHAREGPT] * 3)) == "sharegpt"
-    assert detect_input(_jsonl(tmp_path / "h.jsonl", [HF] * 3)) == "llamafactory"
+    # plain messages rows are HF rows, read as wire records; LLaMA-Factory's have a sign of their own
+    assert detect_input(_jsonl(tmp_path / "h.jsonl", [HF] * 3)) == WIRE
+    assert detect_input(_jsonl(tmp_path / "l.jsonl", [{**HF, "images": ["a.png"]}] * 3)) == "llamafactory"
+    assert detect_input(_jsonl(tmp_path / "t.jsonl", [{**HF, "tools": "[]"}] * 3)) == "llamafactory"
     chat = CASES["chat"][1][1]
     assert detect_input(_jsonl(tmp_path / "m.jsonl", [HF, chat, SHAREGPT])) == WIRE
     assert detect_input(_jsonl(tmp_path / "m2.jsonl", [SHAREGPT, HF])) == WIRE
@@ -83,3 +86,12 @@ def test_every_corpus_file_is_detected() -> None:
     assert len(files) >= 25
     undetected = [f for f in files if detect_input(CORPUS_DIR / f) is None]
     assert undetected == []
+
+
+def test_dataset_to_json_rows_are_hf_rows(tmp_path: Path) -> None:
+    """``datasets.Dataset.to_json`` writes every column of the dataset on every row, null where a
+    row has none (``images: null``, ``tool_calls: null``): not LLaMA-Factory's media lists."""
+    row = {"messages": [{"role": "user", "content": "q", "tool_calls": None},
+                        {"role": "assistant", "content": "a", "tool_calls": None}],
+           "images": None, "tools": None}  # fmt: skip
+    assert detect_input(_jsonl(tmp_path / "d.jsonl", [row] * 3)) == WIRE

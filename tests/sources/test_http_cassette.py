@@ -33,14 +33,22 @@ def _read(path: Path) -> tuple[list, list, dict]:
     return tables, rejected, results[-1].counts
 
 
-def test_request_and_response_bodies_by_api(tmp_path: Path) -> None:
+def test_each_exchange_is_one_conversation_with_its_answer(tmp_path: Path) -> None:
+    """The request's history plus the response's answer as the last assistant turn, in the API's own
+    shape, so an export carries the answers; an error response leaves the request alone."""
     choice = {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}
-    completion = {"id": "c", "object": "chat.completion", "choices": [choice]}
+    completion = {"id": "c", "object": "chat.completion", "choices": [choice], "usage": {"total_tokens": 3}}
+    answer = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
+              "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"}  # fmt: skip
+    output = [{"type": "message", "id": "m1", "role": "assistant", "status": "completed",
+               "content": [{"type": "output_text", "text": "4", "annotations": []}]}]  # fmt: skip
+    response = {"id": "resp_1", "object": "response", "status": "completed", "output": output}
     cassette = {
         "cassette_name": "t.yaml",
         "interactions": [
             _exchange("https://api.openai.com/v1/chat/completions", CHAT, completion),
-            _exchange("https://api.anthropic.com/v1/messages?beta=true", ANTHROPIC, {"error": {}}, 400),
+            _exchange("https://api.anthropic.com/v1/messages?beta=true", ANTHROPIC, answer),
+            _exchange("https://api.openai.com/v1/responses", RESPONSES, response),
             _exchange("https://api.openai.com/v1/responses", RESPONSES, None, 500),
         ],
     }
@@ -50,15 +58,36 @@ def test_request_and_response_bodies_by_api(tmp_path: Path) -> None:
     tables, rejected, counts = _read(path)
     assert rejected == []
     table = tables[0]
-    assert table.column("source_format").to_pylist() == ["chat", "chat", "anthropic", "responses"]
+    assert table.column("source_format").to_pylist() == ["chat", "anthropic", "responses", "responses"]
+    assert table.column("record_kind").to_pylist() == ["request"] * 4
     prov = table.column("provenance").combine_chunks()
-    assert prov.field("sample_id").to_pylist() == ["0/request", "0/response", "1/request", "2/request"]
-    assert counts["skipped:error_response"] == 2 and counts["conversations"] == 4
+    assert prov.field("sample_id").to_pylist() == ["0", "1", "2", "3"]
+    assert counts["unanswered:error_response"] == 1 and counts["conversations"] == 4
     meta = [orjson.loads(m) for m in prov.field("meta_json").to_pylist()]
     assert meta[0]["uri"].endswith("/chat/completions") and meta[0]["cassette_name"] == "t.yaml"
+    assert meta[0]["response"] == {"id": "c", "object": "chat.completion", "usage": {"total_tokens": 3},
+                                   "choices": [{"index": 0, "finish_reason": "stop"}]}  # fmt: skip
+    assert meta[1]["response"]["stop_reason"] == "end_turn" and "response" not in meta[3]
     assert all("headers" not in m and "sk-x" not in orjson.dumps(m).decode() for m in meta)
-    assert_identical(encode_table(table.slice(0, 1), "chat")[0], CHAT)
-    assert_identical(encode_table(table.slice(2, 1), "anthropic")[0], ANTHROPIC)
+    formats = ["chat", "anthropic", "responses", "responses"]
+    chat, anthropic, responses, alone = (encode_table(table.slice(k, 1), f)[0] for k, f in enumerate(formats))
+    assert_identical(chat, {**CHAT, "messages": [*CHAT["messages"], choice["message"]]})
+    said = {"role": "assistant", "content": answer["content"]}
+    assert_identical(anthropic, {**ANTHROPIC, "messages": [*ANTHROPIC["messages"], said]})
+    given = RESPONSES["input"]
+    history = [{"role": "user", "content": given}] if isinstance(given, str) else given
+    assert_identical(responses, {**RESPONSES, "input": [*history, *output]})
+    assert_identical(alone, RESPONSES)
+
+
+def test_a_response_without_an_answer_of_its_api_is_rejected(tmp_path: Path) -> None:
+    uri = "https://api.openai.com/v1/chat/completions"
+    cassette = {"interactions": [_exchange(uri, CHAT, {"choices": []})]}
+    path = tmp_path / "c.cassettes.jsonl"
+    path.write_bytes(orjson.dumps(cassette) + b"\n")
+    tables, rejected, _ = _read(path)
+    assert tables == [] and len(rejected) == 1
+    assert "choices[0].message" in rejected[0].error
 
 
 @pytest.mark.skipif(not corpus_available(), reason="the shared corpus (../shared/corpus) is not here")

@@ -88,3 +88,23 @@ def test_order_is_kept_over_a_large_batch() -> None:
     first = {f: AMBIGUOUS.get((f, CASES[f][0][0]), f) for f in formats}
     want = [first[formats[i % 3]] for i in range(20_000)]
     assert _kinds(records) == want
+
+
+def test_records_follow_the_file_when_they_fit_its_format() -> None:
+    """A record that fits several formats takes the one most of its file's records have; one that
+    fits only its own keeps it (a truly mixed file)."""
+    from pipeline.sources.wire_kind import classify_fits, follow_the_file
+
+    chat = {"model": "gpt-4o", "messages": [{"role": "user", "content": "q"}]}
+    bare = {"messages": [{"role": "user", "content": "q"}]}  # HF by the rule, Chat too
+    capped = {"messages": [{"role": "user", "content": "q"}], "max_tokens": 5}  # Anthropic, Chat too
+    anthropic = {"system": "s", "messages": [{"role": "user", "content": "q"}], "max_tokens": 5}
+    hf_call = {"messages": [{"role": "assistant", "tool_calls": [
+        {"type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]}]}  # fmt: skip
+    lines = [orjson.dumps(r) for r in [chat, chat, chat, bare, capped, anthropic, hf_call]]
+    kinds, also = classify_fits(lines)
+    assert kinds == ["chat", "chat", "chat", "hf", "anthropic", "anthropic", "hf"]
+    assert follow_the_file(kinds, also) == ["chat", "chat", "chat", "chat", "chat", "anthropic", "hf"]
+    # a dataset file with a few rows that carry a request key: all HF
+    lines = [orjson.dumps(r) for r in [bare, bare, bare, chat]]
+    assert follow_the_file(*classify_fits(lines)) == ["hf"] * 4
