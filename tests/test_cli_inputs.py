@@ -70,7 +70,7 @@ def test_convert_and_transform_read_every_shape(tmp_path: Path, name: str) -> No
     assert code == 0, out + err
     report = orjson.loads((tmp_path / "r.json").read_bytes())
     assert (report["read"], report["written"], report["rejected"]) == (n, n, 0)
-    assert err.startswith("auto: ") and f"(file {name})" in err and len(err.strip().splitlines()) == 1
+    assert err.startswith("auto: ") and f"(file {name}" in err and len(err.strip().splitlines()) == 1
     code, out, err = _invoke("transform", str(src), "--from", "auto", "--step", "turns", "-o",
                              str(tmp_path / "t.parquet"))  # fmt: skip
     assert code == 0, out + err
@@ -115,7 +115,7 @@ def test_a_directory_through_convert_and_a_run_directory(tmp_path: Path) -> None
     assert code == 0, out + err
     report = orjson.loads((tmp_path / "r.json").read_bytes())
     assert len(report["inputs"]) == len(SHAPES) and report["read"] == 1 + (len(SHAPES) - 1) * len(RECORDS)
-    assert "file nested/" not in err and "(file f.jsonl.gz)" in err  # the file's name, not its path
+    assert "file nested/" not in err and "(file f.jsonl.gz:" in err  # the file's name, not its path
     # a second convert over the same directory leaves out the first one's run directory, and
     # rejects its single-file outputs whole (stage detect), saying what they are
     (tmp_path / "run").rename(d / "run")
@@ -142,7 +142,7 @@ def test_stdin(tmp_path: Path) -> None:
             input=data, capture_output=True, cwd=tmp_path, check=False,
         )  # fmt: skip
         assert res.returncode == 0, res.stderr.decode()
-        assert b"(file <stdin>)" in res.stderr and b"Traceback" not in res.stderr
+        assert b"(file <stdin>:" in res.stderr and b"Traceback" not in res.stderr
         table = pq.read_table(tmp_path / "o.parquet")
         assert set(table.column("source_file").to_pylist()) == {"<stdin>"}
         assert sorted(table.column("source_line").to_pylist()) == list(range(1, len(RECORDS) + 1))
@@ -197,7 +197,7 @@ def test_every_corpus_file_converts_with_auto(tmp_path: Path) -> None:
     assert len(report["inputs"]) == len(files)
     assert all(i["read"] > 0 for i in report["inputs"]), report["inputs"]
     assert all("undetected" not in i.get("detected", {}) for i in report["inputs"])
-    assert report["read"] == report["written"] + report["rejected"] and report["written"] > 300
+    assert report["read"] == report["written"] + report["rejected"] and report["written"] > 250
     # the only rejections: the cassettes' Gemini-native exchanges, which no codec reads
     assert all("generateContent" in r for r in report["rejected_by_reason"]), report["rejected_by_reason"]
     assert err.count(" as ") >= len(files)

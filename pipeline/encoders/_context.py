@@ -136,6 +136,11 @@ def openai_file(ctx: Ctx, j: int, path: str, target: str) -> tuple[dict[str, Any
     part_keys = {k: extra[k] for k in ("prompt_cache_breakpoint",) if k in extra}
     why = {"file_data": "Chat takes only base64 PDF data", "file_url": "Chat has no file_url"}
     why = why if target == "chat" else {}
+    data = fields.get("file_data")
+    if target == "responses" and nested and data is not None and not data.startswith(PDF_DATA_URL):
+        # carried, but Chat takes only PDF data: the way back drops it (the whole part without an id)
+        where = path + "/file/file_data" if "file_id" in fields else path
+        ctx.lose(where, "file", "file data that is not a base64 PDF does not come back to Chat")
     if nested:
         for key in keys_except(inner, fields):
             detail = f"file '{key}' is not carried ({why.get(key, 'no slot')})"

@@ -83,3 +83,15 @@ def test_anthropic_pdf_documents_become_input_file_parts() -> None:
     assert body["input"][2]["output"] == [{"type": "input_file", "file_data": PDF, "filename": "r.pdf"}]
     # an Anthropic file id names a file OpenAI cannot read
     assert ("/messages/0/content/2", "file") in [(x.path, x.kind) for x in losses]
+
+
+def test_chat_file_data_that_is_not_pdf_is_reported() -> None:
+    """Responses takes any file data; the way back to Chat only base64 PDF data (found by the
+    no-silent-loss property test)."""
+    parts = [{"type": "file", "file": {"file_data": ""}}, {"type": "text", "text": "x"}]
+    record = {"model": "gpt-5", "messages": [{"role": "user", "content": parts}]}
+    table = decode_records([record], "chat").table
+    [there] = convert_table(table, "responses")
+    assert [(x.path, x.kind) for x in there.losses] == [("/messages/0/content/0", "file")]
+    [back] = convert_table(decode_records([there.record], "responses").table, "chat")
+    assert uncovered(record, back.record, there.losses) == []
