@@ -188,15 +188,29 @@ def check_writable(path: Path, what: str) -> None:
 
     A symbolic link (a loop included) or a non-regular file at ``path``, a parent that is not a
     directory or a place where no file can be created (read-only, no permission): one line each.
-    The directory is created if missing (as writing there would).
+    A missing directory is not created (a check writes nothing): its nearest existing ancestor must
+    be a directory chatlake may create entries in.
     """
     try:
         if (why := link_problem(path)) is not None:
             raise UnsafePath(f"{what} {why}")
         parent = path.parent
-        parent.mkdir(parents=True, exist_ok=True)
-        probe = NewFile(parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp", stale=False)
-        probe.discard()
+        anc = parent
+        while True:
+            try:
+                st = os.stat(anc)  # a loop of links raises ELOOP here
+                break
+            except FileNotFoundError:
+                if anc == anc.parent:
+                    raise
+                anc = anc.parent
+        if not stat.S_ISDIR(st.st_mode):
+            raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(anc))
+        if anc == parent:
+            probe = NewFile(parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp", stale=False)
+            probe.discard()
+        elif not os.access(anc, os.W_OK | os.X_OK):  # EROFS and EACCES both show here
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES), str(anc))
     except RuntimeError as e:  # pathlib's "Symlink loop from ..."
         raise PathError(f"{what} {str(path)!r}: {e}") from None
     except OSError as e:
