@@ -25,7 +25,7 @@ from pipeline.losses import LOSS_KINDS
 from pipeline.schema import CONVERSATION_SCHEMA
 from tests.cases import BAD_LINES, CASES
 from tests.engine.helpers import file_hashes, folder, output_lines, write_job, write_jsonl
-from tests.helpers import assert_identical
+from tests.helpers import assert_identical, repaired_convert_table
 
 ALLOWED = ["content_form", "instruction_position", "empty_text"]
 
@@ -62,7 +62,7 @@ def test_accounting_on_a_job_mixing_good_and_bad_records(tmp_path: Path) -> None
                            "responses").table  # fmt: skip
     expected_stage: dict[int, str] = {}
     good_lines = [i for i in range(1, len(lines) + 1) if i not in errors]
-    for line, conv in zip(good_lines, convert_table(table, "chat"), strict=True):
+    for line, conv in zip(good_lines, repaired_convert_table(table, "chat"), strict=True):
         if conv.error is not None:
             expected_stage[line] = "convert"
         elif {loss.kind for loss in conv.losses} - set(ALLOWED):
@@ -280,7 +280,7 @@ def test_accounting_with_transform_steps_over_two_inputs(tmp_path: Path) -> None
             expected["read" if not_a_record else "decode"] += 1
         kept, rejected = apply_steps(pl.from_arrow(res.table), [parse_step("turns"), parse_step("role_swap")])
         expected["transform"] += rejected.height
-        converted = convert_table(kept.to_arrow(), "chat")
+        converted = repaired_convert_table(kept.to_arrow(), "chat")
         for cid, conv in zip(kept["conversation_id"].to_list(), converted, strict=True):
             if conv.error is not None:
                 expected["convert"] += 1
