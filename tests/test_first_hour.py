@@ -69,14 +69,14 @@ NOT_A_LOG = ("codex-rollouts-localpush-sanitized/localpush-fixture-manifest.json
 # cassette exchange whose answer calls a tool ends on that call (its output is in the next
 # exchange's request).
 KNOWN_PAIRING_PROBLEMS = {
-    ("pydantic-ai-cassettes/openai-responses.cassettes.jsonl", "call_without_output"),
-    ("agent-sessions-schema-fixtures/claude-code-schema-small.jsonl", "call_without_output"),
+    # records whose pairing breaks a Chat rule with no repair are refused and not in the run; these
+    # are the problems the written records keep (a duplicate call id is legal in Chat; a recorded
+    # response's custom tool call is what the model asked for, not yet answered)
     ("agent-sessions-schema-fixtures/claude-code-schema-small.jsonl", "output_without_call"),
-    ("agent-sessions-schema-fixtures/codex-rollout-schema-small.jsonl", "output_without_call"),
-    ("llama-factory/reason_tool_use_demo_50.jsonl", "call_without_output"),
     ("llama-factory/reason_tool_use_demo_50.jsonl", "duplicate_call_id"),
     ("swe-agent-traj/marshmallow-1867.function_calling_replace_from_source.traj.json", "duplicate_call_id"),
     ("tau-bench/gpt-4o-airline.visible-150.json", "duplicate_call_id"),
+    ("vercel-ai-fixtures/openai-responses-custom-tool.1.json", "call_without_output"),
 }
 CORPUS_META = ("LICENSES", "MANIFEST.jsonl", "README.md")
 
@@ -138,7 +138,11 @@ def test_the_quick_start_runs_on_a_fresh_copy(clone: Path) -> None:
     assert "loss_totals_by_kind" in res.stdout
     summary = json.loads((clone / "runs" / "sample" / "summary.json").read_text())
     assert summary["read"] == summary["written"] + summary["rejected"]
-    assert summary["written"] >= summary["read"] - 1 > 0  # one sample record is a known rejection
+    assert summary["written"] > 0
+    # the samples hold records that break Chat's rules with no repair (a call never answered, an
+    # answer with no call, nothing left to send): each is refused naming the rule, nothing else is
+    assert set(summary["rejected_by_stage"]) <= {"convert"}
+    assert all(r.startswith("encode: chat.") for r in summary["rejected_by_reason"]), summary
     runs = _sh(".venv/bin/chatlake runs --json", clone)  # registered in the per-user catalog
     assert "sample-to-chat" in [json.loads(x)["job"] for x in runs.stdout.splitlines()]
     assert (clone / "home" / ".local" / "share" / "chatlake").is_dir()
@@ -199,7 +203,11 @@ def test_a_job_over_the_corpus_then_audit_export_and_load_dataset(clone: Path) -
     res = _sh(".venv/bin/chatlake run corpus.toml --json -q", clone)
     summary = json.loads(res.stdout)
     assert summary["read"] == summary["written"] + summary["rejected"], summary
-    assert summary["rejected"] == 0 and summary["written"] > 100, summary
+    assert summary["written"] > 100, summary
+    # real logs with a call never answered or an answer with no call break Chat's pairing rules,
+    # which have no repair: those records are refused naming the rule, and only those
+    assert set(summary["rejected_by_stage"]) <= {"convert"}, summary
+    assert all(r.startswith("encode: chat.") for r in summary["rejected_by_reason"]), summary
     _sh(".venv/bin/chatlake verify latest", clone)
     audit = _sh(".venv/bin/chatlake audit latest --format json", clone)
     results = json.loads(audit.stdout)
