@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from pipeline import synth
 from pipeline.cli import cli
+from pipeline.engine import manifest
 from pipeline.engine.writers import FOLDERS
 from pipeline.storage import filesystem, listing, read_bytes, work_dir
 from tests.engine.helpers import file_hashes, write_job
@@ -370,8 +371,11 @@ def test_convert_to_s3_killed_leaves_nothing_on_the_store_and_resumes(s3: str, t
     staging = work_dir(out, "files") / "chat.jsonl.partial" / "manifest.json"
     deadline = time.monotonic() + 600
     while proc.poll() is None and time.monotonic() < deadline:
-        if staging.is_file() and len(orjson.loads(staging.read_bytes() or b"{}").get("shards", [])) >= 2:
-            break
+        try:  # finished shards are in the journal until the end (manifest.read folds it in)
+            if staging.is_file() and len(manifest.read(staging.parent).get("shards", [])) >= 2:
+                break
+        except (OSError, ValueError):  # caught between two writes: look again
+            pass
         time.sleep(0.02)
     assert proc.poll() is None, "the command finished before it could be killed; make it bigger"
     os.killpg(proc.pid, signal.SIGKILL)
