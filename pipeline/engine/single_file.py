@@ -429,7 +429,9 @@ def first_rejected(summary: dict[str, Any]) -> dict[str, Any] | None:
     path = str(summary["rejected_file"])  # a URL once uploaded (engine/remote.py)
     with open_input(path) as f:
         if path.endswith(".parquet"):
-            t = pq.read_table(f)
+            # no Arrow I/O threads reading a Python file object: left running, they aborted the
+            # process at exit ("terminate called without an active exception") 2 runs in 3
+            t = pq.read_table(f, use_threads=False, pre_buffer=False)
             return t.slice(0, 1).to_pylist()[0] if t.num_rows else None
         line = f.readline()
     return orjson.loads(line) if line.strip() else None
