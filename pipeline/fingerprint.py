@@ -29,6 +29,9 @@ tests/native/test_fingerprint.py checks they are equal).
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import duckdb
 import pyarrow as pa
@@ -54,6 +57,31 @@ FINGERPRINT_SQL = (
 )
 
 _local = threading.local()
+
+# Set by :func:`unneeded`: decoders in this context leave every item's fingerprint null.
+_UNNEEDED: ContextVar[bool] = ContextVar("fingerprints_unneeded", default=False)
+
+
+@contextmanager
+def unneeded() -> Iterator[None]:
+    """Decode without item fingerprints (all null) in this context (this thread).
+
+    For a caller that neither writes the decoded rows nor checks them for edits: a step-less
+    ``convert -o`` to a wire target writes only the encoded records, and its rows, decoded here and
+    changed by nothing, skip the edit check (``encode_rows(as_decoded=True)``). A null fingerprint
+    reads as "not edited" everywhere (:mod:`pipeline.encoders.edits`), so the encoders write the
+    same bytes; the fingerprints were about 5 % of such a convert's CPU.
+    """
+    token = _UNNEEDED.set(True)
+    try:
+        yield
+    finally:
+        _UNNEEDED.reset(token)
+
+
+def needed() -> bool:
+    """Whether decoders compute item fingerprints here (not inside :func:`unneeded`)."""
+    return not _UNNEEDED.get()
 
 
 def _connection() -> duckdb.DuckDBPyConnection:

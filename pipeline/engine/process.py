@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline import codec
+from pipeline import codec, fingerprint
 from pipeline.encoders.encode_rows import encode_rows
 from pipeline.errors import reason_of
 from pipeline.formats import encode_jsonl
@@ -378,56 +379,60 @@ def run_shard(
         )
     counts = _Counts()
     started = time.perf_counter()
-    try:
-        batch: Batch
-        batches: Iterable[Batch] = read_shard(shard, work.chunk_bytes, work.batch_rows)
-        if grouping:
-            batches = whole_shard(batches)
-        for batch in batches:
-            rejected = batch.rejected
-            table = to_disk(batch.table)
-            originals = _Originals(table, batch.raw, batch.format or raw_format)
-            dropped: list[pa.Table] | None = [] if grouping else None
-            if steps:
-                table, step_rejected = _apply_steps(table, steps, originals, dropped)
-                rejected = rejected + step_rejected
-            if dropped:
-                out = to_disk_dropped(dropped)
-                writer.dropped(out)
-                counts.dropped += out.num_rows
-                counts.dropped_reasons.update(dropped_reasons(out))
-            if encoded:
-                sets = dict(work.sets)
-                table, data, losses, enc_rejected = _encode(
-                    table, work.target, policy, originals, sets, as_decoded
+    # A step-less convert to a wire target in the single-file layout writes no canonical rows, and
+    # its rows skip the edit check (as_decoded): their items' fingerprints would be computed for nothing.
+    unneeded = as_decoded and encoded and isinstance(writer, MemoryShardWriter)
+    with fingerprint.unneeded() if unneeded else nullcontext():
+        try:
+            batch: Batch
+            batches: Iterable[Batch] = read_shard(shard, work.chunk_bytes, work.batch_rows)
+            if grouping:
+                batches = whole_shard(batches)
+            for batch in batches:
+                rejected = batch.rejected
+                table = to_disk(batch.table)
+                originals = _Originals(table, batch.raw, batch.format or raw_format)
+                dropped: list[pa.Table] | None = [] if grouping else None
+                if steps:
+                    table, step_rejected = _apply_steps(table, steps, originals, dropped)
+                    rejected = rejected + step_rejected
+                if dropped:
+                    out = to_disk_dropped(dropped)
+                    writer.dropped(out)
+                    counts.dropped += out.num_rows
+                    counts.dropped_reasons.update(dropped_reasons(out))
+                if encoded:
+                    sets = dict(work.sets)
+                    table, data, losses, enc_rejected = _encode(
+                        table, work.target, policy, originals, sets, as_decoded
+                    )
+                    writer.output(data, table.num_rows)
+                    writer.losses(losses)
+                    rejected = rejected + enc_rejected
+                    if losses.num_rows:
+                        counts.add_losses(losses)
+                writer.conversations(table)
+                writer.rejected(rejected)
+                counts.read += batch.read
+                counts.blank += batch.blank
+                counts.source_counts.update(batch.source_counts)
+                counts.detected.update(batch.detected)
+                counts.fallback.update(batch.native_fallback)
+                counts.written += table.num_rows
+                counts.by_stage.update(r["stage"] for r in rejected)
+                counts.by_reason.update(reason_of(r["reason"]) for r in rejected)
+                if progress is not None:
+                    progress(batch.read, batch.nbytes)
+            rejected_total = sum(counts.by_stage.values())
+            if counts.read != counts.written + rejected_total + counts.dropped:
+                raise RuntimeError(
+                    f"{shard.id}: read {counts.read} != written {counts.written}"
+                    f" + rejected {rejected_total} + dropped {counts.dropped}"
                 )
-                writer.output(data, table.num_rows)
-                writer.losses(losses)
-                rejected = rejected + enc_rejected
-                if losses.num_rows:
-                    counts.add_losses(losses)
-            writer.conversations(table)
-            writer.rejected(rejected)
-            counts.read += batch.read
-            counts.blank += batch.blank
-            counts.source_counts.update(batch.source_counts)
-            counts.detected.update(batch.detected)
-            counts.fallback.update(batch.native_fallback)
-            counts.written += table.num_rows
-            counts.by_stage.update(r["stage"] for r in rejected)
-            counts.by_reason.update(reason_of(r["reason"]) for r in rejected)
-            if progress is not None:
-                progress(batch.read, batch.nbytes)
-        rejected_total = sum(counts.by_stage.values())
-        if counts.read != counts.written + rejected_total + counts.dropped:
-            raise RuntimeError(
-                f"{shard.id}: read {counts.read} != written {counts.written} + rejected {rejected_total}"
-                f" + dropped {counts.dropped}"
-            )
-        files = writer.commit()
-    except BaseException:
-        writer.abort()
-        raise
+            files = writer.commit()
+        except BaseException:
+            writer.abort()
+            raise
     skipped, auto = shard.container == SKIPPED, shard.format == WIRE
     return {
         "id": shard.id,

@@ -26,7 +26,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.fingerprint import fingerprints
+from pipeline.fingerprint import fingerprints, needed
 from pipeline.schema import BLOCK, CONVERSATION_SCHEMA, FORM_PARTS, FORM_STRING, INSTRUCTIONS, ITEM
 
 _STRING_LIST = pa.list_(pa.field("item", pa.string()))
@@ -166,15 +166,17 @@ class ItemCols:
 
 
 def item_struct(arrays: dict[str, pa.Array]) -> pa.StructArray:
-    """The ``items`` struct from its field arrays (all but ``fingerprint``, which is computed here).
+    """The ``items`` struct from its field arrays (all but ``fingerprint``, which is computed here,
+    unless the caller needs none: :func:`pipeline.fingerprint.unneeded`).
 
     Shared by this builder and the compiled decoder's assembly (``_native_decode``).
     """
     base = [f for f in ITEM if f.name != "fingerprint"]
-    arrays = {
-        **arrays,
-        "fingerprint": fingerprints(pa.StructArray.from_arrays([arrays[f.name] for f in base], fields=base)),
-    }
+    if needed():
+        found = fingerprints(pa.StructArray.from_arrays([arrays[f.name] for f in base], fields=base))
+    else:
+        found = pa.nulls(len(arrays[base[0].name]), pa.string())
+    arrays = {**arrays, "fingerprint": found}
     return pa.StructArray.from_arrays([arrays[f.name] for f in ITEM], fields=list(ITEM))
 
 

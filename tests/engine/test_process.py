@@ -1,15 +1,24 @@
-"""A job with a grouping step (threads): every record of a thread threaded together, every record
-accounted for (the two-stage job itself: test_partition.py)."""
+"""One shard's work: a job with a grouping step (threads) sees every record of a thread, every
+record accounted for (the two-stage job itself: test_partition.py); a step-less convert to a file
+decodes no fingerprints, with the same bytes."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 
 import orjson
 import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
 
+from pipeline import fingerprint
+from pipeline.cli import cli
 from pipeline.engine import run_job
+from pipeline.formats import _build
 from pipeline.jobs import load_job
+from tests.cases import CASES
 from tests.engine.helpers import folder, write_job, write_jsonl
 
 
@@ -94,3 +103,60 @@ def test_every_dropped_record_is_rebuilt_from_its_leaf(tmp_path: Path) -> None:
     want = want.filter(pl.col("conversation_id").is_in(got.get_column("conversation_id").implode()))
     assert got.height == dropped.height
     assert got.equals(want.select(CONVERSATION_SCHEMA.names).sort("conversation_id"))
+
+
+def _convert_cases(tmp_path: Path, fmt: str, target: str, *where: str) -> None:
+    """``chatlake convert`` of every hand-written case of ``fmt`` (three times over, in
+    ``tmp_path/in.jsonl``: the ids a record gets hash its file's name) to ``target``."""
+    src = write_jsonl(tmp_path / "in.jsonl", [orjson.dumps(rec) for _, rec in CASES[fmt]] * 3)
+    argv = ["convert", str(src), "--from", fmt, "--to", target, *where, "-q", "--workers", "1"]
+    res = CliRunner().invoke(cli, argv)
+    assert res.exit_code == 0, res.output
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the items the decoders fingerprint (``_build.fingerprints`` calls, by items)."""
+    calls: list[int] = []
+    real = _build.fingerprints
+
+    def counted(items: pa.StructArray) -> pa.Array:
+        calls.append(len(items))
+        return real(items)
+
+    monkeypatch.setattr(_build, "fingerprints", counted)
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("fmt", "target"), [("responses", "chat"), ("anthropic", "responses"), ("chat", "chat")]
+)
+def test_a_step_less_convert_to_a_file_fingerprints_nothing_and_writes_the_same_bytes(
+    fmt: str, target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # no canonical rows are written and the rows skip the edit check: the fingerprints are not needed
+    calls = _counting(monkeypatch)
+    (tmp_path / "skipped").mkdir()
+    (tmp_path / "computed").mkdir()
+    _convert_cases(tmp_path, fmt, target, "-o", str(tmp_path / "skipped" / "out.jsonl"))
+    assert calls == []
+    # the same convert with every fingerprint computed writes the same bytes
+    monkeypatch.setattr(fingerprint, "unneeded", nullcontext)
+    _convert_cases(tmp_path, fmt, target, "-o", str(tmp_path / "computed" / "out.jsonl"))
+    assert sum(calls) > 0
+    for name in ("out.jsonl", "out.jsonl.losses.parquet", "out.jsonl.rejected.jsonl"):
+        assert (tmp_path / "skipped" / name).read_bytes() == (tmp_path / "computed" / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("where", [["-o", "out.parquet"], ["--run-dir", "run"]])
+def test_canonical_rows_written_keep_their_fingerprints(
+    where: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _counting(monkeypatch)
+    target = "parquet" if where[0] == "-o" else "chat"
+    _convert_cases(tmp_path, "responses", target, where[0], str(tmp_path / where[1]))
+    assert sum(calls) > 0
+    run = tmp_path / where[1]
+    rows = pq.read_table(run) if where[0] == "-o" else folder(run, "conversations")
+    items = [it for row in rows.column("items").to_pylist() for it in row]
+    with_id = [it for it in items if it["id"] is not None]
+    assert with_id and all(it["fingerprint"] is not None for it in with_id)
