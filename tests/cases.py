@@ -986,6 +986,9 @@ def _user_part(part: dict) -> dict:
 
 
 _IMAGE = {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}, "cache_control": _CACHE}
+_IMAGE_URL = {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "auto"}}
+_PDF = {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERg==", "filename": "a.pdf"}}
+_INPUT_IMAGE = {"type": "input_image", "image_url": "https://example.com/a.png", "detail": "auto"}
 _TOOL_MESSAGE = {"role": "tool", "tool_call_id": "c", "content": "r", "output": "o"}
 _ASSISTANT_WITH_ID = {"type": "message", "role": "assistant", "content": "a", "call_id": "c"}
 STRAY_KEYS: list[tuple[str, str, dict, dict[str, str]]] = [
@@ -1026,4 +1029,30 @@ STRAY_KEYS: list[tuple[str, str, dict, dict[str, str]]] = [
      {"messages": [_USER, _CHAT_CALL, _TOOL_MESSAGE]}, _openai("/messages/2/output")),
     ("Anthropic tool_choice as a string", "anthropic", {"messages": [_USER], "tool_choice": "auto"},
      {"responses": "/tool_choice", "chat": "/tool_choice"}),
+    # a text part's keys on an image or file part (the block's text / annotations / logprobs /
+    # citations columns): an image or document block has no slot for them
+    ("text on a Chat image part", "chat", _user_part({**_IMAGE_URL, "text": "t"}),
+     {"anthropic": "/messages/0/content/0/text"}),
+    ("null text on a Chat image part", "chat", _user_part({**_IMAGE_URL, "text": None}),
+     {"anthropic": "/messages/0/content/0/text"}),
+    ("annotations on a Chat image part", "chat", _user_part({**_IMAGE_URL, "annotations": []}),
+     {"anthropic": "/messages/0/content/0/annotations"}),
+    ("logprobs on a Chat image part", "chat", _user_part({**_IMAGE_URL, "logprobs": [1]}),
+     {"anthropic": "/messages/0/content/0/logprobs"}),
+    ("citations on a Chat image part", "chat", _user_part({**_IMAGE_URL, "citations": None}),
+     {"anthropic": "/messages/0/content/0/citations"}),
+    ("text on a Chat file part", "chat", _user_part({**_PDF, "text": "t"}),
+     {"anthropic": "/messages/0/content/0/text"}),
+    ("text on a Responses image part", "responses",
+     {"input": [{"role": "user", "content": [{**_INPUT_IMAGE, "text": "t"}]}]},
+     {"anthropic": "/input/0/content/0/text"}),
+    # a Chat tool's sub-object of the other type ("function" on a custom tool): the target's tool
+    # is built from the one its type names
+    ("function on a Chat custom tool", "chat",
+     {"messages": [_USER], "tools": [{"type": "custom", "custom": {"name": "g"}, "function": {"name": "f"}}]},
+     {"responses": "/tools/0/function", "anthropic": "/tools"}),
+    ("custom on a Chat function tool", "chat",
+     {"messages": [_USER], "tools": [{"type": "function", "function": {"name": "f", "parameters": {}},
+                                      "custom": {"name": "g"}}]},
+     _openai("/tools/0/custom")),
 ]  # fmt: skip

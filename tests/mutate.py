@@ -11,6 +11,7 @@ replayed from its seed.
 
 from __future__ import annotations
 
+import copy
 import os
 import random
 from typing import Any
@@ -171,7 +172,7 @@ def _graft(rng: random.Random, nodes: list[tuple[Any, Any]]) -> bool:
     if not keys or (a.get("type"), a.get("role")) == (b.get("type"), b.get("role")):
         return False
     k = rng.choice(keys)
-    b[k] = orjson.loads(orjson.dumps(a[k]))
+    b[k] = copy.deepcopy(a[k])  # orjson copies at most 255 levels; fuzz_native nests deeper
     return True
 
 
@@ -185,6 +186,16 @@ def _other_form(value: Any, rng: random.Random) -> Any:
     if type(value) is list and len(value) == 1 and type(value[0]) is dict and "text" in value[0]:
         return value[0]["text"]
     return value
+
+
+def graft_or_form(value: Any, rng: random.Random) -> None:
+    """A key grafted onto an object of another type, else a field in its other string / object form
+    (in place): the two mutations that found silent changes, on their own for fuzzers that have
+    their own other mutations (``tests/native/fuzz_native.py``)."""
+    nodes = _nodes(value)
+    if nodes and not _graft(rng, nodes):
+        parent, key = rng.choice(nodes)
+        parent[key] = _other_form(parent[key], rng)
 
 
 def structural(value: Any, rng: random.Random) -> None:

@@ -434,6 +434,28 @@ static int text_block(Enc *e, int64_t j, const Buf *path, const char *where, int
     return 0;
 }
 
+/* to_anthropic._text_keys_on_image: a text part's keys on image block j (its text / annotations /
+ * logprobs / citations columns, or an explicit null of those or of cache_control) have no slot in an
+ * image block. */
+static int text_keys_on_image(Enc *e, int64_t j, const Buf *path) {
+    St *st = &e->st;
+    Buf *p = &e->p3;
+    static const char *const keys[] = {"text", "annotations", "logprobs", "citations", "cache_control"};
+    Col *cols[] = {&e->btext, &e->bann, &e->blogp, &e->bcit, NULL};
+    for (int q = 0; q < 5; q++) {
+        if (!(cols[q] && col_valid(cols[q], j)) && !has_null(&e->bnulls, &e->bnull_names, j, keys[q])) continue;
+        p->len = 0;
+        put(st, p, path->p, path->len);
+        put_ptr(st, p, keys[q], strlen(keys[q]));
+        e->tmp.len = 0;
+        puts_(st, &e->tmp, "'");
+        puts_(st, &e->tmp, keys[q]);
+        puts_(st, &e->tmp, "' has no slot in an Anthropic image block");
+        lose_b(e, p, "unknown_field", &e->tmp);
+    }
+    return 0;
+}
+
 static const char *const IMAGE_MEDIA[] = {"image/jpeg", "image/png", "image/gif", "image/webp", NULL};
 
 int at_image_media(const char *s, size_t n) {
@@ -606,7 +628,7 @@ static int content_blocks(Enc *e, int64_t i, const char *where, int64_t s) {
             if (text_block(e, j, path, where, &made)) return FALLBACK;
             text = 1;
         } else if (media_ok && (str_eq(t, tl, "input_image") || str_eq(t, tl, "image_url"))) {
-            if (image_block(e, j, path, &made)) return FALLBACK;
+            if (text_keys_on_image(e, j, path) || image_block(e, j, path, &made)) return FALLBACK;
         } else if (media_ok && (str_eq(t, tl, "input_file") || str_eq(t, tl, "file"))) {
             return FALLBACK; /* documents: left to the per-record encoder */
         } else {

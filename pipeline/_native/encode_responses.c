@@ -393,9 +393,16 @@ static int responses_tool(Enc *e, yyjson_val *tool, size_t idx, Buf *path, Buf *
         lose_anthropic_tool_keys(e, tool, path, "' has no slot in Responses");
         return 0;
     }
+    /* a function tool is built from its "function" object, a custom one from "custom": the other
+       type's object is a key like any other (a tool of another type is lost whole) */
     static const char *const tool_keys[] = {"type", "function", "custom", NULL};
+    static const char *const function_keys[] = {"type", "function", NULL};
+    static const char *const custom_keys[] = {"type", "custom", NULL};
+    const char *const *carried = is_str(type, "function") ? function_keys
+                                 : is_str(type, "custom") ? custom_keys
+                                                          : tool_keys;
     yyjson_obj_foreach(tool, q, qm, k, v) {
-        if (!key_in(k, tool_keys)) lose_key(e, path, NULL, k, "tools", "tool ", "' has no slot in Responses");
+        if (!key_in(k, carried)) lose_key(e, path, NULL, k, "tools", "tool ", "' has no slot in Responses");
     }
     yyjson_val *fn = yyjson_obj_get(tool, "function");
     yyjson_val *custom = yyjson_obj_get(tool, "custom");

@@ -241,6 +241,24 @@ def _document_block(ctx: Ctx, j: int, extra: dict[str, Any], path: str) -> dict[
     return block
 
 
+# A text part's keys with a column of their own in a content block (cache_control last: with a value
+# it is reported for every part type).
+_TEXT_PART_KEYS = ("text", "annotations", "logprobs", "citations", "cache_control")
+
+
+def _text_keys_on_image(ctx: Ctx, j: int, path: str) -> None:
+    """Report a text part's keys on image part ``j``: decode keeps them in the block's own columns
+    (text, annotations, logprobs, citations; nulls by name), not in its extra keys, and an image
+    block has no slot for them (a document block reports its whole source part itself). A
+    cache_control with a value is reported by the caller; a null one is reported here."""
+    c = ctx.v.content
+    nulls = c.nulls[j] or ()
+    values = (c.text[j], c.annotations[j], c.logprobs[j], c.citations[j], None)
+    for key, value in zip(_TEXT_PART_KEYS, values, strict=True):
+        if value is not None or key in nulls:
+            ctx.lose(path + pointer(key), "unknown_field", f"'{key}' has no slot in an Anthropic image block")
+
+
 def _part(ctx: Ctx, i: int, j: int, k: int, where: str) -> dict[str, Any] | None:
     """Content part ``k`` (block ``j``) of item ``i`` as an Anthropic block, or None (with a loss)."""
     c = ctx.v.content
@@ -259,6 +277,7 @@ def _part(ctx: Ctx, i: int, j: int, k: int, where: str) -> dict[str, Any] | None
         return _text_block(ctx, i, j, path, where)
     extra = ctx.block_extra(j)
     if t in ("input_image", "image_url"):
+        _text_keys_on_image(ctx, j, path)
         return _image_block(ctx, extra, path)
     return _document_block(ctx, j, extra, path)
 

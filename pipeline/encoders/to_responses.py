@@ -345,7 +345,11 @@ def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
             ctx.lose(path, "tools", "not a tool object")
             continue
         if ctx.source == "chat":
-            for extra in keys_except(tool, {"type", "function", "custom"}):
+            # a function tool is built from its "function" object, a custom one from "custom": the
+            # other type's object is a key like any other (a tool of another type is lost whole)
+            t = tool.get("type")
+            carried = {"type", t} if t in ("function", "custom") else {"type", "function", "custom"}
+            for extra in keys_except(tool, carried):
                 ctx.lose(path + pointer(extra), "tools", f"tool '{extra}' has no slot in Responses")
         if ctx.source == "chat" and tool.get("type") == "function" and isinstance(tool.get("function"), dict):
             fn = tool["function"]

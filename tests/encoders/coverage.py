@@ -20,24 +20,31 @@ def _key(x: Any) -> bytes:
     return orjson.dumps(x, option=orjson.OPT_SORT_KEYS)
 
 
-def _shape(x: Any) -> Any:
-    """What an element *is* (kind, role, call id), so changed elements still align."""
+def _shape(x: Any, items: bool) -> Any:
+    """What an element *is* (kind, role, call id), so changed elements still align; ``items``: it
+    is an element of a Responses item list (``/input``, ``/output``)."""
     if isinstance(x, dict):
         # anything with a role is a message, whatever else its "type" key says (a Claude Code
         # message carries "type": "message"; an unknown value there is a key like any other),
-        # unless the type is a Responses call, output or reasoning: a role there is a stray key
+        # unless it is a Responses item whose type is a call, output or reasoning: a role there is
+        # a stray key. A Chat or Anthropic message typed "reasoning" is still a message (taken
+        # for a reasoning item, it paired with nothing and was flagged whole)
         t = x.get("type")
-        kind = t if type(t) is str and t in _NOT_MESSAGES else "message" if "role" in x else t
-        # a tool_call_id pairs only a tool message, a call_id only calls and outputs, a role only
-        # messages: elsewhere they are keys like any other
+        typed = items and type(t) is str and t in _NOT_MESSAGES
+        kind = t if typed else "message" if "role" in x else t
+        # a tool_call_id pairs only a tool message, a call_id only calls and outputs, a tool_use_id
+        # only a tool_result block, a role only messages: elsewhere they are keys like any other (a
+        # tool_use_id on a message or a text block is reported as the unknown key it is; taken as
+        # what the element is, it split the message from its way back and flagged it whole)
         tool_call_id = x.get("tool_call_id") if x.get("role") == "tool" else None
         call_id = x.get("call_id") if type(kind) is str and kind.endswith(("_call", "_output")) else None
-        role = None if type(kind) is str and kind in _NOT_MESSAGES else x.get("role")
-        return (kind, role, call_id, tool_call_id, x.get("tool_use_id"))
+        tool_use_id = x.get("tool_use_id") if kind == "tool_result" else None
+        role = None if typed else x.get("role")
+        return (kind, role, call_id, tool_call_id, tool_use_id)
     return type(x).__name__
 
 
-def _pairs(a: list[Any], b: list[Any], late: bool = False) -> list[tuple[int, int]]:
+def _pairs(a: list[Any], b: list[Any], late: bool = False, items: bool = False) -> list[tuple[int, int]]:
     """The best alignment of two lists: an equal pair scores 2, a same-shape pair 1 (dynamic
     programming over all alignments; lists here are small).
 
@@ -47,9 +54,9 @@ def _pairs(a: list[Any], b: list[Any], late: bool = False) -> list[tuple[int, in
     """
     n, m = len(a), len(b)
     if late:
-        return sorted((n - 1 - i, m - 1 - j) for i, j in _pairs(a[::-1], b[::-1]))
+        return sorted((n - 1 - i, m - 1 - j) for i, j in _pairs(a[::-1], b[::-1], items=items))
     ka, kb = [_key(x) for x in a], [_key(x) for x in b]
-    sa, sb = [_shape(x) for x in a], [_shape(x) for x in b]
+    sa, sb = [_shape(x, items) for x in a], [_shape(x, items) for x in b]
 
     def score(i: int, j: int) -> int:
         return 2 if ka[i] == kb[j] else 1 if sa[i] == sb[j] else 0
@@ -77,7 +84,8 @@ def _align_lists(a: list[Any], b: list[Any], path: str, late: bool, gone: frozen
     unpaired element of ``b`` is a difference where it appeared. Elements of ``a`` the converter
     declared lost or moved as a whole (their path is in ``gone``) take no part in the pairing."""
     keep = [x for x in range(len(a)) if path + pointer(x) not in gone]
-    pairs = [(keep[x], y) for x, y in _pairs([a[x] for x in keep], b, late)]
+    items = path in ("/input", "/output")
+    pairs = [(keep[x], y) for x, y in _pairs([a[x] for x in keep], b, late, items)]
     out: list[str] = []
     for x, y in pairs:
         out.extend(diff_paths(a[x], b[y], path + pointer(x), late, gone))

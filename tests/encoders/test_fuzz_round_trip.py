@@ -42,6 +42,24 @@ VALUES: tuple[Any, ...] = ("", None, 0, 2.5, -1, True, [], [1], {}, {"x": 1}, "x
 BAD_ROLES = ("", "bogus", "Human", "USER")
 BAD_TYPES = ("", "bogus", "message")
 UNKNOWN_KEY = "zz_unknown"
+# What a mutation returns when it found nothing to change (a record with no key left, a move that
+# would make a cycle).
+NO_MUTATION = "none"
+# The last mutation Mutator.text names when it wrote its duplicate key or out-of-range number.
+TEXT_MUTATIONS = ("duplicate key ", "number ")
+
+
+def unmutated(done: list[str]) -> bool:
+    """Whether no mutation of a record changed anything: it is its seed, valid, so it is counted as
+    unmutatable, neither checked nor a failure."""
+    return all(d == NO_MUTATION for d in done)
+
+
+def text_unmutated(done: list[str]) -> bool:
+    """Whether :meth:`Mutator.text` found no key or value to write twice or out of range (the
+    record is ``{}``): the text reads back as it is, so there is nothing for decode to reject and
+    it is counted as unmutatable, not as a failure."""
+    return not done or not done[-1].startswith(TEXT_MUTATIONS)
 
 
 def _json(x: Any) -> Any:
@@ -123,7 +141,7 @@ class Mutator:
                 if keys and a["role"] != b["role"]:
                     k = rng.choice(keys)
                     if pb[: len(pa_) + 1] == (*pa_, k):  # b lives inside the value: a cycle
-                        return "none"
+                        return NO_MUTATION
                     b[k] = a.pop(k)
                     return f"move {list(pa_)}.{k} -> {list(pb)}"
             op = "unknown"
@@ -140,7 +158,7 @@ class Mutator:
                 return f"empty {list(path)}"
             op = "delete"
         if not slots:
-            return "none"
+            return NO_MUTATION
         path = rng.choice(slots)[0]
         parent = _get(rec, path[:-1])
         if op == "delete":
@@ -225,6 +243,7 @@ class Stats:
     rejected: int = 0
     checked: int = 0
     texts: int = 0  # records written with a duplicate key or an out-of-range number (all rejected)
+    unmutatable: int = 0  # records and texts no mutation could change (their seed; not checked)
     refused: Counter[str] = field(default_factory=Counter)
     failures: list[tuple[str, list[str], dict[str, Any], Any]] = field(default_factory=list)
 
@@ -233,6 +252,7 @@ class Stats:
             f"{self.tried} mutated records: {self.accepted} accepted, {self.rejected} rejected at decode; "
             f"{self.checked} round trips checked, {sum(self.refused.values())} refused, "
             f"{self.texts} with a duplicate key or an out-of-range number (rejected), "
+            f"{self.unmutatable} unmutatable (not checked), "
             f"{len(self.failures)} failures"
         )
 
@@ -278,9 +298,12 @@ def run(n: int, seed: int) -> Stats:
     for a in FORMATS:
         seeds = [rec for _, rec in CASES[a]] + list(synth.generate(a, 60, seed=rng.randrange(2**32)))
         mutator = Mutator(seeds, rng, vocabulary)
-        batch = [mutator.record() for _ in range(n // len(FORMATS))]
+        made = [mutator.record() for _ in range(n // len(FORMATS))]
+        batch = [(rec, done) for rec, done in made if not unmutated(done)]
         stats.tried += len(batch)
-        texts = [mutator.text() for _ in range(max(1, n // len(FORMATS) // 10))]
+        made_texts = [mutator.text() for _ in range(max(1, n // len(FORMATS) // 10))]
+        texts = [(raw, done) for raw, done in made_texts if not text_unmutated(done)]
+        stats.unmutatable += len(made) - len(batch) + len(made_texts) - len(texts)
         stats.texts += len(texts)
         kept_text = decode_lines([raw for raw, _ in texts], a)  # each one changes on reading: rejected
         for line in kept_text.table.column("source_line").to_pylist():
@@ -331,6 +354,21 @@ def test_mutator_is_seeded_and_mutates() -> None:
     assert one == two
     changed = sum(rec not in seeds for rec, _ in one)
     assert changed >= 15  # a mutation can land back on a seed (delete an unknown key), rarely
+
+
+def test_unmutatable_records_are_told_apart() -> None:
+    """A record with no key (``{}``) often gives the mutator nothing to change: such a record is its
+    seed and such a text has no duplicate key or number, so both are counted as unmutatable, not as
+    a decode failure (``{}`` is rejected for a missing list, not as a duplicate key)."""
+    empty = Mutator([{}], random.Random(1), _vocabulary([]))
+    records = [empty.record() for _ in range(50)]
+    texts = [empty.text() for _ in range(50)]
+    assert {orjson.dumps(rec) for rec, done in records if unmutated(done)} == {b"{}"}
+    assert {raw for raw, done in texts if text_unmutated(done)} == {b"{}"}
+    mutated = [raw for raw, done in texts if not text_unmutated(done)]
+    read = decode_lines(mutated, "chat")  # the others carry what decode rejects as such
+    reasons = {r.error.split(": ", 1)[-1].split(" ")[0] for r in read.rejected}
+    assert len(read.rejected) == len(mutated) > 0 and reasons <= {"duplicate", "number"}, reasons
 
 
 # Every failure the fuzzer found, pinned (issue 15 item 4). A record is either rejected at decode,

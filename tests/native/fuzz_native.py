@@ -2,7 +2,8 @@
 lines, native vs Python.
 
 Seeds are synthetic and hand-written records of the format (``--fmt``); each fuzzed line gets one to three
-mutations: type swaps, deleted keys, duplicate keys, deep nesting, odd and huge numbers, lone
+mutations: type swaps, deleted keys, keys moved onto an item of another type, fields in their
+other string / object form, duplicate keys, deep nesting, odd, huge and underflowing numbers, lone
 surrogate escapes, invalid UTF-8, NUL bytes, odd whitespace, truncation and byte flips. Every batch
 goes through :func:`tests.native.differential.compare` (same table, Parquet bytes and chunk layout, same
 rejected lines, read == written + rejected), then the decoded table through
@@ -46,6 +47,8 @@ if str(ROOT) not in sys.path:
 
 import orjson  # noqa: E402
 
+from tests.mutate import graft_or_form  # noqa: E402
+
 Rnd = random.Random
 
 POOL: list[Any] = [
@@ -65,7 +68,7 @@ NUMBERS = [
     b"18446744073709551615", b"18446744073709551616", b"-9223372036854775808", b"-9223372036854775809",
     b"123456789012345678901234567890", b"1.0000000000000002", b"0.30000000000000004", b"100.0",
     b"1.50", b"9007199254740993", b"1234567890123456.5", b"27628950807049.3125", b"00", b"01", b"1.",
-    b".5", b"+1", b"NaN", b"Infinity", b"-", b"1e", b"0x10",
+    b".5", b"+1", b"NaN", b"Infinity", b"-", b"1e", b"0x10", b"1e-400", b"-2.5e-999",
 ]  # fmt: skip
 BAD_BYTES = [b"\x80", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xff", b"\xe2\x82", b"\xfe"]
 ESCAPES = [b"\\ud800", b"\\udc00", b"\\ud800\\u0041", b"\\udbff\\udfff", b"\\ud83d\\ude00", b"\\u0000",
@@ -117,7 +120,13 @@ def deepen(rec: Any, rnd: Rnd) -> Any:
     return rec
 
 
-STRUCTURAL: list[Callable[[Any, Rnd], Any]] = [swap_type, swap_type, delete_key, deepen]
+def moved_key(rec: Any, rnd: Rnd) -> Any:
+    """A key moved onto an item of another type, or a field in its other string / object form."""
+    graft_or_form(rec, rnd)
+    return rec
+
+
+STRUCTURAL: list[Callable[[Any, Rnd], Any]] = [swap_type, swap_type, delete_key, deepen, moved_key]
 
 
 def _at(raw: bytes, rnd: Rnd, insert: bytes) -> bytes:
