@@ -1014,7 +1014,10 @@ def export_hf(
                    f"written: {', '.join(report.left[:3])}{more}", err=True)  # fmt: skip
     if url is not None:
         _upload_export(out_dir, url)
-    click.echo(f"exported {r['exported']} rows {r['splits']} to {url or out_dir}; excluded {r['excluded']}")
+    repaired = f"; repaired {r['repaired']} (repairs.jsonl)" if r["repaired"] else ""
+    click.echo(
+        f"exported {r['exported']} rows {r['splits']} to {url or out_dir}; excluded {r['excluded']}{repaired}"
+    )
     if repo_id is not None:
         try:
             click.echo(push(out_dir, repo_id, dry_run=dry_run))

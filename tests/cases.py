@@ -938,6 +938,21 @@ RULE_BREAKERS: list[tuple[str, str, dict[str, Any]]] = [
     ),
     ("hf.messages_nonempty", "hf", {"messages": []}),
     (
+        "hf.tool_name",
+        "hf",
+        {
+            "messages": [
+                _U,
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [{"type": "function", "function": {"name": "x" * 65, "arguments": {}}}],
+                },
+                {"role": "tool", "content": "ok"},
+            ]
+        },
+    ),
+    (
         "hf.tool_results_follow_call",
         "hf",
         {

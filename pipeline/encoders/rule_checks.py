@@ -341,7 +341,7 @@ def _anthropic(items: pl.DataFrame, table: pa.Table) -> list[pl.DataFrame]:
 def _names(items: pl.DataFrame, table: pa.Table, target: str) -> list[pl.DataFrame]:
     rule = f"{target}.tool_name"
     names = _tool_names(one_array(table.column("tools")), target)
-    key = "function/name" if target == "chat" else "name"
+    key = "function/name" if target in ("chat", "hf") else "name"
     bad_tools = names.filter(~pl.col("name").str.contains(NAME_PATTERN))
     calls = items.filter(
         pl.col("type").is_in(CALLS)
@@ -573,8 +573,9 @@ def violations(table: pa.Table, target: str) -> pl.DataFrame:
         found += _anthropic(items, table)
     if target == "responses":
         found += _responses(items, table)
-    if target in ("chat", "responses", "anthropic"):
+    if target in ("chat", "responses", "anthropic", "hf"):
         found += _names(items, table, target)
+    if target in ("chat", "responses", "anthropic"):
         found += _choice(table, target)
     order = {r.id: k for k, r in enumerate(rules_of(target))}
     out = (

@@ -248,6 +248,17 @@ RULES: tuple[Rule, ...] = (
         None,
     ),
     Rule(
+        "hf.tool_name",
+        "hf",
+        "Function names (in `tools` and in the calls of `messages`) match `^[a-zA-Z0-9_-]{1,64}$`.",
+        "a row's calls are what the model learns to emit: `--style openai` rows are the OpenAI "
+        "fine-tuning format (Chat's `tools`, as `chat.tool_name`), and OpenAI-compatible servers in front "
+        "of chat templates refuse other names — https://github.com/raullenchai/Rapid-MLX/pull/748 ; "
+        "https://github.com/waybarrios/vllm-mlx/pull/582",
+        "tool_name",
+        "as `chat.tool_name`",
+    ),
+    Rule(
         "hf.tool_results_follow_call",
         "hf",
         "An assistant message with `tool_calls` is followed directly by its `tool` messages.",

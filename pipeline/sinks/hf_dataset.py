@@ -7,13 +7,17 @@
                                                placeholder) + the run's loss summary
       data/train-00000-of-00002.parquet        one or more shards per split (``--split-by COLUMN``
       data/train-00001-of-00002.parquet        names the splits after a conversations column)
-      export_report.json                       counts: exported, excluded (with reasons), per split;
-                                               the sha256 of every other file (what --overwrite checks)
+      repairs.jsonl                            the rows repaired for the HF rules, with their losses
+                                               (only when a row was repaired)
+      export_report.json                       counts: exported, excluded (with reasons), repaired (by
+                                               kind), per split; the sha256 of every other file (what
+                                               --overwrite checks)
 
 Rows: ``conversation_id`` (joins the audit views), ``messages`` (TRL conversational format, built
-by :mod:`pipeline.encoders.to_hf` -- the same encoder ``convert --to hf`` uses, plus the optional
-``reasoning_content`` / ``thinking`` strings chat templates read) and ``tools`` (function schemas,
-null when none).
+by :func:`pipeline.encoders.encode_rows.encode_rows` -- what ``convert --to hf`` runs: the HF
+target's rules (:mod:`pipeline.encoders.rules`) repaired or refused, then
+:mod:`pipeline.encoders.to_hf`; plus the optional ``reasoning_content`` / ``thinking`` strings chat
+templates read) and ``tools`` (function schemas, null when none).
 
 How tool-call arguments are stored. ``--style trl`` (default): ``function.arguments`` is an
 *object* (what ``apply_chat_template`` and TRL take), stored with the ``datasets`` ``Json`` feature
@@ -22,9 +26,11 @@ it was, whatever its keys -- no struct of the union of all keys, no ``None``-fil
 is a ``Json`` column too. ``--style openai``: ``function.arguments`` is a JSON *string* (the OpenAI
 fine-tuning format); ``tools`` stays ``Json``.
 
-A record the HF encoder cannot convert, or whose messages carry keys the typed ``messages``
-feature has no field for (carried verbatim from an HF/ShareGPT source), is excluded and counted
-with its reason in ``export_report.json`` and the card: nothing is dropped silently.
+A record the HF encoder cannot convert, one that breaks a rule of the HF target no repair fits
+(counted under the rule's id), or whose messages carry keys the typed ``messages`` feature has no
+field for (carried verbatim from an HF/ShareGPT source), is excluded and counted with its reason in
+``export_report.json`` and the card; a record repaired for a rule is exported, its repairs' losses
+in ``repairs.jsonl`` and counted by kind: nothing is dropped or changed silently.
 """
 
 from __future__ import annotations
@@ -45,7 +51,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from pipeline.encoders import convert_table
+from pipeline.encoders.encode_rows import encode_rows
+from pipeline.encoders.rules import RULE
 from pipeline.engine.atomic import NewFile, PathError, write_atomic
 from pipeline.errors import ConfigError
 from pipeline.formats.hf import REASONING_KEYS
@@ -58,6 +65,7 @@ SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")  # what the Hub accepts as a split nam
 MESSAGE_KEYS = frozenset(("role", "content", "name", "tool_call_id", "tool_calls", *REASONING_KEYS))
 REPORT = "export_report.json"
 CARD = "README.md"
+REPAIRS = "repairs.jsonl"
 CALL_KEYS = frozenset(("id", "type", "function"))
 FUNCTION_KEYS = frozenset(("name", "arguments"))
 
@@ -199,6 +207,8 @@ class ExportReport:
     splits: dict[str, int] = field(default_factory=dict)
     split_bytes: Counter[str] = field(default_factory=Counter)  # Arrow bytes, the card's num_bytes
     excluded: Counter[str] = field(default_factory=Counter)
+    repaired: int = 0  # exported rows a rule's repair changed (their losses: repairs.jsonl)
+    repairs: Counter[str] = field(default_factory=Counter)  # those repairs' losses by kind
     files: list[str] = field(default_factory=list)
     sha256: dict[str, str] = field(default_factory=dict)  # every file written but the report itself
     bytes: dict[str, int] = field(default_factory=dict)  # their sizes (what --overwrite checks first)
@@ -210,6 +220,8 @@ class ExportReport:
             "splits": self.splits,
             "excluded": sum(self.excluded.values()),
             "excluded_by_reason": dict(self.excluded.most_common()),
+            "repaired": self.repaired,
+            "repairs_by_kind": dict(self.repairs.most_common()),
             "files": self.files,
             "sha256": self.sha256,
             "bytes": self.bytes,
@@ -320,30 +332,43 @@ def _unknown_keys(messages: list[dict[str, Any]]) -> str | None:
 
 
 def _rows(
-    table: pa.Table, style: str, report: ExportReport, kept: list[int] | None = None
+    table: pa.Table, report: ExportReport, kept: list[int] | None = None, repairs: list[bytes] | None = None
 ) -> list[dict[str, Any]]:
-    """HF rows of one batch of canonical rows (per-record Python: the encoder's JSON building);
-    ``kept``: gets the index in ``table`` of each row returned.
+    """HF rows of one batch of canonical rows; ``kept``: gets the index in ``table`` of each row
+    returned; ``repairs``: gets one ``repairs.jsonl`` line per exported row a rule's repair changed.
 
-    Arguments become JSON text here: the ``Json`` feature's storage (``trl``) or the string the
-    OpenAI format wants (``openai``); orjson writes the object exactly as the encoder built it.
+    The records come from :func:`encode_rows` (the HF target's rules repaired or refused ahead of
+    the HF encoder, as ``convert --to hf``); a refusal is counted under its rule's id. Arguments
+    become JSON text here: the ``Json`` feature's storage (``trl``) or the string the OpenAI format
+    wants (``openai``); orjson writes the object exactly as the encoder built it.
     """
     ids = table.column("conversation_id").to_pylist()
+    enc = encode_rows(table, "hf")
+    by_row = _repair_losses(enc.losses)
     rows = []
-    for k, (cid, c) in enumerate(zip(ids, convert_table(table, "hf"), strict=True)):
-        if c.error is not None:
-            report.excluded[f"encode: {c.error}"] += 1
+    for k, (cid, text, error) in enumerate(
+        zip(ids, enc.records.to_pylist(), enc.errors.to_pylist(), strict=True)
+    ):
+        if error is not None:
+            rule = error.partition(":")[0]
+            report.excluded[rule if rule in RULE else f"encode: {error}"] += 1
             continue
-        messages = c.record["messages"]
+        record = orjson.loads(text)
+        messages = record["messages"]
         if (why := _unknown_keys(messages)) is not None:
             report.excluded[why] += 1
             continue
         for m in messages:
             for call in m.get("tool_calls") or ():
                 call["function"]["arguments"] = orjson.dumps(call["function"]["arguments"]).decode()
-        tools = c.record.get("tools")
+        tools = record.get("tools")
         if kept is not None:
             kept.append(k)
+        if k in by_row:
+            report.repaired += 1
+            report.repairs.update(loss["kind"] for loss in by_row[k])
+            if repairs is not None:
+                repairs.append(orjson.dumps({"conversation_id": cid, "losses": by_row[k]}) + b"\n")
         rows.append(
             {
                 "conversation_id": cid,
@@ -354,6 +379,16 @@ def _rows(
     return rows
 
 
+def _repair_losses(losses: pa.Table) -> dict[int, list[dict[str, str]]]:
+    """The losses of the HF rules' repairs (their detail starts with the rule's id), by row."""
+    mine = losses.filter(pc.starts_with(losses.column("detail"), "hf."))
+    out: dict[int, list[dict[str, str]]] = {}
+    for loss in mine.to_pylist():  # a few rows: the repaired ones
+        if loss["detail"].partition(":")[0] in RULE:
+            out.setdefault(loss.pop("row"), []).append(loss)
+    return out
+
+
 def _storage_schema(style: str) -> pa.Schema:
     """The Arrow schema of the rows with JSON text as plain strings (cast to ``arrow.json`` after
     building)."""
@@ -362,19 +397,21 @@ def _storage_schema(style: str) -> pa.Schema:
 
 def hf_batch(
     table: pa.Table, style: str, columns: dict[str, tuple[str, pa.DataType]]
-) -> tuple[pa.Table, dict[str, int]]:
+) -> tuple[pa.Table, ExportReport, bytes]:
     """One batch of conversations as dataset rows in their storage types (JSON as text), with the
-    carried columns, and the records excluded by reason. What each worker process runs: plain
-    Arrow in and out (the ``arrow.json`` extension type is applied by the writer)."""
+    carried columns; the batch's counts (excluded by reason, repaired) and its ``repairs.jsonl``
+    lines. What each worker process runs: plain Arrow in and out (the ``arrow.json`` extension type
+    is applied by the writer). ``style`` is the writer's (the rows' storage is the same)."""
     report = ExportReport()
     kept: list[int] = []
-    rows = _rows(table, style, report, kept)
+    repairs: list[bytes] = []
+    rows = _rows(table, report, kept, repairs)
     out = pa.Table.from_pylist(rows, _storage_schema(style))
     if columns:
         picked = table.take(pa.array(kept, pa.int64()))
         for name, values in _carried(picked, columns).items():
             out = out.append_column(name, values)
-    return out, dict(report.excluded)
+    return out, report, b"".join(repairs)
 
 
 def _json_as_string(t: pa.DataType) -> pa.DataType:
@@ -480,6 +517,7 @@ def _write(cfg: ExportConfig, splits: list[str], written: list[Path]) -> ExportR
     data = cfg.out_dir / "data"
     data.mkdir(parents=True, exist_ok=True)
     report = ExportReport()
+    repairs = _Repairs(cfg.out_dir, written)
     total = sum(pq.ParquetFile(p).metadata.num_rows for p in (cfg.run / "conversations").glob("*.parquet"))
     # a run of one batch gains nothing from workers (each costs a process start and its imports)
     pool = _pool(min(cfg.workers, -(-total // cfg.batch_rows)))
@@ -489,8 +527,11 @@ def _write(cfg: ExportConfig, splits: list[str], written: list[Path]) -> ExportR
                 parts: list[Path] = []
                 shard = _Shard(data, split, schema, parts, written)
                 n = 0
-                for read, (table, excluded) in _converted(cfg, _batches(cfg, split), columns, pool):
-                    report.excluded.update(excluded)
+                for read, (table, counts, repaired) in _converted(cfg, _batches(cfg, split), columns, pool):
+                    report.excluded.update(counts.excluded)
+                    report.repaired += counts.repaired
+                    report.repairs.update(counts.repairs)
+                    repairs.write(repaired)
                     table = table.cast(schema)
                     report.split_bytes[split] += table.nbytes
                     n += table.num_rows
@@ -515,12 +556,49 @@ def _write(cfg: ExportConfig, splits: list[str], written: list[Path]) -> ExportR
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
+        repairs.close()
+    if repairs.commit():
+        report.sha256[REPAIRS] = _sha256(cfg.out_dir / REPAIRS)
+        report.bytes[REPAIRS] = (cfg.out_dir / REPAIRS).stat().st_size
     written += [cfg.out_dir / CARD, cfg.out_dir / REPORT]
     write_atomic(cfg.out_dir / CARD, dataset_card(cfg, feats, report).encode(), user=True)
     report.sha256[CARD] = _sha256(cfg.out_dir / CARD)
     report.bytes[CARD] = (cfg.out_dir / CARD).stat().st_size
     write_atomic(cfg.out_dir / REPORT, (json.dumps(report.to_json(), indent=2) + "\n").encode(), user=True)
     return report
+
+
+class _Repairs:
+    """``repairs.jsonl``, written as the batches come (created at the first repaired row, as a
+    temp file chatlake creates itself, renamed into place when the export is complete)."""
+
+    def __init__(self, out_dir: Path, written: list[Path]) -> None:
+        self.out_dir, self.written = out_dir, written
+        self.new: NewFile | None = None
+        self.file: Any = None
+
+    def write(self, lines: bytes) -> None:
+        if not lines:
+            return
+        if self.new is None:
+            tmp = self.out_dir / f"{REPAIRS}.tmp"
+            self.written.append(tmp)
+            self.new = NewFile(tmp)
+            self.file = self.new.open()
+        self.file.write(lines)
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+
+    def commit(self) -> bool:
+        """Put the file in place; False when no row was repaired (no file)."""
+        if self.new is None:
+            return False
+        self.written.append(self.out_dir / REPAIRS)
+        self.new.commit(self.out_dir / REPAIRS)
+        return True
 
 
 class _Shard:
@@ -598,6 +676,13 @@ def dataset_card(cfg: ExportConfig, feats: Any, report: ExportReport) -> str:
         "tags": ["conversational", "chatlake"],
     }
     excluded = "".join(f"- {n} x {why}\n" for why, n in report.excluded.most_common()) or "- none\n"
+    repaired = (
+        f"{report.repaired} rows were repaired to follow the HF target's rules (docs/target-rules.md); "
+        f"their losses are in `{REPAIRS}`:\n\n"
+        + "".join(f"- {n} x {k}\n" for k, n in report.repairs.most_common())
+        if report.repaired
+        else "- none\n"
+    )
     return (
         "---\n"
         + yaml.safe_dump(meta, sort_keys=False)
@@ -610,6 +695,7 @@ def dataset_card(cfg: ExportConfig, feats: Any, report: ExportReport) -> str:
         + "## Splits\n\n"
         + "".join(f"- `{s}`: {n} rows\n" for s, n in report.splits.items())
         + "\n## Excluded from the export\n\n" + excluded
+        + "\n## Repaired for the target's rules\n\n" + repaired
         + "\n## Conversion losses (the run)\n\n" + _loss_summary(cfg.run)
     )  # fmt: skip
 

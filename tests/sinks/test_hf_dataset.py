@@ -20,11 +20,13 @@ import yaml
 from click.testing import CliRunner
 
 from pipeline.cli import cli
-from pipeline.encoders import convert_table
+from pipeline.encoders.repairs import new_name
+from pipeline.encoders.rule_checks import violations
+from pipeline.encoders.rules import RULE
 from pipeline.formats import decode_records, encode_table
 from pipeline.sinks.hf_dataset import ExportConfig, export, features, push
 from tests.audit.fixture import FixtureRun
-from tests.helpers import assert_identical
+from tests.helpers import assert_identical, repaired_convert_table
 
 SHARD = re.compile(r"^data/(\w+)-(\d{5})-of-(\d{5})\.parquet$")
 
@@ -36,12 +38,13 @@ def _load(path: Path, **kw: Any) -> Any:
 
 
 def _expected(fx: FixtureRun) -> dict[str, dict[str, Any]]:
-    """What the HF encoder makes of each written record, by conversation id (failures left out)."""
+    """What the HF target's repairs and encoder make of each written record, by conversation id
+    (failures and refusals left out)."""
     ids = fx.conversations.column("conversation_id").to_pylist()
     return {
-        cid: {"conversation_id": cid, "messages": c.record["messages"], "tools": c.record.get("tools")}
-        for cid, c in zip(ids, convert_table(fx.conversations, "hf"), strict=True)
-        if c.error is None
+        cid: {"conversation_id": cid, "messages": rec["messages"], "tools": rec.get("tools")}
+        for cid, c in zip(ids, repaired_convert_table(fx.conversations, "hf"), strict=True)
+        if c.error is None and (rec := orjson.loads(c.record)) is not None
     }
 
 
@@ -85,7 +88,7 @@ def test_layout_and_card(exported: Path, fixture_run: FixtureRun) -> None:
     report = json.loads((exported / "export_report.json").read_text())
     assert report["exported"] + report["excluded"] == fixture_run.conversations.num_rows
     assert report["excluded"] == fixture_run.conversations.num_rows - len(expected) > 0
-    assert all(r.startswith("encode: ") for r in report["excluded_by_reason"])
+    assert all(r.startswith("encode: ") or r in RULE for r in report["excluded_by_reason"])
 
 
 def test_load_dataset_gives_the_encoder_rows_exactly(exported: Path, fixture_run: FixtureRun) -> None:
@@ -242,9 +245,11 @@ def test_a_second_export_says_how_to_proceed_and_overwrites_only_its_own_files(
     res = CliRunner().invoke(cli, ["export-hf", run, str(out), "--overwrite"])  # 1 shard instead of several
     assert res.exit_code == 0, res.output
     after = sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
-    assert after == ["README.md", "data", "data/train-00000-of-00001.parquet", "export_report.json"] != before
+    # the fixture run has records the HF rules repair: their losses are in repairs.jsonl
+    assert after == ["README.md", "data", "data/train-00000-of-00001.parquet", "export_report.json",
+                     "repairs.jsonl"] != before  # fmt: skip
     report = json.loads((out / "export_report.json").read_text())
-    assert sorted(report["sha256"]) == ["README.md", "data/train-00000-of-00001.parquet"]
+    assert sorted(report["sha256"]) == ["README.md", "data/train-00000-of-00001.parquet", "repairs.jsonl"]
     assert len(list(_load(out, split="train"))) == report["exported"]
     # a file of the user's, or a card edited after the export: refused even with --overwrite
     for k, (name, text, why) in enumerate([
@@ -448,6 +453,86 @@ def test_overwrite_deletes_nothing_a_planted_report_points_outside_with(
     assert victim.read_text() == "precious"
     assert "left alone" in res.stderr and "../victim.txt" in res.stderr, res.stderr
     assert sorted(json.loads((out / "export_report.json").read_text())["sha256"]) == [
-        "README.md", "data/train-00000-of-00001.parquet"
+        "README.md", "data/train-00000-of-00001.parquet", "repairs.jsonl"
     ]
 
+
+
+LONG_NAME = "lookup_" + "x" * 70
+# Converted to Chat by a job, these records are exported to HF: the HF target's rules apply there.
+RULE_RECORDS = [
+    {  # Codex: a developer note between a call and its output (moved after the output)
+        "input": [
+            {"role": "user", "content": "list"},
+            {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"},
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "sandbox"}]},
+            {"type": "function_call_output", "call_id": "c1", "output": "a b"},
+            {"role": "assistant", "content": "two files"},
+        ]
+    },
+    {  # a tool name longer than 64 characters (renamed with a hash suffix everywhere)
+        "input": [
+            {"role": "user", "content": "look"},
+            {"type": "function_call", "call_id": "c1", "name": LONG_NAME, "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "found"},
+        ],
+        "tools": [{"type": "function", "name": LONG_NAME, "parameters": {"type": "object"}}],
+    },
+]
+# Written as they are by a Chat run (the run's own format), refused by the HF rules at export.
+UNREPAIRABLE = [
+    {"messages": []},  # hf.messages_nonempty
+    {  # a call nobody answers: hf.tool_results_follow_call (no repair fits)
+        "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        ]
+    },
+]  # fmt: skip
+
+
+def test_export_repairs_or_refuses_records_that_break_an_hf_rule(tmp_path: Path) -> None:
+    """export-hf goes through the HF target's rules as ``convert --to hf`` does: a Codex developer
+    note between a call and its output moves after the output and a too-long tool name gets a
+    hash-suffixed name, both exported with their losses in repairs.jsonl and counted by kind; a
+    record no repair fits is not in the dataset and is counted under its rule's id; every row of
+    the dataset passes the HF rules."""
+    (tmp_path / "responses.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in RULE_RECORDS))
+    (tmp_path / "chat.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in UNREPAIRABLE))
+    run = tmp_path / "run"
+    inputs = [str(tmp_path / "responses.jsonl"), str(tmp_path / "chat.jsonl")]
+    args = ["--from", "auto", "--to", "chat", "--run-dir", str(run), "-q"]
+    res = CliRunner().invoke(cli, ["convert", *inputs, *args])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((run / "summary.json").read_text())
+    assert (summary["written"], summary["rejected"]) == (4, 0), summary  # Chat rows are written as read
+    out = tmp_path / "hf"
+    res = CliRunner().invoke(cli, ["export-hf", str(run), str(out), "-q"])
+    assert res.exit_code == 0, res.output
+    report = json.loads((out / "export_report.json").read_text())
+    assert (report["exported"], report["excluded"], report["repaired"]) == (2, 2, 2), report
+    assert report["exported"] + report["excluded"] == summary["written"]
+    assert report["excluded_by_reason"] == {"hf.messages_nonempty": 1, "hf.tool_results_follow_call": 1}
+    assert report["repairs_by_kind"] == {"tool_name": 2, "moved_message": 1}
+    new = new_name(LONG_NAME)
+    assert len(new) == 64 and new.startswith("lookup_x")
+    repairs = [orjson.loads(line) for line in (out / "repairs.jsonl").read_bytes().splitlines()]
+    assert sorted(loss["detail"] for r in repairs for loss in r["losses"]) == sorted([
+        "hf.tool_results_follow_call: a developer message between a tool call and its result moved to "
+        "after the result at /input/3",
+        f"hf.tool_name: '{LONG_NAME}' -> '{new}'",
+        f"hf.tool_name: '{LONG_NAME}' -> '{new}'",
+    ])  # fmt: skip
+    assert report["sha256"]["repairs.jsonl"] and "repairs.jsonl" in (out / "README.md").read_text()
+    rows = list(_load(out, split="train"))
+    assert {r["conversation_id"] for r in rows} == {r["conversation_id"] for r in repairs}
+    by_first = {r["messages"][0]["content"]: r for r in rows}
+    roles = [m["role"] for m in by_first["list"]["messages"]]
+    assert roles == ["user", "assistant", "tool", "system", "assistant"]
+    text = orjson.dumps(by_first["look"]).decode()
+    assert LONG_NAME not in text and text.count(new) == 3  # the tool, the call, its tool message
+    # what `chatlake check --as hf` checks: every exported row passes the HF rules
+    decoded = decode_records(rows, "hf")
+    assert decoded.rejected == []
+    assert violations(decoded.table, "hf").to_dicts() == []
