@@ -192,14 +192,24 @@ def quickstart(directory: Path) -> None:
     chatlake quickstart demo && cd demo && chatlake run jobs/sample.toml && chatlake audit runs/sample
     """
     from pipeline.bundled import resource_files
+    from pipeline.engine.atomic import write_atomic
 
     copies = [(f, directory / name / f.name) for name in ("jobs", "data") for f in resource_files(name)]
+    # a link planted in DIR (jobs/, data/ or a file) would take the writes elsewhere: refused, as
+    # every write of chatlake is (DIR itself is the user's to name)
+    for place in (directory / "jobs", directory / "data", *(dst for _, dst in copies)):
+        if os.path.islink(place):
+            raise _Failed(f"{place} is a symbolic link; chatlake does not write through links: remove it", 2)
     for src, dst in copies:
         if dst.exists() and (not dst.is_file() or dst.read_bytes() != src.read_bytes()):
             raise _Failed(f"{dst} exists with other contents; choose another directory", 2)
     for src, dst in copies:
+        if dst.exists():  # the same bytes: nothing to write
+            continue
         dst.parent.mkdir(parents=True, exist_ok=True)
-        dst.write_bytes(src.read_bytes())
+        # created exclusively beside it and renamed into place: a link planted at the name since
+        # the check is replaced, never written through
+        write_atomic(dst, src.read_bytes(), user=True)
     where = "" if directory == Path(".") else f"cd {directory} && "
     click.echo(f"wrote {len(copies)} files into {directory}; next: {where}chatlake run jobs/sample.toml "
                "&& chatlake audit runs/sample")  # fmt: skip
@@ -543,8 +553,22 @@ def synth(
     chatlake synth --format responses --n 1000 --seed 1 -o data/synth.jsonl
     chatlake synth --format responses --n 50000 --request-log -o data/log.jsonl   # ~1M requests
     """
+    try:
+        _synth(fmt, n, seed, output, workers, request_log, requests_per_thread)
+    except ConfigError as e:  # a link, a loop or a read-only place at -o: one line, exit 2
+        raise _usage_error(e) from None
+
+
+def _synth(
+    fmt: str, n: int, seed: int, output: Path | None, workers: int, request_log: bool,
+    requests_per_thread: int,
+) -> None:  # fmt: skip
+    """``chatlake synth``: -o checked before any work, then written by temp file and rename (a link
+    planted at -o is refused, never written through; an error leaves the old file whole)."""
     from pipeline import synth as gen
 
+    if output is not None:
+        _check_outputs({"--output": output}, [])
     if request_log:
         if output is None:
             for chunk in gen.request_log(fmt, n, seed, mean_requests=requests_per_thread):

@@ -58,6 +58,8 @@ from typing import Any, TypeVar
 
 import orjson
 
+from pipeline.engine.atomic import replacing
+
 __all__ = ["FORMATS", "generate", "request_log", "write_jsonl", "write_request_log"]
 
 FORMATS = ("responses", "chat", "anthropic")
@@ -1759,7 +1761,7 @@ def write_jsonl(path: str | Path, fmt: str, n: int, seed: int = 0, *, workers: i
         raise ValueError(f"n must be >= 0, got {n}")
     tasks = [(fmt, seed, s, min(_CHUNK, n - s)) for s in range(0, n, _CHUNK)]
     written = 0
-    with open(path, "wb") as fh:
+    with replacing(Path(path), user=True) as fh:  # never through a link; a failure leaves no half
         if workers <= 1 or len(tasks) <= 1:
             for task in tasks:
                 written += fh.write(_chunk_bytes(task))
@@ -1919,7 +1921,7 @@ def write_request_log(
     """
     tasks = _log_tasks(fmt, threads, seed, mean_requests)
     count = 0
-    with open(path, "wb") as fh:
+    with replacing(Path(path), user=True) as fh:  # never through a link; a failure leaves no half
         if workers <= 1 or len(tasks) <= 1:
             chunks: Iterator[bytes] = map(_log_chunk, tasks)
             for chunk in chunks:

@@ -71,6 +71,51 @@ def test_synth_is_deterministic_and_decodes(tmp_path: Path) -> None:
     assert out.read_bytes().splitlines() == lines
 
 
+@pytest.mark.parametrize("log", [False, True], ids=["records", "request log"])
+def test_synth_never_writes_through_a_link_at_o(tmp_path: Path, log: bool) -> None:
+    """A link planted at -o is refused before any work (one line, exit 2), its target untouched; a
+    file the user named is replaced whole by rename, no temp file left beside it."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    link = tmp_path / "out.jsonl"
+    link.symlink_to(victim)
+    base = ["synth", "--format", "chat", "--n", "3", *(["--request-log"] if log else [])]
+    res = CliRunner().invoke(cli, [*base, "-o", str(link)])
+    assert res.exit_code == 2, (res.output, res.exception)
+    assert "symbolic link" in res.stderr and "Traceback" not in res.output
+    assert victim.read_text() == "keep me\n" and link.is_symlink()
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text("old\n")
+    res = CliRunner().invoke(cli, [*base, "-o", str(mine)])
+    assert res.exit_code == 0, res.output
+    assert mine.read_bytes().count(b"\n") >= 3 and not mine.read_bytes().startswith(b"old")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.jsonl", "out.jsonl", "victim.txt"]
+
+
+@pytest.mark.parametrize("planted", ["jobs", "jobs/sample.toml"])
+def test_quickstart_never_writes_through_a_planted_link(tmp_path: Path, planted: str) -> None:
+    """A link planted in DIR (its jobs/ folder, or a file it writes, even one with the same bytes)
+    is refused with one line and exit 2; nothing is written where it points."""
+    root = Path(__file__).resolve().parents[1]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    demo = tmp_path / "demo"
+    (demo / "jobs").mkdir(parents=True)
+    if planted == "jobs":
+        (demo / "jobs").rmdir()
+        (demo / "jobs").symlink_to(elsewhere)
+    else:
+        target = elsewhere / "sample.toml"
+        target.write_bytes((root / "jobs" / "sample.toml").read_bytes())
+        (demo / planted).symlink_to(target)
+    before = {p.name: p.stat().st_mtime_ns for p in elsewhere.iterdir()}
+    res = CliRunner().invoke(cli, ["quickstart", str(demo)])
+    assert res.exit_code == 2, (res.output, res.exception)
+    assert "symbolic link" in res.output and str(demo / planted) in res.output
+    assert {p.name: p.stat().st_mtime_ns for p in elsewhere.iterdir()} == before
+    assert not (demo / "data").exists()
+
+
 def test_allow_loss_with_unknown_kind_exits_2(tmp_path: Path) -> None:
     src = tmp_path / "in.jsonl"
     src.write_bytes(b'{"messages": []}\n')

@@ -2,7 +2,7 @@
 them in place by rename (a reader sees the old bytes or the new ones, never a mix).
 
 Every file chatlake writes (shards, manifest, summary, join files, the lock, ``--report``, ``audit
---html``, an export) goes through this module:
+--html``, an export, ``synth -o``, the quick start's files) goes through this module:
 
 - :class:`NewFile` creates a temp file with ``O_CREAT | O_EXCL | O_NOFOLLOW``: whatever already
   sits at that name (a planted symbolic link, a hard link to someone's file) is never opened. A
@@ -161,12 +161,16 @@ def open_ours(path: Path) -> BinaryIO:
     return os.fdopen(open_plain(path), "r+b")
 
 
-def write_atomic(path: Path, data: bytes, user: bool = False) -> None:
-    """Write ``data`` to ``.NAME.tmp`` beside ``path`` (created by :class:`NewFile`), fsync it,
-    rename it over ``path`` (the temp name is the one ``rundir.py`` recognises as chatlake's).
+@contextmanager
+def replacing(path: Path, user: bool = False) -> Iterator[BinaryIO]:
+    """A file, open for writing, that replaces ``path`` when the block ends without an error: written
+    to ``.NAME.tmp`` beside ``path`` (created by :class:`NewFile`: never through a link), fsynced
+    and renamed over it. On an error the temp file is removed and ``path`` is as it was (a full
+    disk leaves the old file whole).
 
-    ``user``: ``path`` is a file the user named outside a run directory (``--report``, ``--html``):
-    the temp name is unique (``.NAME.PID.RANDOM.tmp``) and nothing already there is ever removed.
+    ``user``: ``path`` is a file the user named outside a run directory (``--report``, ``--html``,
+    ``synth -o``): the temp name is unique (``.NAME.PID.RANDOM.tmp``) and nothing already there is
+    ever removed. Otherwise the temp name is the one ``rundir.py`` recognises as chatlake's.
     """
     if user:
         tmp = NewFile(path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"), stale=False)
@@ -174,13 +178,19 @@ def write_atomic(path: Path, data: bytes, user: bool = False) -> None:
         tmp = NewFile(path.with_name(f".{path.name}.tmp"))
     try:
         with tmp.open() as f:
-            f.write(data)
+            yield f
             f.flush()
             os.fsync(f.fileno())
     except BaseException:
         tmp.discard()
         raise
     tmp.commit(path)
+
+
+def write_atomic(path: Path, data: bytes, user: bool = False) -> None:
+    """Write ``data`` to ``path`` atomically (:func:`replacing`)."""
+    with replacing(path, user) as f:
+        f.write(data)
 
 
 def check_writable(path: Path, what: str) -> None:
