@@ -161,27 +161,31 @@ def _jsonl(shard: Shard, chunk_bytes: int) -> Iterator[Batch]:
 
         while remaining > 0 or rest:
             block = read()
-            data = rest + block
-            if remaining > 0:  # the text after the last newline waits for the next block
-                if data.rfind(b"\n") < 0 and len(data) > cap:  # a record over budget: skipped, not held
+            if b"\n" in rest:  # the text after a line over budget (skip_line): rare, joined
+                block, rest = rest + block, b""
+            if remaining > 0 and block.rfind(b"\n") < 0:  # (``rest`` holds no newline now)
+                data = rest + block
+                if len(data) > cap:  # a record over budget: skipped, not held
                     skipped, after = skip_line(read)
                     size = len(data) + skipped - (after is not None)  # the line without its newline
                     bad = too_long(line, data, size, cap, shard.label)
                     yield from _decoded(shard, [], line, size, [bad])
                     line, rest = line + 1, after or b""
                     continue
-                if data.rfind(b"\n") < 0:
-                    rest = data
-                    continue
-                # split the whole block (no copy of it without its tail): the last piece is the tail
-                lines = data.split(b"\n")
+                rest = data
+                continue
+            # Split the block itself and put the tail of the previous one in front of its first line:
+            # ``rest + block`` would copy every block once more, onto fresh pages (~0.6 CPU s per GB).
+            nbytes = len(rest) + len(block)
+            lines = block.split(b"\n")
+            lines[0] = rest + lines[0]
+            if remaining > 0:  # the text after the last newline waits for the next block
                 rest = lines.pop()
-                nbytes = len(data) - len(rest)
+                nbytes -= len(rest)
             else:  # the end of the range: a last line without a newline is a line
-                lines = data.split(b"\n")
                 if lines[-1] == b"":
                     lines.pop()
-                rest, nbytes = b"", len(data)
+                rest = b""
             lines, bad = over_budget(lines, line, cap, shard.label)
             yield from _decoded(shard, lines, line, nbytes, bad, len(bad))
             line += len(lines)

@@ -117,3 +117,27 @@ def test_the_shards_of_one_parquet_file_share_its_parsed_footer(tmp_path: Path) 
     shard = Shard("part-00000", str(path), "parquet", "canonical", {}, 20, 25, 1, 5)
     assert pa.concat_tables(read._rows(shard, 2)).column("x").to_pylist() == [20, 21, 22, 23, 24]
     assert mine() == []
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 300, 4096, 20_000, 40_000])
+def test_a_line_over_budget_is_rejected_and_the_lines_after_it_read(tmp_path: Path, chunk: int) -> None:
+    # the text after the skipped line's newline holds whole lines: each read once, with its number
+    lines = [orjson.dumps(r) for r in synth.generate("responses", 8, seed=3)]
+    cap = max(len(line) for line in lines) + 1
+    long = b'{"input": "' + b"x" * (5 * cap) + b'"}'  # skipped across blocks that hold later lines too
+    lines[3:3] = [long]  # before the short lines
+    data = b"\n".join(lines) + b"\n"
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(data)
+    shard = Shard("part-00000", str(path), "jsonl", "responses", {"max_record_bytes": cap}, 0, len(data), 1, len(data))  # noqa: E501
+    batches = list(read_shard(shard, chunk, 1000))
+    got: dict[tuple[str | None, int], bytes] = {}
+    for b in batches:
+        assert not set(b.raw) & set(got), "a line read twice"
+        got.update(b.raw)
+    got.pop((str(path), 4), None)  # the long line: a placeholder where a block held it whole
+    assert got == {(str(path), n): line for n, line in enumerate(lines, 1) if line is not long}
+    assert [r["source_line"] for b in batches for r in b.rejected] == [4]
+    # every byte counted for progress (a line skipped across blocks without its newline)
+    assert len(data) - 1 <= sum(b.nbytes for b in batches) <= len(data)
+    assert sum(b.read for b in batches) == len(lines)
