@@ -1057,20 +1057,18 @@ def _export_dir(url: str, overwrite: bool) -> Path:
     local folder the export is written into (removed when the command ends)."""
     import shutil
 
-    from pipeline.sinks.hf_dataset import REPORT
-    from pipeline.storage import StorageError, check_output, join, listing, read_bytes, work_dir
+    from pipeline.sinks.hf_dataset import not_our_export_at
+    from pipeline.storage import StorageError, check_output, listing, work_dir
 
     url = url.rstrip("/")
     try:
         check_output(url)
-        names = set(listing(url))
-        if names:
-            report = read_bytes(join(url, REPORT))
-            listed = set(orjson.loads(report).get("sha256", {})) | {REPORT} if report else set()
-            if not names <= listed:
+        if listing(url):
+            # as for a local OUT_DIR: every object the report's, with its size and sha256 (re-read)
+            if (why := not_our_export_at(url)) is not None:
                 raise ConfigError(
-                    f"output directory {url!r} is not empty and not an export of chatlake (it holds "
-                    f"{sorted(names - listed)[:3]}); choose a new directory"
+                    f"output directory {url!r} is not empty and not an export of chatlake ({why}); "
+                    "choose a new directory"
                 )
             if not overwrite:
                 raise ConfigError(
@@ -1090,15 +1088,19 @@ def _export_dir(url: str, overwrite: bool) -> Path:
 
 def _upload_export(local: Path, url: str) -> None:
     """Upload a finished export: the data files, then the dataset card, then ``export_report.json``
-    (last: it lists the rest); then delete what an earlier export left that this one did not write."""
-    from pipeline.sinks.hf_dataset import CARD, REPORT
-    from pipeline.storage import join, listing, remove, upload_tree
+    (last: it lists the rest); then delete what an earlier export left that this one did not write,
+    only objects its report listed with their size and sha256 unchanged (the others are named)."""
+    from pipeline.sinks.hf_dataset import CARD, REPORT, clear_at, listed_files
+    from pipeline.storage import join, read_bytes, upload_tree
 
     url = url.rstrip("/")
-    before = set(listing(url))
+    earlier = listed_files(read_bytes(join(url, REPORT))) or {}  # before the new report replaces it
     written = set(upload_tree(local, url, last=(CARD, REPORT)))
-    for name in sorted(before - written):  # listed by the earlier export's report: checked before
-        remove(join(url, name))
+    left = clear_at(url, earlier, written)
+    if left:
+        more = f" and {len(left) - 3} more" if len(left) > 3 else ""
+        click.echo(f"--overwrite left alone what the old report did not list or that changed since: "
+                   f"{', '.join(left[:3])}{more}", err=True)  # fmt: skip
 
 
 @cli.command()

@@ -311,6 +311,19 @@ def listing(url: str) -> dict[str, int]:
     }
 
 
+def sha256_of(url: str) -> str:
+    """The sha256 of the object at ``url``, read a MiB at a time (an object store's ETag is an MD5
+    only for some uploads, and never a sha256)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    fs, path = filesystem(url)
+    with reaching(url), fs.open(path, "rb", cache_type="none") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def remove(url: str) -> None:
     """Delete the object at ``url`` (nothing when it is already gone)."""
     fs, path = filesystem(url)

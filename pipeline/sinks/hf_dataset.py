@@ -57,6 +57,7 @@ from pipeline.engine.atomic import NewFile, PathError, write_atomic
 from pipeline.errors import ConfigError
 from pipeline.formats.hf import REASONING_KEYS
 from pipeline.oserrors import describe
+from pipeline.storage import join, listing, read_bytes, remove, sha256_of
 
 STYLES = ("trl", "openai")
 SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")  # what the Hub accepts as a split name
@@ -242,9 +243,17 @@ def _report_files(out_dir: Path) -> dict[str, dict[str, Any]] | None:
     """The files ``export_report.json`` lists (name -> ``{sha256, bytes}``), None without a usable
     report. Sizes are listed since 0.2; an older report lists only hashes (its sizes are not checked)."""
     try:
-        doc = json.loads((out_dir / REPORT).read_text())
-        hashes, sizes = doc["sha256"], doc.get("bytes", {})
-    except (OSError, ValueError, KeyError, TypeError):
+        return listed_files((out_dir / REPORT).read_bytes())
+    except OSError:
+        return None
+
+
+def listed_files(report: bytes | None) -> dict[str, dict[str, Any]] | None:
+    """The files an ``export_report.json`` (its bytes) lists, as :func:`_report_files` gives them."""
+    try:
+        doc = json.loads(report) if report is not None else None
+        hashes, sizes = doc["sha256"], doc.get("bytes", {})  # type: ignore[index]
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
     if not isinstance(hashes, dict) or not isinstance(sizes, dict):
         return None
@@ -292,6 +301,42 @@ def not_our_export(out_dir: Path) -> str | None:
         if (size is not None and p.stat().st_size != size) or _sha256(p) != listed[name]["sha256"]:
             return f"{name} was changed after the export"
     return None
+
+
+def _unchanged_object(url: str, size: int, listed: dict[str, Any]) -> bool:
+    return (listed["bytes"] is None or size == listed["bytes"]) and sha256_of(url) == listed["sha256"]
+
+
+def not_our_export_at(url: str) -> str | None:
+    """:func:`not_our_export` for an export at a URL (an object store): every object under it is
+    ``export_report.json`` or listed there with that size and sha256 (each re-read and hashed)."""
+    objects = listing(url)
+    listed = listed_files(read_bytes(join(url, REPORT))) if objects else {}
+    if listed is None:
+        return f"no {REPORT} with the sha256 of its files"
+    for name, size in sorted(objects.items()):
+        if name == REPORT:
+            continue
+        if name not in listed:
+            return f"{name} was not written by export-hf"
+        if not _unchanged_object(join(url, name), size, listed[name]):
+            return f"{name} was changed after the export"
+    return None
+
+
+def clear_at(url: str, listed: dict[str, dict[str, Any]], kept: set[str]) -> list[str]:
+    """After a new export was uploaded to ``url`` over an earlier one (``listed``: the files the
+    earlier report listed, read before the upload; ``kept``: the names the new export wrote),
+    delete what the earlier export left: only objects it listed whose size and sha256 still match
+    (re-read now, as :func:`_clear` does locally). Returns the names it left alone."""
+    objects = listing(url)
+    left = []
+    for name in sorted(set(objects) - kept):
+        if name not in listed or not _unchanged_object(join(url, name), objects[name], listed[name]):
+            left.append(name)
+            continue
+        remove(join(url, name))
+    return left
 
 
 def _clear(out_dir: Path) -> list[str]:

@@ -326,6 +326,44 @@ def test_verify_and_export_hf_read_a_run_on_s3_and_write_to_it(s3: str, tmp_path
     assert code == 1 and said.startswith(f"{url}: ") and "output/part-00000.jsonl" in said, said
 
 
+def test_export_hf_overwrite_at_s3_deletes_only_listed_unchanged_objects(s3: str, tmp_path: Path) -> None:
+    """--overwrite to a URL checks what a local OUT_DIR gets checked for: every object under it is
+    the report's with its size and sha256 (re-read), else exit 2 before any work and nothing
+    touched: a card edited after the export, or a planted report that lists a file of the user's
+    (it used to be deleted: only names were compared). After the upload, what the old export left
+    is deleted only if the old report listed it and it is unchanged (a race is left and named)."""
+    import hashlib
+
+    from pipeline.sinks.hf_dataset import clear_at
+    from pipeline.storage import upload_bytes
+
+    (tmp_path / "in.jsonl").write_bytes(JSONL)
+    assert _invoke("run", str(_job(tmp_path, "v", "local")), "-q", "--no-catalog")[0] == 0
+    run = str(tmp_path / "local")
+    code, said = _invoke("export-hf", run, f"{s3}/hf")
+    assert code == 0, said
+    upload_bytes(b"# my card, edited\n", f"{s3}/hf/README.md")
+    before = _hashes(f"{s3}/hf")
+    code, said = _invoke("export-hf", run, f"{s3}/hf", "--overwrite")
+    assert code == 2 and "README.md was changed after the export" in said, said
+    assert _hashes(f"{s3}/hf") == before
+
+    _upload(f"{s3}/planted", {"notes.txt": b"mine"})  # a report that claims the user's file
+    forged = {"sha256": {"notes.txt": "0" * 64}, "bytes": {"notes.txt": 4}}
+    upload_bytes(orjson.dumps(forged), f"{s3}/planted/export_report.json")
+    code, said = _invoke("export-hf", run, f"{s3}/planted", "--overwrite")
+    assert code == 2 and "notes.txt was changed after the export" in said, said
+    assert _get(f"{s3}/planted/notes.txt") == b"mine"
+
+    # an object changed between the check and the delete: left alone and named
+    good = {"sha256": {"old.parquet": hashlib.sha256(b"old").hexdigest()}, "bytes": {"old.parquet": 3}}
+    _upload(f"{s3}/race", {"old.parquet": b"new", "gone.parquet": b"old", "new.parquet": b"n"})
+    good["sha256"]["gone.parquet"], good["bytes"]["gone.parquet"] = good["sha256"]["old.parquet"], 3
+    listed = {k: {"sha256": v, "bytes": good["bytes"][k]} for k, v in good["sha256"].items()}
+    assert clear_at(f"{s3}/race", listed, {"new.parquet"}) == ["old.parquet"]
+    assert set(listing(f"{s3}/race")) == {"old.parquet", "new.parquet"}
+
+
 def test_a_file_written_to_a_hub_shaped_repository(hub: Path, tmp_path: Path) -> None:
     """hf:// outputs go through huggingface_hub's filesystem like any fsspec store: here a local
     folder shaped like the Hub stands for it (writing to the real Hub needs the network and a token)."""
