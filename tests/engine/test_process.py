@@ -16,8 +16,11 @@ from click.testing import CliRunner
 from pipeline import fingerprint
 from pipeline.cli import cli
 from pipeline.engine import run_job
+from pipeline.engine.process import _Counts
 from pipeline.formats import _build
+from pipeline.io.run_tables import LOSSES_SCHEMA
 from pipeline.jobs import load_job
+from pipeline.losses import ADDITIONS
 from tests.cases import CASES
 from tests.engine.helpers import folder, write_job, write_jsonl
 
@@ -160,3 +163,22 @@ def test_canonical_rows_written_keep_their_fingerprints(
     items = [it for row in rows.column("items").to_pylist() for it in row]
     with_id = [it for it in items if it["id"] is not None]
     assert with_id and all(it["fingerprint"] is not None for it in with_id)
+
+
+@pytest.mark.parametrize("with_additions", [False, True])
+def test_loss_counts_count_losses_by_kind_and_additions_by_record(with_additions: bool) -> None:
+    addition = sorted(ADDITIONS)[0]
+    rows = [("a", "reasoning"), ("a", "reasoning"), ("a", "annotations"), ("b", "reasoning")]
+    rows += [("c", "logprobs")]
+    if with_additions:
+        rows += [("a", addition), ("a", addition), ("d", addition)]
+    losses = pa.Table.from_pylist(
+        [{"conversation_id": cid, "kind": kind, "source_line": k} for k, (cid, kind) in enumerate(rows)],
+        schema=LOSSES_SCHEMA,
+    )
+    counts = _Counts()
+    counts.add_losses(losses)
+    counts.add_losses(losses.slice(0, 1))  # a second batch: added up
+    assert counts.loss_kinds == {"reasoning": 4, "annotations": 1, "logprobs": 1}
+    assert counts.lossy == 3 + 1  # records a, b, c, then a again (each batch counts its own)
+    assert counts.additions == ({addition: 2} if with_additions else {})  # records a and d
