@@ -22,7 +22,8 @@ was: ``chatlake check`` lints those):
                         (invalid characters -> ``_``, cut to fit 64): in the tools, the tool_choice and
                         every call of the record; the detail gives ``'old' -> 'new'``
    ``empty_content``    a message whose content list is empty is dropped; a tool result's empty list
-                        becomes ``""`` (Chat)
+                        becomes ``""`` (Chat); Chat: the same when every part is of a type Chat cannot
+                        hold there (``to_chat.KEPT_PARTS``), which the encoder would leave as ``[]``
    ``tool_choice``      a ``tool_choice`` the target would get without tools (or naming a tool the
                         request does not declare) is dropped
    ===================  ===============================================================================
@@ -56,6 +57,7 @@ from pipeline.encoders.pointers import any_item_pointer
 from pipeline.encoders.request_fields import ROW_LOSSES
 from pipeline.encoders.rule_checks import CALLS, OUTPUTS, violations
 from pipeline.encoders.rules import NAME_MAX, NAME_PATTERN, RULE, rules_of
+from pipeline.encoders.to_chat import KEPT_PARTS
 from pipeline.fingerprint import fingerprints
 from pipeline.formats import decode_lines
 
@@ -123,6 +125,19 @@ def _flat(table: pa.Table, target: str) -> pl.DataFrame:
     texty = pc.or_kleene(pc.is_null(btype), pc.is_in(btype, pa.array(kept)))
     texty = np.asarray(texty.to_numpy(zero_copy_only=False), bool)
     has_text = np.bincount(owner[texty], minlength=len(flat)) > 0
+    # Chat: does the item hold a part Chat can hold where it goes (to_chat.KEPT_PARTS)? A message
+    # or tool result with parts and none of these is left with no content by the encoder.
+    keeps = np.ones(len(flat), bool)
+    if target == "chat":
+        user = pc.and_(pc.equal(flat.field("type"), "message"), pc.equal(flat.field("role"), "user"))
+        user = np.asarray(pc.fill_null(user, False).to_numpy(zero_copy_only=False), bool)[owner]
+        held = np.zeros(len(blocks), bool)
+        for where, kept in KEPT_PARTS.items():
+            named = pc.fill_null(pc.is_in(btype, pa.array(sorted(t for t in kept if t is not None))), False)
+            ok = pc.or_(pc.is_null(btype), named) if None in kept else named
+            ok = np.asarray(ok.to_numpy(zero_copy_only=False), bool)
+            held |= ok & (user if where == "user" else ~user)
+        keeps = np.bincount(owner[held], minlength=len(flat)) > 0
     if target == "anthropic":  # Anthropic refuses blank text: a message of blank text may end up empty
         blank = pc.match_substring_regex(pc.fill_null(blocks.field("text"), ""), _BLANK)
         blank = np.asarray(blank.to_numpy(zero_copy_only=False), bool)
@@ -134,6 +149,7 @@ def _flat(table: pa.Table, target: str) -> pl.DataFrame:
         **{f: flat.field(f) for f in ("type", "role", "call_id", "name", "content_form")},
         "n_blocks": pc.list_value_length(content),
         "text": pa.array(has_text),
+        "keeps": pa.array(keeps),
     }
     df = pl.from_arrow(pa.table(cols))
     assert isinstance(df, pl.DataFrame)
@@ -608,28 +624,43 @@ def repair(table: pa.Table, target: str) -> Repaired:
     moving = f"{target}.tool_results_follow_call" in RULE
     rows = np.flatnonzero(flags["content"] | (flags["order"] if moving else False))
     mine = _picked(table, items, rows)
+    # (Chat: also one whose every part is a type Chat cannot hold there, which the encoder would
+    # drop one by one; the message's loss stands for its parts')
+    emptied = (pl.col("n_blocks") > 0) & ~pl.col("keeps")
     empty = mine.filter(
         (pl.col("content_form") == "parts")
-        & (pl.col("n_blocks") == 0)
+        & ((pl.col("n_blocks") == 0) | emptied)
         & pl.col("type").is_in(("message", *OUTPUTS))
         & pl.lit(empty_rule is not None)
     )
     drop_msgs = empty.filter(pl.col("type") == "message")
     blank_outs = empty.filter(pl.col("type").is_in(OUTPUTS) & pl.lit(target == "chat"))
     if empty_rule is not None and empty.height:
+        rid = empty_rule.id
+
+        def said(of_parts: str, empty_list: str) -> pl.Expr:
+            text = pl.when(emptied).then(pl.lit(of_parts)).otherwise(pl.lit(empty_list))
+            return pl.concat_str(pl.lit(f"{rid}: "), text)
+
         found = pl.concat(
             [
                 drop_msgs.select(
                     "row",
                     any_item_pointer().alias("path"),
                     pl.lit(empty_rule.repair).alias("kind"),
-                    pl.lit(f"{empty_rule.id}: a message with an empty content list dropped").alias("detail"),
+                    said(
+                        "a message of parts Chat cannot hold there dropped",
+                        "a message with an empty content list dropped",
+                    ).alias("detail"),
                 ),
                 blank_outs.select(
                     "row",
                     pl.concat_str(any_item_pointer(), pl.lit("/content")).alias("path"),
                     pl.lit(empty_rule.repair).alias("kind"),
-                    pl.lit(f"{empty_rule.id}: an empty content list written as ''").alias("detail"),
+                    said(
+                        "a tool result of parts Chat cannot hold written as ''",
+                        "an empty content list written as ''",
+                    ).alias("detail"),
                 ),
             ]
         )

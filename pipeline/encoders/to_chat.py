@@ -37,6 +37,15 @@ from pipeline.losses import pointer
 from pipeline.schema import FORM_ABSENT, FORM_NULL, FORM_PARTS, FORM_STRING
 
 TEXT_TYPES = frozenset(("input_text", "output_text", "text", None))
+# The part types Chat can hold, by where they go: a user message takes media, an assistant, system
+# or developer message and a tool message do not. Any other part is dropped (``_text_part`` starts
+# with this test), so the target rules' repairs (repairs.py) know, ahead of the encoders, a message
+# that would be left with no part at all.
+_KEPT_ANYWHERE = (*TEXT_TYPES, "refusal", "tool_reference")
+KEPT_PARTS = {
+    "user": frozenset((*_KEPT_ANYWHERE, "input_image", "image", "input_file", "document", "input_audio")),
+    "other": frozenset(_KEPT_ANYWHERE),
+}
 # Responses top-level request keys that mean the same in Chat.
 SAME_KEYS = frozenset(
     ("temperature", "top_p", "parallel_tool_calls", "metadata", "store", "user", "n", "seed")
@@ -49,6 +58,9 @@ def _text_part(ctx: Ctx, i: int, j: int, k: int, allow_media: bool) -> dict[str,
     c = ctx.v.content
     t = c.type[j]
     path = ctx.content_ptr(i, k)
+    if t not in KEPT_PARTS["user" if allow_media else "other"]:
+        ctx.lose_part(path, t, "Chat here")
+        return None
     extra = ctx.block_extra(j)
     if t in TEXT_TYPES:
         expected = (

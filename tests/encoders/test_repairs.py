@@ -217,6 +217,52 @@ def test_an_empty_message_is_dropped_and_an_empty_tool_result_becomes_empty_text
     _valid(out, "chat")
 
 
+def test_a_message_of_parts_chat_cannot_hold_is_dropped_like_an_empty_one() -> None:
+    """Every part of the message is one the Chat encoder drops where it goes (an unknown part type;
+    an image in an assistant message): the encoder would leave ``content: []``, so the message is
+    dropped ahead of it as an ``empty_content`` repair (the message's loss stands for its parts)."""
+    unknown = {"type": "message", "role": "user", "content": [{"type": "brand_new_part", "x": 1}]}
+    image = {"type": "input_image", "image_url": "https://i/x.png", "detail": "auto"}
+    pictured = {"type": "message", "role": "assistant", "content": [image]}
+    enc, out = _convert({"input": [U, unknown, pictured]}, "responses", "chat")
+    assert out == {"messages": [U]}
+    said = "chat.content_nonempty: a message of parts Chat cannot hold there dropped"
+    assert [(x["path"], x["kind"], x["detail"]) for x in _repairs(enc)] == [
+        ("/input/1", "empty_content", said),
+        ("/input/2", "empty_content", said),
+    ]
+    _valid(out, "chat")
+    # the same image in a user message is held: nothing dropped
+    enc, out = _convert({"input": [{**pictured, "role": "user"}]}, "responses", "chat")
+    assert out == {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {
+        "url": "https://i/x.png", "detail": "auto"}}]}]}  # fmt: skip
+    assert _repairs(enc) == []
+
+
+def test_an_image_only_tool_result_becomes_empty_text() -> None:
+    """A Chat tool message holds text only: an Anthropic tool_result of just an image is written
+    with ``""`` (an ``empty_content`` repair), not refused."""
+    block = {"type": "image", "source": {"type": "url", "url": "https://i/x.png"}}
+    record = {
+        "max_tokens": 8,
+        "messages": [
+            U,
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [block]}]},
+        ],
+    }
+    enc, out = _convert(record, "anthropic", "chat")
+    assert out is not None and out["messages"][2] == {"role": "tool", "tool_call_id": "t1", "content": ""}
+    assert [(x["path"], x["kind"], x["detail"]) for x in _repairs(enc)] == [
+        (
+            "/messages/2/content/0/content",
+            "empty_content",
+            "chat.content_nonempty: a tool result of parts Chat cannot hold written as ''",
+        )
+    ]
+    _valid(out, "chat")
+
+
 @pytest.mark.parametrize(
     ("source", "record", "target", "rule"),
     [
