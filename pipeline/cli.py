@@ -105,8 +105,10 @@ def _bad_usage(e: ConfigError) -> click.ClickException:
     """A ConfigError of a command that reads a run: a usage error, or one line for a damaged run."""
     from pipeline.audit.views import RunDamaged
     from pipeline.engine.atomic import PathError
+    from pipeline.engine.output_file import OutputFileError
 
-    return _Failed(str(e), 2) if isinstance(e, RunDamaged | PathError) else click.UsageError(str(e))
+    one_line = isinstance(e, RunDamaged | PathError | OutputFileError)
+    return _Failed(str(e), 2) if one_line else click.UsageError(str(e))
 
 
 def _check_hashes(run: Path, folders: tuple[str, ...]) -> None:
@@ -115,14 +117,16 @@ def _check_hashes(run: Path, folders: tuple[str, ...]) -> None:
     For a command that publishes what it reads (export-hf): a flipped bit that still decodes would
     otherwise be exported without a word.
     """
+    from pipeline.engine.output_file import damaged, open_output
     from pipeline.engine.verify import damaged_files
 
-    damaged = damaged_files(run, folders)
+    damaged = damaged(open_output(run)) if run.is_file() else damaged_files(run, folders)
     if damaged:
         more = f" (and {len(damaged) - 1} more)" if len(damaged) > 1 else ""
         raise _Failed(
             f"{run} is damaged: {damaged[0]}{more}; run `chatlake verify {run}` for the list, and run the "
-            "job again to redo the damaged shards"
+            + ("command again to rewrite the files" if run.is_file()
+               else "job again to redo the damaged shards")
         )
 
 
@@ -795,24 +799,61 @@ def _fetch_run(url: str) -> Path:
     import shutil
     import tempfile
 
-    from pipeline.storage import StorageError, cache_root, download_tree
+    from pipeline.storage import StorageError, cache_root, download_tree, read_bytes
 
     root = cache_root() / "reads"
     root.mkdir(parents=True, exist_ok=True)
     local = Path(tempfile.mkdtemp(dir=root))
     click.get_current_context().call_on_close(lambda: shutil.rmtree(local, ignore_errors=True))
+    url = url.rstrip("/")
     try:
-        download_tree(url.rstrip("/"), local)
+        from pipeline.engine.single_file import MANIFEST_SUFFIX
+
+        manifest = read_bytes(url + MANIFEST_SUFFIX)
+        if manifest is not None:  # the FILE of a single-file output: it and its listed side files
+            file = _fetch_output(url, manifest, local)
+            _RUN_URLS[file] = url
+            return file
+        download_tree(url, local)
     except StorageError as e:
         raise _BadConfig(str(e)) from None
-    _RUN_URLS[local] = url.rstrip("/")
+    _RUN_URLS[local] = url
     return local
+
+
+def _fetch_output(url: str, manifest: bytes, local: Path) -> Path:
+    """Download a single-file output at ``url`` (FILE, then the files its manifest lists beside it,
+    those that are there: verify names the missing ones) into ``local``; the local FILE."""
+    from pipeline.engine.output_file import OutputFileError, listed_names
+    from pipeline.engine.single_file import MANIFEST_SUFFIX
+    from pipeline.storage import download, exists
+
+    name = url.rsplit("/", 1)[-1]
+    (local / (name + MANIFEST_SUFFIX)).write_bytes(manifest)
+    try:
+        names = listed_names(orjson.loads(manifest), name)
+    except (OutputFileError, orjson.JSONDecodeError) as e:
+        raise _Failed(f"{url}{MANIFEST_SUFFIX} is not a single-file manifest of chatlake ({e})", 2) from None
+    base = url.rsplit("/", 1)[0]
+    for n in names:  # checked: plain names beside FILE, never a path
+        if exists(f"{base}/{n}"):
+            download(f"{base}/{n}", local / n)
+    return local / name
 
 
 def _shown(run: Path, text: str) -> str:
     """``text`` naming a run read from a URL by its URL rather than by its read copy."""
     url = _RUN_URLS.get(run)
     return text.replace(str(run), url) if url is not None else text
+
+
+def _output_files(run: Path) -> set[Path]:
+    """A single-file output's files (FILE, its side files and manifest), resolved: what a command
+    reading it must not write over."""
+    from pipeline.engine.output_file import open_output
+
+    out = open_output(run)
+    return {out.manifest.resolve(), *(p.resolve() for p in map(out.file, out.files) if p is not None)}
 
 
 @cli.command()
@@ -870,14 +911,15 @@ def audit(
     params: tuple[str, ...],
     html_out: Path | None,
 ) -> None:
-    """Run the sql/ audit queries over a run (a directory, a run id from `chatlake runs`, or
-    `latest`; see docs/audit.md).
+    """Run the sql/ audit queries over a run (a directory, a run id from `chatlake runs`, `latest`,
+    or the FILE of `convert -o` / `transform -o`; see docs/audit.md).
 
     \b
     chatlake audit runs/r1 --query worst_records --param n=20 --format markdown
     chatlake audit runs/r1 --html report.html
     """
     from pipeline.audit import load_queries, open_run
+    from pipeline.audit.queries import run_queries
     from pipeline.audit.render import render_csv, render_json, render_markdown, render_table
 
     given = _params(params)
@@ -887,6 +929,8 @@ def audit(
             _check_outputs({"--html": html_out}, [])
             if run.resolve() in html_out.resolve().parents:
                 raise ConfigError(f"--html {str(html_out)!r} is inside the run directory; choose another")
+            if run.is_file() and html_out.resolve() in _output_files(run):
+                raise ConfigError(f"--html {str(html_out)!r} would overwrite a file of {run}; choose another")
         queries = load_queries(list(names))
         for q in queries:  # a parameter no selected query declares is a typo
             q.bind({k: v for k, v in given.items() if k in q.params})
@@ -898,10 +942,18 @@ def audit(
     except ConfigError as e:
         raise _bad_usage(e) from None
     with _reading(run):
-        results = {q.name: q.run(con, {k: v for k, v in given.items() if k in q.params}) for q in queries}
+        results, missing = run_queries(con, run, queries, given)
+    if not results:  # every query asked for needs what this run cannot have
+        name, why = next(iter(missing.items()))
+        raise _Failed(f"{name}: {why}", 2)
     if fmt == "json":
         click.echo(render_json(results))
+        for name, why in missing.items():
+            click.echo(f"{name}: {why}", err=True)
     for q in queries if fmt != "json" else ():
+        if q.name in missing:  # one line where its result would be (on stderr beside machine formats)
+            click.echo(f"{q.name}: {missing[q.name]}", err=fmt == "csv")
+            continue
         t = results[q.name]
         if fmt == "csv":
             click.echo(f"# {q.name}\n{render_csv(t)}" if len(queries) > 1 else render_csv(t), nl=False)
@@ -913,7 +965,7 @@ def audit(
         from pipeline.audit.report import build_report
 
         with _reading(run):
-            html = build_report(con, title=f"chatlake audit: {run.name}")
+            html = build_report(con, title=f"chatlake audit: {run.name}", run=run)
         from pipeline.engine.atomic import write_atomic
 
         write_atomic(html_out, html.encode(), user=True)  # a full disk leaves the old report whole
@@ -926,7 +978,8 @@ def audit(
 @_catalog_option
 @click.option("--format", "fmt", type=click.Choice(("table", "csv", "json", "markdown")), default="table")
 def sql(run_arg: str, query: str, catalog: str | None, fmt: str) -> None:
-    """Run ad-hoc SQL over a run (a directory, a run id from `chatlake runs`, or `latest`), with
+    """Run ad-hoc SQL over a run (a directory, a run id from `chatlake runs`, `latest`, or the FILE
+    of `convert -o` / `transform -o`), with
     the conversations/items/losses/rejected/summary views and the audit facts (records,
     top_losses, record_counts, item_counts, phase_counts, loss_counts).
 
@@ -938,6 +991,7 @@ def sql(run_arg: str, query: str, catalog: str | None, fmt: str) -> None:
 
     from pipeline.audit import open_run
     from pipeline.audit.render import render_csv, render_json, render_markdown, render_table
+    from pipeline.audit.views import not_available
 
     run = _run_path(run_arg, catalog)
     try:
@@ -949,6 +1003,9 @@ def sql(run_arg: str, query: str, catalog: str | None, fmt: str) -> None:
         with _reading(run):
             t = con.sql(query).to_arrow_table()
     except duckdb.Error as e:
+        why = not_available(run, e)
+        if why is not None:  # a view a single-file output in a wire format cannot have
+            raise _Failed(f"SQL error: {why}", 2) from None
         raise click.UsageError(f"SQL error: {e}") from None
     text = {"csv": render_csv, "json": lambda t: render_json({"result": t})}.get(fmt)
     if text is not None:
@@ -996,8 +1053,9 @@ def export_hf(
     workers: int,
     quiet: bool,
 ) -> None:
-    """Export a run's written records (RUN: a directory, a run id from `chatlake runs`, or `latest`)
-    as a Hugging Face dataset (see docs/export.md).
+    """Export a run's written records (RUN: a directory, a run id from `chatlake runs`, `latest`, or
+    the Parquet FILE of `convert --to parquet -o` / `transform -o`) as a Hugging Face dataset (see
+    docs/export.md).
 
     \b
     chatlake export-hf runs/r1 out/hf --split-by source_format
@@ -1016,7 +1074,13 @@ def export_hf(
                        columns=carried, workers=workers, progress=not quiet)  # fmt: skip
     try:
         cfg.validate()
-        check_run_files(run)
+        if run.is_file():  # a single-file output: its files as FILE.manifest.json lists them
+            from pipeline.audit.views import check_output
+            from pipeline.engine.output_file import open_output
+
+            check_output(open_output(run))
+        else:
+            check_run_files(run)
         _check_hashes(run, ("conversations",))
         if repo_id is not None:  # a bad token or no network: say so before writing anything
             try:
@@ -1112,8 +1176,11 @@ def verify(run_arg: str, catalog: str | None) -> None:
     stray files, read == written + rejected per shard and in total, every loss and output line
     belonging to a written record of its shard.
 
+    RUN may be the FILE of `convert -o` / `transform -o`: checked against FILE.manifest.json (every
+    file's rows, bytes and sha256; read == written + rejected).
+
     Exit 0 with one OK line, 1 with the list of what is wrong, 2 when RUN is not a directory
-    (nor a run id in the catalog).
+    (nor a run id in the catalog, nor a FILE chatlake wrote).
 
     \b
     chatlake verify runs/r1
@@ -1122,15 +1189,24 @@ def verify(run_arg: str, catalog: str | None) -> None:
     from pipeline.engine.verify import verify as check
 
     run = _run_path(run_arg, catalog)
-    if not run.is_dir():
+    if run.is_file():  # the FILE of convert/transform -o: checked against FILE.manifest.json
+        from pipeline.engine import output_file
+
+        try:
+            out = output_file.open_output(run)
+        except ConfigError as e:
+            raise _Failed(_shown(run, str(e)), 2) from None
+        problems, ok = output_file.verify(out), output_file.ok_line(out)
+    elif not run.is_dir():
         raise _Failed(f"run directory {str(run)!r} does not exist", 2)
-    problems = check(run)
+    else:
+        problems, ok = check(run), ok_line(run)
     if problems:
         click.echo(_shown(run, f"{run}: {len(problems)} problem{'s' if len(problems) > 1 else ''}"))
         for p in problems:
             click.echo(_shown(run, f"  {p}"))
         sys.exit(1)
-    click.echo(_shown(run, ok_line(run)))
+    click.echo(_shown(run, ok))
 
 
 def main() -> None:

@@ -314,5 +314,5 @@ def test_report_written_atomically_never_through_a_link(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert orjson.loads(report.read_bytes())["written"] == 1
     names = ["in.jsonl", "victim.txt", "r.json", "out.jsonl", "out.jsonl.rejected.jsonl",
-             "out.jsonl.losses.parquet"]
+             "out.jsonl.losses.parquet", "out.jsonl.manifest.json"]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)  # no temp file left

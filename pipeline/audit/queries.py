@@ -102,6 +102,28 @@ class Query:
         return con.sql(self.sql, params=values or None).to_arrow_table()
 
 
+def run_queries(
+    con: duckdb.DuckDBPyConnection, run: Path, queries: list[Query], params: dict[str, str] | None = None
+) -> tuple[dict[str, pa.Table], dict[str, str]]:
+    """Run ``queries`` on the views of ``run``: their results, and, by name, why each query that
+    needs a view this run cannot have did not run (a single-file output in a wire format has no
+    canonical table: pipeline/audit/views.py, :func:`~pipeline.audit.views.not_available`)."""
+    from pipeline.audit.views import not_available
+
+    given = params or {}
+    results: dict[str, pa.Table] = {}
+    missing: dict[str, str] = {}
+    for q in queries:
+        try:
+            results[q.name] = q.run(con, {k: v for k, v in given.items() if k in q.params})
+        except duckdb.CatalogException as e:
+            why = not_available(run, e)
+            if why is None:
+                raise
+            missing[q.name] = why
+    return results, missing
+
+
 def parse_query(name: str, text: str) -> Query:
     """Read the header comment of a query file (see the module docstring)."""
     sections: dict[str, list[str]] = {"question": [], "result": []}

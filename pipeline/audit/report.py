@@ -14,12 +14,13 @@ import html
 import io
 from collections import Counter
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from pipeline.audit.queries import Query, load_queries, load_query
+from pipeline.audit.queries import Query, load_queries, load_query, run_queries
 from pipeline.audit.render import cell
 
 CHART_QUERIES = (
@@ -113,32 +114,42 @@ def _histogram(x: list[int], counts: list[int]) -> str:
     return _svg(fig)
 
 
-def charts(results: dict[str, pa.Table]) -> dict[str, str]:
-    """The four charts as SVG text, keyed by caption."""
-    kinds = [r for r in results["loss_totals_by_kind"].to_pylist() if not r["addition"]][:25]
-    share = results["lossless_share_by_dataset"].to_pylist()
-    turns = results["turn_count_distribution"].to_pylist()
+def _kind_chart(result: pa.Table) -> str:
+    kinds = [r for r in result.to_pylist() if not r["addition"]][:25]
+    return _barh([r["kind"] for r in kinds], [r["losses"] for r in kinds], "losses", "#e45756")
+
+
+def _share_chart(result: pa.Table) -> str:
+    with_share = [r for r in result.to_pylist() if r["lossless_share"] is not None]
+    return _barh([r["dataset"] for r in with_share], [r["lossless_share"] for r in with_share],
+                 "share of written records with no loss", "#54a24b", xmax=1)  # fmt: skip
+
+
+def _turn_chart(result: pa.Table) -> str:
+    turns = result.to_pylist()
+    return _histogram([r["all_turns"] for r in turns], [r["conversations"] for r in turns])
+
+
+def _item_chart(result: pa.Table) -> str:
     item_counts: Counter[str] = Counter()
-    for r in results["item_kinds_and_roles"].to_pylist():
+    for r in result.to_pylist():
         item_counts[f"{r['type']} ({r['role'] or '-'})"] += r["items"]
     top_items = item_counts.most_common(20)
-    with_share = [r for r in share if r["lossless_share"] is not None]
-    kind_chart = _barh([r["kind"] for r in kinds], [r["losses"] for r in kinds], "losses", "#e45756")
-    share_chart = _barh(
-        [r["dataset"] for r in with_share],
-        [r["lossless_share"] for r in with_share],
-        "share of written records with no loss",
-        "#54a24b",
-        xmax=1,
-    )
-    turn_chart = _histogram([r["all_turns"] for r in turns], [r["conversations"] for r in turns])
-    item_chart = _barh([k for k, _ in top_items], [n for _, n in top_items], "items", "#4c78a8")
-    return {
-        "Losses by kind": kind_chart,
-        "Lossless share of written records, by dataset": share_chart,
-        "Turn-count histogram": turn_chart,
-        "Item kinds (role)": item_chart,
-    }
+    return _barh([k for k, _ in top_items], [n for _, n in top_items], "items", "#4c78a8")
+
+
+# caption -> (the query it draws, how)
+_CHARTS = {
+    "Losses by kind": ("loss_totals_by_kind", _kind_chart),
+    "Lossless share of written records, by dataset": ("lossless_share_by_dataset", _share_chart),
+    "Turn-count histogram": ("turn_count_distribution", _turn_chart),
+    "Item kinds (role)": ("item_kinds_and_roles", _item_chart),
+}
+
+
+def charts(results: dict[str, pa.Table]) -> dict[str, str]:
+    """The four charts as SVG text, keyed by caption (those whose query has a result)."""
+    return {caption: draw(results[name]) for caption, (name, draw) in _CHARTS.items() if name in results}
 
 
 def _table(result: pa.Table) -> str:
@@ -158,10 +169,17 @@ def _table(result: pa.Table) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{note}"
 
 
-def build_report(con: duckdb.DuckDBPyConnection, title: str = "chatlake audit") -> str:
-    """The report for the run whose views are defined on ``con``, as one HTML document."""
+def build_report(
+    con: duckdb.DuckDBPyConnection, title: str = "chatlake audit", run: Path | None = None
+) -> str:
+    """The report for the run whose views are defined on ``con``, as one HTML document (``run``:
+    where they were defined; a query that needs a view it cannot have is reported as not available,
+    with the reason: a single-file output in a wire format has no canonical table)."""
     queries: dict[str, Query] = {q.name: q for q in load_queries()}
-    results = {name: q.run(con) for name, q in queries.items()}
+    if run is None:
+        results, missing = {name: q.run(con) for name, q in queries.items()}, {}
+    else:
+        results, missing = run_queries(con, run, list(queries.values()))
     [(read, written, rejected, target)] = con.sql(
         "SELECT read, written, rejected, target FROM summary"
     ).fetchall()
@@ -185,21 +203,26 @@ def build_report(con: duckdb.DuckDBPyConnection, title: str = "chatlake audit") 
         "<div class='cards'>",
         *(f"<div class='card'>{html.escape(k)}<b>{html.escape(v)}</b></div>" for k, v in cards),
         "</div><h2>Charts</h2><div class='grid'>",
-        *(f"<figure><figcaption>{html.escape(c)}</figcaption>{s}</figure>" for c, s in figures.items()),
+        *(f"<figure><figcaption>{html.escape(c)}</figcaption>"
+          + (figures[c] if c in figures else f"<p class='q'>{html.escape(missing[name])}</p>") + "</figure>"
+          for c, (name, _) in _CHARTS.items()),
         "</div><h2>Audits (no rows = healthy)</h2><table><tbody>",
     ]  # fmt: skip
     for name, q in queries.items():
-        if q.is_audit:
+        if q.is_audit and name in missing:
+            parts.append(f"<tr><td>{html.escape(name)}</td><td>not available</td></tr>")
+        elif q.is_audit:
             n = results[name].num_rows
             status = "<span class='ok'>healthy</span>" if n == 0 else f"<span class='bad'>{n:,} rows</span>"
             parts.append(f"<tr><td>{html.escape(name)}</td><td>{status}</td></tr>")
     parts.append("</tbody></table>")
-    for name in (n for n, q in queries.items() if q.is_audit and results[n].num_rows):
+    for name in (n for n, q in queries.items() if q.is_audit and n in results and results[n].num_rows):
         parts += [f"<h2>{html.escape(name)}</h2>", _table(results[name])]
     for name in TABLE_QUERIES:
         q = queries[name]
         parts += [f"<h2>{html.escape(name)}</h2>", f"<p class='q'>{html.escape(q.question)}</p>"]
-        parts.append(_table(results[name]))
+        why = f"<p><i>{html.escape(missing.get(name, ''))}</i></p>"
+        parts.append(_table(results[name]) if name in results else why)
     parts.append("</body></html>\n")
     return "\n".join(parts)
 

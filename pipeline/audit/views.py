@@ -40,13 +40,16 @@ ever spliced into SQL text. The views are lazy: a query reads only the columns i
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
 from pipeline.audit.derived import DERIVED
+from pipeline.engine.output_file import OutputFile, open_output, quick_check
 from pipeline.errors import ConfigError
+from pipeline.io.run_tables import LOSSES_SCHEMA, REJECTED_SCHEMA
 from pipeline.losses import LOSS_KINDS
 
 FOLDERS = ("conversations", "losses", "rejected")
@@ -193,7 +196,89 @@ def written_facts(run: Path) -> list[str]:
 
 
 def open_run(run: str | Path, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:
-    """A fresh in-memory DuckDB connection with the run's views defined."""
+    """A fresh in-memory DuckDB connection with the views of ``run``: a run directory, or the FILE
+    of a single-file output (:func:`define_file_views`)."""
     con = duckdb.connect(config={} if threads is None else {"threads": threads})
-    define_views(con, Path(run))
+    if Path(run).is_file():
+        define_file_views(con, open_output(Path(run)))
+    else:
+        define_views(con, Path(run))
     return con
+
+
+# --- single-file outputs (convert -o FILE, transform -o FILE) ------------------------------------
+
+# the views built from the canonical table: a FILE in a wire format (JSON lines) has none of them
+FROM_CANONICAL = ("conversations", "items", "records", "top_losses", "record_counts", "item_counts",
+                  "phase_counts", "threads", "dropped")  # fmt: skip
+_DUCKDB_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT"}
+
+
+def _side_view(con: duckdb.DuckDBPyConnection, out: OutputFile, role: str, schema: pa.Schema) -> None:
+    """The view ``role`` (losses, rejected) over FILE's side file, with ``schema``'s columns; no
+    rows when the command wrote none (a Parquet target reports no losses)."""
+    path, fmt = out.file(role), out.format(role)
+    if path is None:
+        con.register(role, schema.empty_table())  # the connection holds the table
+    elif fmt == "parquet":
+        con.read_parquet(str(path)).create_view(role, replace=True)
+    else:
+        columns = {f.name: _DUCKDB_TYPES[f.type] for f in schema}
+        con.read_json(str(path), format="newline_delimited", columns=columns).create_view(role, replace=True)
+
+
+def check_output(out: OutputFile) -> None:
+    """Fail before any query when FILE's listed side files are missing or of the wrong size."""
+    problems = quick_check(out)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise RunDamaged(
+            f"{out.path} is incomplete or damaged: {problems[0]}{more}; `chatlake verify {out.path}` "
+            "lists everything, running the command again rewrites the files"
+        )
+
+
+def define_file_views(con: duckdb.DuckDBPyConnection, out: OutputFile) -> None:
+    """The views of a single-file output: ``losses``, ``rejected``, ``summary`` (from
+    FILE.manifest.json), ``loss_kinds`` and ``loss_counts`` always; a Parquet FILE (the canonical
+    table) also ``conversations``, ``items``, ``threads`` and the audit facts computed from them
+    (pipeline/audit/derived.py), as for a run written without them. A FILE in a wire format holds
+    encoded records, not the canonical table: the views of :data:`FROM_CANONICAL` are not defined
+    (:func:`not_available` explains a query's failure on one)."""
+    check_output(out)
+    _side_view(con, out, "losses", LOSSES_SCHEMA)
+    _side_view(con, out, "rejected", REJECTED_SCHEMA)
+    summary = con.read_json(str(out.manifest), format="auto").select("unnest(summary)")
+    summary.create_view("summary", replace=True)
+    define_loss_kinds(con)
+    if not out.canonical:
+        con.execute(DERIVED["loss_counts"])
+        return
+    con.read_parquet(str(out.path)).create_view("conversations", replace=True)
+    con.execute(ITEMS_FROM_CONVERSATIONS)
+    for sql in DERIVED.values():
+        con.execute(sql)
+    columns = {row[0] for row in con.execute("DESCRIBE conversations").fetchall()}
+    dropped = out.file("dropped")
+    if not {"thread_id", "is_leaf", "duplicate_of"} <= columns:
+        con.execute(NO_THREADS)
+        return
+    if dropped is not None:
+        con.read_parquet(str(dropped)).create_view("dropped", replace=True)
+    con.execute(THREADS_VIEW.format(dropped=THREADS_DROPPED if dropped is not None else ""))
+
+
+def not_available(run: Path, error: duckdb.Error) -> str | None:
+    """Why a query failed on a single-file output in a wire format, in one line, when it failed for
+    a view that such a FILE cannot have (else None: the query's own error)."""
+    m = re.search(r"Table with name (\w+) does not exist", str(error))
+    if m is None or m.group(1) not in FROM_CANONICAL or not run.is_file():
+        return None
+    out = open_output(run)
+    if out.canonical:
+        return None
+    return (
+        f"not available for a single-file output in a wire format: {run.name} holds encoded "
+        f"{out.target} records, not the canonical table `{m.group(1)}` is built from (here: losses, "
+        "rejected, summary, loss_counts; `--to parquet -o FILE` or `--run-dir` keeps the canonical table)"
+    )

@@ -59,7 +59,8 @@ def publish_single_file(summary: dict[str, Any], output: Path, url: str) -> dict
     (side files first, ``FILE`` last), delete the local copies, and return the summary naming the
     URLs."""
     base = url.rstrip("/").rsplit("/", 1)[0]
-    roles = [k for k in ("rejected_file", "losses_file", "dropped_file") if summary.get(k)] + ["output"]
+    side = ("rejected_file", "losses_file", "dropped_file", "manifest_file")
+    roles = [k for k in side if summary.get(k)] + ["output"]
     for role in roles:  # FILE last: it appears only when everything else is in place
         local = Path(summary[role])
         remote = f"{base}/{local.name}"

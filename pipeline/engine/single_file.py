@@ -54,6 +54,15 @@ from .manifest import MANIFEST, Manifest
 from .shards import shard_id
 
 STAGING_SUFFIX = ".partial"
+MANIFEST_SUFFIX = ".manifest.json"  # FILE.manifest.json: what the finished files are (docs/run-layout.md)
+LAYOUT = "single-file"
+
+
+def manifest_path(output: Path) -> Path:
+    """The manifest a finished single-file command leaves beside ``output``: every file it put in
+    place (name, format, rows, bytes, sha256) and the run summary; ``verify``, ``audit``, ``sql``
+    and ``export-hf`` find a FILE's side files through it."""
+    return output.with_name(output.name + MANIFEST_SUFFIX)
 
 
 def staging_dir(output: Path) -> Path:
@@ -87,6 +96,7 @@ def check_paths(
     named = {("--output" if role == "output" else f"the {role} file"): p for role, p in finals.items()}
     if report is not None:
         named["--report"] = report
+    named["the manifest file"] = manifest_path(output)
     named["staging directory"] = staging_dir(output)
     seen: dict[Path, str] = {}
     for what, p in named.items():
@@ -237,6 +247,16 @@ class Appender:
                 }.get(role, (canonical_writer, None))
                 self.parquet[role] = _Parquet(opener, schema)
         self.files: dict[str, BinaryIO] = {}
+        # each temp file's sha256, bytes and rows so far: FILE.manifest.json records them without
+        # reading the finished files back
+        self.hash = {role: hashlib.sha256() for role in finals}
+        self.size = dict.fromkeys(finals, 0)
+        self.rows = dict.fromkeys(finals, 0)
+
+    def _write(self, role: str, data: bytes | memoryview | pa.Buffer) -> None:
+        self.files[role].write(data)
+        self.hash[role].update(data)
+        self.size[role] += len(memoryview(data))
 
     def _start(self, role: str) -> int:
         return len(MAGIC) if role in self.parquet else 0
@@ -244,15 +264,19 @@ class Appender:
     def _open(self, ends: dict[str, int]) -> None:
         """Open the temp files cut back to ``ends`` (a new file: only a Parquet file's magic)."""
         for role, path in self.tmp.items():
+            self.hash[role], self.size[role] = hashlib.sha256(), 0
             if ends[role] > self._start(role):  # listed shards are kept: append after the last one
                 f = open_ours(path)
                 f.truncate(ends[role])
+                self.hash[role] = _prefix_hash(f, ends[role])
+                self.size[role] = ends[role]
                 f.seek(ends[role])
+                self.files[role] = f
             else:  # created anew, never through a link (a stale temp file of ours replaced)
-                f = open_new(path)
+                self.files[role] = open_new(path)
+                self.rows[role] = 0
                 if role in self.parquet:
-                    f.write(MAGIC)
-            self.files[role] = f
+                    self._write(role, MAGIC)
 
     def _problem(self, entry: dict[str, Any], ends: dict[str, int]) -> str | None:
         """Why a listed shard's bytes are not in the temp files as listed (None when they are)."""
@@ -292,6 +316,7 @@ class Appender:
                 if role in self.parquet:
                     self.parquet[role].take(base64.b64decode(f["footer"]), f["rows"], ends[role])
                 ends[role] = f["end"]
+                self.rows[role] += f["rows"]
         for sid in redone:
             del manifest.shards[sid]
         if redone:
@@ -306,7 +331,7 @@ class Appender:
             p, f, out = parts[part], entry["files"][part], self.files[role]
             if p["kind"] == "jsonl":
                 for chunk in p["data"]:
-                    out.write(chunk)
+                    self._write(role, chunk)
             else:
                 pq_ = self.parquet[role]
                 data = pq_.fit(p["data"], p["rows"])
@@ -314,8 +339,9 @@ class Appender:
                 if data is not p["data"]:
                     f["bytes"], f["sha256"] = _sha([body])
                 pq_.take(footer, p["rows"], out.tell())
-                out.write(body)
+                self._write(role, body)
                 f["footer"] = base64.b64encode(footer).decode()
+            self.rows[role] += p["rows"]
             out.flush()  # the bytes are in the file before the manifest lists the shard
             f["end"] = out.tell()
 
@@ -345,9 +371,27 @@ class Appender:
         """End each Parquet file with its footer; close the files."""
         for role, f in self.files.items():
             if role in self.parquet:
-                f.write(self.parquet[role].tail())
+                self._write(role, self.parquet[role].tail())
             f.close()
         self.files.clear()
+
+    def described(self, finals: dict[str, Path]) -> dict[str, dict[str, Any]]:
+        """Each closed file as FILE.manifest.json lists it: name, format, rows, bytes, sha256."""
+        return {
+            role: {"name": path.name, "format": "parquet" if role in self.parquet else "jsonl",
+                   "rows": self.rows[role], "bytes": self.size[role], "sha256": self.hash[role].hexdigest()}
+            for role, path in finals.items()
+        }  # fmt: skip
+
+
+def _prefix_hash(f: BinaryIO, n: int) -> Any:
+    """A sha256 fed with the first ``n`` bytes of ``f`` (the kept shards of a resumed run)."""
+    h = hashlib.sha256()
+    f.seek(0)
+    while n > 0 and (block := f.read(min(n, 1 << 20))):
+        h.update(block)
+        n -= len(block)
+    return h
 
 
 def _region_sha(path: Path, start: int, n: int) -> str:
@@ -368,14 +412,34 @@ def _read_table(path: Path) -> pa.Table:
     return pq.read_table(path)
 
 
-def finish(job: Job, output: Path, appender: Appender) -> dict[str, Path]:
-    """End the temp files, rename everything into place (FILE last), remove the staging directory."""
+# summary keys that name where this machine put the files: FILE.manifest.json names them by role
+LOCAL_KEYS = ("run_dir", "output", "rejected_file", "losses_file", "dropped_file", "manifest_file")
+
+
+def finish(job: Job, output: Path, appender: Appender, summary: dict[str, Any]) -> dict[str, Path]:
+    """End the temp files, write FILE.manifest.json, rename everything into place (the side files,
+    then the manifest, FILE last), remove the staging directory; the final paths by role."""
     finals = final_paths(output, job.target, job.grouping, job.losses_format)
     appender.close()
-    for role, path in finals.items():  # FILE last: it appears only when everything else is in place
+    doc = {
+        "layout": LAYOUT, "job": job.name, "fingerprint": job.fingerprint(), "target": job.target,
+        "files": appender.described(finals),
+        "summary": {k: v for k, v in summary.items() if k not in LOCAL_KEYS},
+    }  # fmt: skip
+    tmp = temp_path(job.run_dir, "manifest")
+    with open_new(tmp) as f:
+        f.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+        f.flush()
+        os.fsync(f.fileno())
+    placed = {role: path for role, path in finals.items() if role != "output"}
+    for role, path in placed.items():
         os.replace(appender.tmp[role], path)
+    placed["manifest"] = manifest_path(output)
+    os.replace(tmp, placed["manifest"])
+    os.replace(appender.tmp["output"], output)  # FILE last: it appears only when everything else is in place
+    placed["output"] = output
     remove_staging(job)
-    return finals
+    return placed
 
 
 def remove_staging(job: Job) -> None:
@@ -390,7 +454,7 @@ def run_single_file(job: Job, output: Path, *, progress: bool = False) -> dict[s
     """Run ``job`` (layout SINGLE_FILE, run_dir = :func:`staging_dir`) into ``output``; its summary.
 
     The summary is the engine's (docs/run-layout.md) without ``run_dir``, plus ``output``,
-    ``rejected_file`` and ``losses_file`` (null for Parquet output).
+    ``rejected_file``, ``losses_file`` (null for Parquet output) and ``manifest_file``.
 
     A run that rejected too many records (:class:`~pipeline.engine.run.TooManyRejected`) still puts
     its files in place, like any finished run, and then raises with the summary completed.
@@ -412,13 +476,14 @@ def run_single_file(job: Job, output: Path, *, progress: bool = False) -> dict[s
         raise
     if job.grouping:
         appender.add_staged(Manifest.open(job.run_dir, job.name, job.fingerprint()))
-    finals = finish(job, output, appender)
     summary.pop("run_dir", None)
+    finals = finish(job, output, appender, summary)
     summary["output"] = str(finals["output"])
     summary["rejected_file"] = str(finals["rejected"])
     summary["losses_file"] = str(finals["losses"]) if "losses" in finals else None
     if DROPPED in finals:
         summary["dropped_file"] = str(finals[DROPPED])
+    summary["manifest_file"] = str(finals["manifest"])
     if verdict is not None:
         raise verdict
     return summary

@@ -54,6 +54,7 @@ import pyarrow.parquet as pq
 from pipeline.encoders.encode_rows import encode_rows
 from pipeline.encoders.rules import RULE
 from pipeline.engine.atomic import NewFile, PathError, write_atomic
+from pipeline.engine.output_file import OutputFileError, open_output
 from pipeline.errors import ConfigError
 from pipeline.formats.hf import REASONING_KEYS
 from pipeline.oserrors import describe
@@ -113,7 +114,7 @@ def carried_columns(run: Path, names: tuple[str, ...]) -> dict[str, tuple[str, p
     column of the run's conversations, or that the dataset already has."""
     if not names:
         return {}
-    schema = pq.read_schema(next(iter(sorted((run / "conversations").glob("*.parquet")))))
+    schema = pq.read_schema(conversation_files(run)[0])
     out: dict[str, tuple[str, pa.DataType]] = {}
     for name in names:
         path = COLUMN_ALIASES.get(name, name) if name not in schema.names else name
@@ -149,6 +150,25 @@ def _carried(table: pa.Table, columns: dict[str, tuple[str, pa.DataType]]) -> di
 _VALUE_TYPES_PLAIN = {pa.large_string(): pa.string()}
 
 
+def conversation_files(run: Path) -> list[Path]:
+    """The canonical Parquet files export-hf reads: a run directory's ``conversations/`` shards, or
+    the FILE of ``convert --to parquet -o FILE`` / ``transform -o FILE``. ConfigError (before any
+    work) for a directory without shards, or a FILE in a wire format (no canonical table)."""
+    if run.is_file():
+        out = open_output(run)
+        if not out.canonical:
+            raise OutputFileError(
+                f"export-hf reads chatlake's canonical table, and {run.name} holds encoded {out.target} "
+                "records; write the canonical table with `--to parquet -o FILE` (or `--run-dir`) and "
+                "export that"
+            )
+        return [run]
+    files = sorted((run / "conversations").glob("*.parquet"))
+    if not files:
+        raise ConfigError(f"{run}/conversations/ has no Parquet shards: is it a chatlake run directory?")
+    return files
+
+
 @dataclass
 class ExportConfig:
     run: Path
@@ -173,12 +193,7 @@ class ExportConfig:
             pass
         except OSError as e:
             raise PathError(f"output directory {describe(e)}") from None
-        if not (self.run / "conversations").is_dir() or not any(
-            (self.run / "conversations").glob("*.parquet")
-        ):
-            raise ConfigError(
-                f"{self.run}/conversations/ has no Parquet shards: is it a chatlake run directory?"
-            )
+        conversation_files(self.run)  # a run directory with shards, or a canonical FILE
         if self.out_dir.exists() and any(self.out_dir.iterdir()):
             if (why := not_our_export(self.out_dir)) is not None:
                 raise ConfigError(
@@ -196,7 +211,7 @@ class ExportConfig:
             raise ConfigError("--workers must be at least 1")
         carried_columns(self.run, self.columns)
         if self.split_by is not None:
-            names = pq.read_schema(next(iter(sorted((self.run / "conversations").glob("*.parquet"))))).names
+            names = pq.read_schema(conversation_files(self.run)[0]).names
             if self.split_by not in names:
                 raise ConfigError(
                     f"--split-by {self.split_by!r} is not a conversations column; columns: {names}"
@@ -473,7 +488,7 @@ def _split_values(cfg: ExportConfig) -> list[str]:
     if cfg.split_by is None:
         return ["train"]
     con = duckdb.connect()
-    rel = con.read_parquet(sorted(str(p) for p in (cfg.run / "conversations").glob("*.parquet")))
+    rel = con.read_parquet([str(p) for p in conversation_files(cfg.run)])
     values = sorted(
         str(v) for (v,) in rel.select(duckdb.ColumnExpression(cfg.split_by)).distinct().fetchall()
     )
@@ -507,7 +522,7 @@ def export(cfg: ExportConfig) -> ExportReport:
 
 def _batches(cfg: ExportConfig, split: str) -> Any:
     """The run's conversations of one split, in batches of up to ``batch_rows`` rows, in order."""
-    dataset = pads.dataset(sorted(str(p) for p in (cfg.run / "conversations").glob("*.parquet")))
+    dataset = pads.dataset([str(p) for p in conversation_files(cfg.run)])
     flt = None if cfg.split_by is None else pads.field(cfg.split_by).cast(pa.string()) == split
     # no read-ahead: Arrow's default (16 batches of 4 files) would hold far more than is converted
     for batch in dataset.to_batches(filter=flt, batch_size=cfg.batch_rows, batch_readahead=0,
@@ -563,7 +578,7 @@ def _write(cfg: ExportConfig, splits: list[str], written: list[Path]) -> ExportR
     data.mkdir(parents=True, exist_ok=True)
     report = ExportReport()
     repairs = _Repairs(cfg.out_dir, written)
-    total = sum(pq.ParquetFile(p).metadata.num_rows for p in (cfg.run / "conversations").glob("*.parquet"))
+    total = sum(pq.ParquetFile(p).metadata.num_rows for p in conversation_files(cfg.run))
     # a run of one batch gains nothing from workers (each costs a process start and its imports)
     pool = _pool(min(cfg.workers, -(-total // cfg.batch_rows)))
     try:
@@ -678,10 +693,12 @@ class _Shard:
 
 
 def _loss_summary(run: Path) -> str:
-    path = run / "summary.json"
-    if not path.is_file():
+    if run.is_file():  # a single-file output: its summary is in FILE.manifest.json
+        s = open_output(run).summary
+    elif (run / "summary.json").is_file():
+        s = json.loads((run / "summary.json").read_text())
+    else:
         return "No run summary (summary.json) was found.\n"
-    s = json.loads(path.read_text())
     lines = [
         f"Converted by chatlake to `{s.get('target')}`: read {s.get('read')}, written {s.get('written')}, "
         f"rejected {s.get('rejected')}; {s.get('records_with_losses')} written records lost something.",

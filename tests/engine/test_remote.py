@@ -364,6 +364,37 @@ def test_export_hf_overwrite_at_s3_deletes_only_listed_unchanged_objects(s3: str
     assert set(listing(f"{s3}/race")) == {"old.parquet", "new.parquet"}
 
 
+def test_verify_sql_audit_and_export_hf_read_a_single_file_on_s3(s3: str, tmp_path: Path) -> None:
+    """The FILE of ``convert -o URL`` is read back like a local one: its side files found through
+    FILE.manifest.json on the store (uploaded before FILE), the answers those of the local FILE."""
+    src = _in(tmp_path)
+    for target, name in (("chat", "c.jsonl"), ("parquet", "c.parquet")):
+        for where in (f"{s3}/out/{name}", str(tmp_path / name)):
+            code, said = _invoke("convert", src, "--from", "chat", "--to", target, "-o", where, "-q")
+            assert code == 0, said
+        url = f"{s3}/out/{name}"
+        assert _get(f"{url}.manifest.json")
+        code, said = _invoke("verify", url)
+        assert code == 0 and said.startswith(f"OK {url}: "), said
+        query = "SELECT count(*) AS n, count(DISTINCT reason) AS r FROM rejected"
+        local = _invoke("sql", str(tmp_path / name), query, "--format", "csv")
+        assert _invoke("sql", url, query, "--format", "csv") == local and local[0] == 0
+        audit = ("-Q", "rejected_records_by_reason", "--format", "json")
+        assert _invoke("audit", url, *audit) == _invoke("audit", str(tmp_path / name), *audit)
+    code, said = _invoke("export-hf", f"{s3}/out/c.parquet", str(tmp_path / "hf"), "-q")
+    assert code == 0 and "exported" in said, said
+    code, said = _invoke("export-hf", f"{s3}/out/c.jsonl", str(tmp_path / "hf2"))
+    assert code == 2 and "canonical table" in said, said
+    fs, path = filesystem(f"{s3}/out/c.jsonl.rejected.jsonl")
+    fs.rm_file(path)  # a side file gone from the store
+    code, said = _invoke("verify", f"{s3}/out/c.jsonl")
+    assert code == 1 and said.startswith(f"{s3}/out/c.jsonl: 1 problem"), said
+    assert "c.jsonl.rejected.jsonl (rejected) is missing" in said, said
+    code, said = _invoke("verify", f"{s3}/out/nothing.jsonl")
+    assert code == 2, said
+    assert not any((tmp_path / "cache").rglob("*.jsonl"))  # read copies are removed
+
+
 def test_a_file_written_to_a_hub_shaped_repository(hub: Path, tmp_path: Path) -> None:
     """hf:// outputs go through huggingface_hub's filesystem like any fsspec store: here a local
     folder shaped like the Hub stands for it (writing to the real Hub needs the network and a token)."""
@@ -377,7 +408,8 @@ def test_a_file_written_to_a_hub_shaped_repository(hub: Path, tmp_path: Path) ->
     )
     assert code == 0, said
     assert (hub / "out" / "c.parquet").read_bytes() == (tmp_path / "c.parquet").read_bytes()
-    assert sorted(p.name for p in (hub / "out").iterdir()) == ["c.parquet", "c.parquet.rejected.parquet"]
+    names = ["c.parquet", "c.parquet.manifest.json", "c.parquet.rejected.parquet"]
+    assert sorted(p.name for p in (hub / "out").iterdir()) == names
 
 
 # The CLI with small shards: several shards per input, so a kill lands between finished ones.

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.engine.single_file import final_paths, staging_dir
+from pipeline.engine.output_file import open_output, verify
+from pipeline.engine.single_file import final_paths, manifest_path, staging_dir
 from pipeline.synth import write_jsonl
 
 # The CLI with small shards: several shards per input, so a resume really skips finished ones.
@@ -108,5 +109,8 @@ def test_interrupted_runs_leave_no_final_file_and_resume_to_the_same_bytes(
         got = {role: p.read_bytes() for role, p in finals.items()}
         assert got == want, f"trial {trial} ({sig.name}): the resumed run's files differ"
         assert not staging_dir(out).exists()
-        assert sorted(os.listdir(out.parent)) == sorted(p.name for p in finals.values())
+        names = [*(p.name for p in finals.values()), manifest_path(out).name]
+        assert sorted(os.listdir(out.parent)) == sorted(names)
+        # the manifest's sha256 of each file covers the kept shards' bytes as well as the redone ones'
+        assert verify(open_output(out)) == [], f"trial {trial} ({sig.name})"
     assert interrupted >= TRIALS - 1, f"only {interrupted} of {TRIALS} trials were interrupted"
