@@ -131,6 +131,7 @@ def test_a_directory_through_convert_and_a_run_directory(tmp_path: Path) -> None
         "out.jsonl.losses.parquet": "chatlake's own output: the loss report of chatlake's output out.jsonl",
         "out.jsonl.rejected.jsonl":
             "chatlake's own output: the rejected records of chatlake's output out.jsonl",
+        "out.jsonl.manifest.json": "chatlake's own output: the manifest of chatlake's output out.jsonl",
     }
 
 

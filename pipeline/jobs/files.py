@@ -47,6 +47,7 @@ _DIR_FILES = (
 )  # fmt: skip
 _OUR_FILES = (
     ".rejected.jsonl", ".rejected.parquet", ".losses.jsonl", ".losses.parquet", ".dropped.parquet",
+    ".manifest.json",
 )  # fmt: skip
 _OUR_NAMES = {"export_report.json": "the report of chatlake export-hf"}
 # A file that reads as nothing: empty, or what chatlake wrote (a whole-file rejection, stage detect).
@@ -156,7 +157,8 @@ def _ours(name: str, names: set[str]) -> str | None:
         return _OUR_NAMES[low]
     for suffix in _OUR_FILES:
         if low.endswith(suffix):
-            what = {"rejected": "rejected records", "losses": "loss report", "dropped": "dropped records"}
+            what = {"rejected": "rejected records", "losses": "loss report", "dropped": "dropped records",
+                    "manifest": "manifest"}  # fmt: skip
             return f"the {what[suffix.split('.')[1]]} of chatlake's output {name[: -len(suffix)]}"
     if any(name + suffix in names for suffix in _OUR_FILES):
         return "an output of chatlake convert -o (its side files are beside it)"
