@@ -85,10 +85,11 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         listed = ", ".join(f"{kind} in {n:,} records" for kind, n in added.items())
         console.print(f"added (not losses; see the losses file): {listed}")
     if summary.get("native_fallback"):
-        reasons = ", ".join(f"{k} {n:,}" for k, n in summary["fallback_by_reason"].items())
+        by_reason = summary["fallback_by_reason"].items()
+        reasons = ", ".join(f"{n:,} {FALLBACK_WORDS.get(k, k)}" for k, n in by_reason)
         console.print(
-            f"codec {summary['codec']}: {summary['native_fallback']:,} lines decoded by the Python codec "
-            f"instead ({reasons})"
+            f"{summary['native_fallback']:,} lines read by the Python decoder instead of the compiled one "
+            f"(same result, slower): {reasons}"
         )
     redone = summary.get("shards_redone") or {}
     if redone:
@@ -98,9 +99,33 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
     _print_where(summary, console)
 
 
+# summary.json's fallback reasons (docs/run-layout.md) in the words of the printed summary
+FALLBACK_WORDS = {
+    "not_bytes": "not bytes",
+    "parse": "invalid JSON or UTF-8",
+    "duplicate_key": "with a repeated key",
+    "number": "with a number kept as written",
+    "depth": "nested deeper than 128",
+    "big_object": "with an object of over 1,024 keys",
+    "shape": "rejected, or of a form only the Python decoder reads",
+    "validation": "checked by a decode rule",
+    "batch_too_large": "in a batch too large for the compiled decoder",
+}
+
+
+def shards_text(summary: dict[str, Any]) -> str:
+    """The shards of a run and how many of them an earlier run had finished: ``16`` or ``16 (15
+    resumed)``; a two-stage job (threads) counts its stage-1 shards and its partitions together."""
+    total = summary["shards"] + summary.get("stage1_shards", 0)
+    resumed = summary.get("shards_resumed", 0) + summary.get("stage1_resumed", 0)
+    if not resumed:
+        return f"{total}"
+    return f"{total} (all resumed)" if resumed == total else f"{total} ({resumed} resumed)"
+
+
 def _counts_table(summary: dict[str, Any]) -> Table:
     """The summary's counts as one table row (read, written, rejected, dropped when the job has a
-    grouping step, shards, resumed, seconds)."""
+    grouping step, shards with those resumed, seconds)."""
     title = f"chatlake run {summary['job']} -> {summary['target']} ({summary['status']})"
     table = Table(title=title)
     dropped = "dropped" in summary  # a job with the threads step: read = written + rejected + dropped
@@ -110,7 +135,6 @@ def _counts_table(summary: dict[str, Any]) -> Table:
         "rejected",
         *(("dropped",) if dropped else ()),
         "shards",
-        "resumed",
         "seconds",
     ):
         table.add_column(col, justify="right")
@@ -119,8 +143,7 @@ def _counts_table(summary: dict[str, Any]) -> Table:
         f"{summary['written']:,}",
         f"{summary['rejected']:,}",
         *((f"{summary['dropped']:,}",) if dropped else ()),
-        str(summary["shards"]),
-        str(summary.get("shards_resumed", 0)),
+        shards_text(summary),
         f"{summary.get('timings_s', {}).get('total', 0):.1f}",
     )
     return table

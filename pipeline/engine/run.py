@@ -171,7 +171,8 @@ def _run(
         cat.start(run_id, job.name, job.run_url or str(job.run_dir), job.engine, started_at, job.source_text)
     t0 = time.perf_counter()
     work = Work.of(job)
-    skipped = 0
+    skipped = 0  # listed shards kept (of the job's shards; a two-stage job's stage 2)
+    skipped_stage1 = 0  # a two-stage job's stage-1 shards kept
     total_bytes = sum(f.size for f in job.files)
     bar = JobProgress(f"{job.name}", total_bytes, progress)
 
@@ -232,6 +233,7 @@ def _run(
                 first = plan(job, partition.stage1_records(job))  # larger shards: fewer stage-1 files
                 execute(pending(first, manifest.partitions), stage1, partition.partition_shard,
                         on_partitioned, bar.advance)  # fmt: skip
+                skipped_stage1, skipped = skipped, 0  # what stage 1 kept; stage 2 counts its own
                 timings["partition"] = lap()
                 shards = iter(partition.partition_shards(manifest.partitions, parts))
                 execute(pending(shards, manifest.shards, input_bytes=False), stage2,
@@ -253,6 +255,8 @@ def _run(
         raise
     # a threads job: its threads, requests per thread and what dedupe saves, per dataset
     threads = {"threads": partition.thread_figures(job.run_dir, manifest)} if job.grouping else {}
+    if two_stage:  # its stage-1 shards beside the shards of stage 2 (the partitions)
+        threads.update(stage1_shards=len(manifest.partitions), stage1_resumed=skipped_stage1)
     summary = summarize(
         job,
         list(manifest.shards.values()),

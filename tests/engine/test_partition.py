@@ -13,6 +13,7 @@ import pytest
 from pipeline import synth
 from pipeline.engine import partition, run_job
 from pipeline.engine.read import read_table
+from pipeline.engine.report import shards_text
 from pipeline.engine.verify import verify
 from pipeline.jobs import load_job
 from pipeline.transforms import apply_steps, parse_step
@@ -144,7 +145,10 @@ def test_a_run_killed_between_the_stages_resumes(
     summary = run_job(job)
     assert calls == []  # stage 1 was not redone
     assert [p.stat().st_mtime_ns for p in stage1] == mtimes
-    assert summary["shards_resumed"] == len({p.name.split(".")[0] for p in stage1})
+    kept = len({p.name.split(".")[0] for p in stage1})
+    assert (summary["stage1_resumed"], summary["stage1_shards"], summary["shards_resumed"]) == (kept, kept, 0)
+    # printed: every shard of both stages, of which stage 1's were kept (not "shards 1, resumed 15")
+    assert shards_text(summary) == f"{kept + summary['shards']} ({kept} resumed)"
     whole, resumed = file_hashes(tmp_path / "whole"), file_hashes(tmp_path / "run")
     assert resumed == whole
 
