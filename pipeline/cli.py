@@ -807,7 +807,7 @@ def _fetch_run(url: str) -> Path:
     click.get_current_context().call_on_close(lambda: shutil.rmtree(local, ignore_errors=True))
     url = url.rstrip("/")
     try:
-        from pipeline.engine.single_file import MANIFEST_SUFFIX
+        from pipeline.engine.output_file import MANIFEST_SUFFIX
 
         manifest = read_bytes(url + MANIFEST_SUFFIX)
         if manifest is not None:  # the FILE of a single-file output: it and its listed side files
@@ -824,8 +824,7 @@ def _fetch_run(url: str) -> Path:
 def _fetch_output(url: str, manifest: bytes, local: Path) -> Path:
     """Download a single-file output at ``url`` (FILE, then the files its manifest lists beside it,
     those that are there: verify names the missing ones) into ``local``; the local FILE."""
-    from pipeline.engine.output_file import OutputFileError, listed_names
-    from pipeline.engine.single_file import MANIFEST_SUFFIX
+    from pipeline.engine.output_file import MANIFEST_SUFFIX, OutputFileError, listed_names
     from pipeline.storage import download, exists
 
     name = url.rsplit("/", 1)[-1]

@@ -18,9 +18,16 @@ import orjson
 
 from pipeline.errors import ConfigError
 
-from .single_file import LAYOUT, MANIFEST_SUFFIX, manifest_path
-
 _BLOCK = 1 << 20
+MANIFEST_SUFFIX = ".manifest.json"  # FILE.manifest.json: what the finished files are (docs/run-layout.md)
+LAYOUT = "single-file"
+
+
+def manifest_path(output: Path) -> Path:
+    """The manifest a finished single-file command leaves beside ``output`` (engine/single_file.py
+    writes it): every file it put in place (name, format, rows, bytes, sha256) and the run summary;
+    ``verify``, ``audit``, ``sql`` and ``export-hf`` find a FILE's side files through it."""
+    return output.with_name(output.name + MANIFEST_SUFFIX)
 
 
 class OutputFileError(ConfigError):

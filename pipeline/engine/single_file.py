@@ -51,18 +51,10 @@ from pipeline.storage import open_input
 from .atomic import open_new, open_ours
 from .dropped import DROPPED
 from .manifest import MANIFEST, Manifest
+from .output_file import LAYOUT, manifest_path
 from .shards import shard_id
 
 STAGING_SUFFIX = ".partial"
-MANIFEST_SUFFIX = ".manifest.json"  # FILE.manifest.json: what the finished files are (docs/run-layout.md)
-LAYOUT = "single-file"
-
-
-def manifest_path(output: Path) -> Path:
-    """The manifest a finished single-file command leaves beside ``output``: every file it put in
-    place (name, format, rows, bytes, sha256) and the run summary; ``verify``, ``audit``, ``sql``
-    and ``export-hf`` find a FILE's side files through it."""
-    return output.with_name(output.name + MANIFEST_SUFFIX)
 
 
 def staging_dir(output: Path) -> Path:

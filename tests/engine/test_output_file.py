@@ -17,8 +17,7 @@ from click.testing import CliRunner
 
 from pipeline import synth
 from pipeline.cli import cli
-from pipeline.engine.output_file import open_output, verify
-from pipeline.engine.single_file import manifest_path
+from pipeline.engine.output_file import manifest_path, open_output, verify
 
 NOT_CHATLAKE = ".manifest.json is not beside it"
 

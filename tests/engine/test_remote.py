@@ -72,7 +72,8 @@ def test_convert_from_s3_to_s3_gives_the_bytes_of_local_files(s3: str, tmp_path:
         "convert", str(local), "--from", "auto", "--to", "chat", "-o", str(tmp_path / "chat.jsonl")
     )
     assert code == 0, said
-    names = {"chat.jsonl", "chat.jsonl.rejected.jsonl", "chat.jsonl.losses.parquet"}
+    sides = ("rejected.jsonl", "losses.parquet", "manifest.json")
+    names = {"chat.jsonl", *(f"chat.jsonl.{side}" for side in sides)}
     assert set(listing(f"{s3}/out")) == names  # the files and nothing else (no staging on the store)
     got, want = _get(out), (tmp_path / "chat.jsonl").read_bytes()
     assert want.count(b"\n") > 10 and _ids_out(got) == _ids_out(want)  # ids hash the file's name
@@ -103,7 +104,8 @@ def test_transform_writes_parquet_to_s3(s3: str, tmp_path: Path) -> None:
         remote = pq.read_table(f)
     drop = ["source_file", "provenance", "conversation_id"]  # they name the file (the id hashes it)
     assert remote.drop_columns(drop).equals(pq.read_table(tmp_path / "t.parquet").drop_columns(drop))
-    assert set(listing(s3)) == {"in.jsonl", "t.parquet", "t.parquet.rejected.parquet"}
+    names = {"in.jsonl", "t.parquet", "t.parquet.rejected.parquet", "t.parquet.manifest.json"}
+    assert set(listing(s3)) == names
 
 
 # --- a run directory on the store -----------------------------------------------------------------

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.engine.output_file import open_output, verify
-from pipeline.engine.single_file import final_paths, manifest_path, staging_dir
+from pipeline.engine.output_file import manifest_path, open_output, verify
+from pipeline.engine.single_file import final_paths, staging_dir
 from pipeline.synth import write_jsonl
 
 # The CLI with small shards: several shards per input, so a resume really skips finished ones.
