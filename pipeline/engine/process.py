@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,7 +130,7 @@ class _Originals:
     ``source_format`` from the batch as read, before any step changed it.
     """
 
-    def __init__(self, source: pa.Table, raw: dict[Where, bytes], raw_format: str | None) -> None:
+    def __init__(self, source: pa.Table, raw: Mapping[Where, bytes], raw_format: str | None) -> None:
         self.source, self.raw, self.raw_format = source, raw, raw_format
 
     def of(self, conversation_id: str | None, source_file: str | None, line: int | None) -> dict[str, Any]:

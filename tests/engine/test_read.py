@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from pipeline import synth
-from pipeline.engine.read import read_shard
+from pipeline.engine.read import NumberedLines, read_shard
 from pipeline.engine.shards import Shard
 
 
@@ -141,3 +141,12 @@ def test_a_line_over_budget_is_rejected_and_the_lines_after_it_read(tmp_path: Pa
     # every byte counted for progress (a line skipped across blocks without its newline)
     assert len(data) - 1 <= sum(b.nbytes for b in batches) <= len(data)
     assert sum(b.read for b in batches) == len(lines)
+
+
+def test_numbered_lines_look_up_a_line_by_file_and_number() -> None:
+    lines = NumberedLines("a.jsonl", 5, [b"x", b"", b"z"])
+    assert dict(lines) == {("a.jsonl", 5): b"x", ("a.jsonl", 6): b"", ("a.jsonl", 7): b"z"}
+    assert lines.get(("a.jsonl", 7)) == b"z" and len(lines) == 3
+    for missing in [("a.jsonl", 4), ("a.jsonl", 8), ("b.jsonl", 5), (None, 5), ("a.jsonl", None)]:
+        assert lines.get(missing) is None  # type: ignore[arg-type]
+        assert missing not in lines
