@@ -311,16 +311,26 @@ def _encode(
     # written, so the order of ties does not show.
     keys = [(name, "ascending", "at_start") for name in ("row", "path", "kind", "detail")]
     found = found.take(pc.sort_indices(found, keys))
-    ident = canonical.select(["conversation_id", "source_file", "source_line", "source_format"]).take(
-        found.column("row"))  # fmt: skip
+    at = found.column("row")
+    ident = {name: _taken(canonical.column(name), at)
+             for name in ("conversation_id", "source_file", "source_line", "source_format")}  # fmt: skip
     # Columns stay in Arrow (a batch has ~10 losses per record: Python lists of them cost ~3 % of a job).
     losses = pa.table(
-        {**{name: ident.column(name) for name in ident.column_names},
+        {**ident,
          "target_format": pa.repeat(pa.scalar(target, pa.string()), found.num_rows),
          **{name: found.column(name) for name in ("kind", "path", "detail")}}
     ).cast(LOSSES_SCHEMA)  # fmt: skip
     kept = table if keep.all() else table.filter(pa.array(keep, pa.bool_()))
     return kept, enc.jsonl(keep), losses, rejected
+
+
+def _taken(col: pa.ChunkedArray, at: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """``col.take(at)``; a column of one value throughout the batch (a shard's ``source_file`` and
+    ``source_format``) is repeated instead: taking a path for each of ~16 losses per record copied
+    it string by string (~0.1 CPU s per 200,000 records)."""
+    if len(col) and col.null_count == 0 and pc.count_distinct(col).as_py() == 1:
+        return pa.repeat(col[0], len(at))
+    return col.take(at)
 
 
 def _wire_lines(shard: Shard) -> bool:

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from pipeline import fingerprint
 from pipeline.cli import cli
 from pipeline.engine import run_job
-from pipeline.engine.process import _Counts
+from pipeline.engine.process import _Counts, _taken
 from pipeline.formats import _build
 from pipeline.io.run_tables import LOSSES_SCHEMA
 from pipeline.jobs import load_job
@@ -182,3 +182,14 @@ def test_loss_counts_count_losses_by_kind_and_additions_by_record(with_additions
     assert counts.loss_kinds == {"reasoning": 4, "annotations": 1, "logprobs": 1}
     assert counts.lossy == 3 + 1  # records a, b, c, then a again (each batch counts its own)
     assert counts.additions == ({addition: 2} if with_additions else {})  # records a and d
+
+
+@pytest.mark.parametrize(
+    "values",
+    [["f"] * 4, ["f", "g", "f", "f"], ["f", None, None, "f"], [None] * 4],
+)
+def test_identity_columns_of_the_losses_are_taken_by_row(values: list[str | None]) -> None:
+    col = pa.chunked_array([pa.array(values[:2], pa.string()), pa.array(values[2:], pa.string())])
+    at = pa.array([0, 0, 1, 3, 3, 3, 2], pa.int64())
+    taken = _taken(col, at)
+    assert taken.type == pa.string() and taken.to_pylist() == col.take(at).to_pylist()
