@@ -137,12 +137,9 @@ def test_the_quick_start_runs_on_a_fresh_copy(clone: Path) -> None:
     res = _sh(command, clone)
     assert "loss_totals_by_kind" in res.stdout
     summary = json.loads((clone / "runs" / "sample" / "summary.json").read_text())
-    assert summary["read"] == summary["written"] + summary["rejected"]
-    assert summary["written"] > 0
-    # the samples hold records that break Chat's rules with no repair (a call never answered, an
-    # answer with no call, nothing left to send): each is refused naming the rule, nothing else is
-    assert set(summary["rejected_by_stage"]) <= {"convert"}
-    assert all(r.startswith("encode: chat.") for r in summary["rejected_by_reason"]), summary
+    # the samples follow the target's rules (what a record that breaks one with no repair does is
+    # tested in tests/encoders/test_repairs.py): the first run a new user sees is clean
+    assert summary["read"] == summary["written"] > 0 and summary["rejected"] == 0, summary
     runs = _sh(".venv/bin/chatlake runs --json", clone)  # registered in the per-user catalog
     assert "sample-to-chat" in [json.loads(x)["job"] for x in runs.stdout.splitlines()]
     assert (clone / "home" / ".local" / "share" / "chatlake").is_dir()

@@ -316,6 +316,27 @@ REFUSED = [
         "chat",
     ),
     ("chat.tool_result_has_call", "responses", {"input": [U, OUT]}, "chat"),
+    ("chat.messages_nonempty", "responses", {"input": [], "instructions": None}, "chat"),
+    (  # a tool_result beside the answered ones, for a tool_use nobody made
+        "chat.tool_result_has_call",
+        "anthropic",
+        {
+            "max_tokens": 8,
+            "messages": [
+                U,
+                TOOL_USE,
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "t1", "content": "ok"},
+                        {"type": "tool_result", "tool_use_id": "t3", "content": "r", "is_error": True},
+                    ],
+                },
+            ],
+        },
+        "chat",
+    ),
+    ("chat.tool_calls_answered", "anthropic", {"messages": [TOOL_USE]}, "chat"),  # a response's message
     (
         "responses.calls_declared",
         "anthropic",

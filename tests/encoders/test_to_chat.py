@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 
 from pipeline import codec
 from pipeline.encoders import convert_table
+from pipeline.encoders.encode_rows import encode_rows
 from pipeline.formats import decode_records
 from tests.encoders.coverage import uncovered
 from tests.native.encode_diff import compare_encode
@@ -156,11 +158,13 @@ def test_instructions_given_as_items_become_the_first_messages() -> None:
     assert ("/instructions", "instruction_position") in losses
 
 
-def test_the_sample_data_converts_whole() -> None:
-    """Every record of the quick start's Responses sample converts to Chat (the way a new user's
-    first command does)."""
-    lines = (Path(__file__).parents[2] / "data" / "sample-responses.jsonl").read_bytes().splitlines()
+@pytest.mark.parametrize("fmt", ["responses", "chat", "anthropic"])
+def test_the_sample_data_converts_whole(fmt: str) -> None:
+    """Every record of the quick start's samples converts to Chat with the target's rules applied
+    (what a new user's first command runs): nothing refused, so the first summary is clean."""
+    lines = (Path(__file__).parents[2] / "data" / f"sample-{fmt}.jsonl").read_bytes().splitlines()
     records = [orjson.loads(line) for line in lines if line.strip()]
-    assert any(isinstance(r.get("instructions"), list) for r in records)
-    out = convert_table(decode_records(records, "responses").table, "chat")
-    assert [c.error for c in out] == [None] * len(records)
+    if fmt == "responses":
+        assert any(isinstance(r.get("instructions"), list) for r in records)
+    enc = encode_rows(decode_records(records, fmt).table, "chat")
+    assert enc.errors.to_pylist() == [None] * len(records)
