@@ -44,11 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import duckdb
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from pipeline.encoders.encode_rows import encode_rows
@@ -179,7 +177,7 @@ class ExportConfig:
     push: str | None = None
     overwrite: bool = False
     columns: tuple[str, ...] = ()  # metadata columns carried into the dataset (see carried_columns)
-    workers: int = 1  # processes converting batches (1: in this process)
+    workers: int = 1  # processes converting batches: this one and workers - 1 more
     progress: bool = False  # a progress bar on stderr (when it is a terminal)
     batch_rows: int = 5_000  # conversations converted at a time (a worker's unit of work)
 
@@ -456,17 +454,19 @@ def _storage_schema(style: str) -> pa.Schema:
 
 
 def hf_batch(
-    table: pa.Table, style: str, columns: dict[str, tuple[str, pa.DataType]]
+    table: pa.Table, style: str, columns: dict[str, tuple[str, pa.DataType]], storage: pa.Schema | None = None
 ) -> tuple[pa.Table, ExportReport, bytes]:
     """One batch of conversations as dataset rows in their storage types (JSON as text), with the
     carried columns; the batch's counts (excluded by reason, repaired) and its ``repairs.jsonl``
     lines. What each worker process runs: plain Arrow in and out (the ``arrow.json`` extension type
-    is applied by the writer). ``style`` is the writer's (the rows' storage is the same)."""
+    is applied by the writer). ``style`` is the writer's (the rows' storage is the same);
+    ``storage``: :func:`_storage_schema` of it, given by the parent so that a worker never imports
+    ``datasets`` (its features) for it."""
     report = ExportReport()
     kept: list[int] = []
     repairs: list[bytes] = []
     rows = _rows(table, report, kept, repairs)
-    out = pa.Table.from_pylist(rows, _storage_schema(style))
+    out = pa.Table.from_pylist(rows, storage or _storage_schema(style))
     if columns:
         picked = table.take(pa.array(kept, pa.int64()))
         for name, values in _carried(picked, columns).items():
@@ -487,6 +487,8 @@ def _json_as_string(t: pa.DataType) -> pa.DataType:
 def _split_values(cfg: ExportConfig) -> list[str]:
     if cfg.split_by is None:
         return ["train"]
+    import duckdb  # here, not at the top: a worker process imports this module for hf_batch alone
+
     con = duckdb.connect()
     rel = con.read_parquet([str(p) for p in conversation_files(cfg.run)])
     values = sorted(
@@ -522,6 +524,8 @@ def export(cfg: ExportConfig) -> ExportReport:
 
 def _batches(cfg: ExportConfig, split: str) -> Any:
     """The run's conversations of one split, in batches of up to ``batch_rows`` rows, in order."""
+    import pyarrow.dataset as pads  # here: a worker process imports this module for hf_batch alone
+
     dataset = pads.dataset([str(p) for p in conversation_files(cfg.run)])
     flt = None if cfg.split_by is None else pads.field(cfg.split_by).cast(pa.string()) == split
     # no read-ahead: Arrow's default (16 batches of 4 files) would hold far more than is converted
@@ -533,19 +537,28 @@ def _batches(cfg: ExportConfig, split: str) -> Any:
 Carried = dict[str, tuple[str, pa.DataType]]  # carried_columns: dataset column -> (source, type)
 
 
-def _converted(cfg: ExportConfig, batches: Any, columns: Carried, pool: Any) -> Any:
-    """``hf_batch`` of each batch, in order: in this process, or on the pool's workers with a few
-    batches in flight (memory: about two batches per worker, whatever the run's size)."""
+def _converted(cfg: ExportConfig, batches: Any, columns: Carried, pool: Any, workers: int = 1) -> Any:
+    """``hf_batch`` of each batch, in order: in this process, or shared between this process and the
+    pool's ``workers - 1`` processes (this one is the last worker: it converts every ``workers``-th
+    batch while the others convert theirs, so ``--workers 2`` costs one more process, not two).
+    Memory: about two batches per worker, whatever the run's size."""
+    storage = _storage_schema(cfg.style)
     if pool is None:
         for table in batches:
-            yield table.num_rows, hf_batch(table, cfg.style, columns)
+            yield table.num_rows, hf_batch(table, cfg.style, columns, storage)
         return
     from collections import deque
+    from concurrent.futures import Future
 
-    flight: deque[Any] = deque()
-    for table in batches:
-        flight.append((table.num_rows, pool.submit(hf_batch, table, cfg.style, columns)))
-        if len(flight) >= 2 * cfg.workers:
+    flight: deque[tuple[int, Any]] = deque()
+    for k, table in enumerate(batches):
+        if k % workers == workers - 1:  # this process's turn, while the pool works on the others
+            done: Future[Any] = Future()
+            done.set_result(hf_batch(table, cfg.style, columns, storage))
+            flight.append((table.num_rows, done))
+        else:
+            flight.append((table.num_rows, pool.submit(hf_batch, table, cfg.style, columns, storage)))
+        while len(flight) >= 2 * workers or (flight and flight[0][1].done()):
             n, fut = flight.popleft()
             yield n, fut.result()
     while flight:
@@ -554,13 +567,14 @@ def _converted(cfg: ExportConfig, batches: Any, columns: Carried, pool: Any) -> 
 
 
 def _pool(workers: int) -> Any:
-    """Processes for the per-record HF encoder (Python: threads would share one core); None for one."""
+    """Processes for the per-record HF encoder (Python: threads would share one core), besides this
+    process, which is one of the ``workers``; None for one."""
     if workers <= 1:
         return None
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    return ProcessPoolExecutor(workers - 1, mp_context=multiprocessing.get_context("spawn"))
 
 
 def _write(cfg: ExportConfig, splits: list[str], written: list[Path]) -> ExportReport:
@@ -580,14 +594,16 @@ def _write(cfg: ExportConfig, splits: list[str], written: list[Path]) -> ExportR
     repairs = _Repairs(cfg.out_dir, written)
     total = sum(pq.ParquetFile(p).metadata.num_rows for p in conversation_files(cfg.run))
     # a run of one batch gains nothing from workers (each costs a process start and its imports)
-    pool = _pool(min(cfg.workers, -(-total // cfg.batch_rows)))
+    workers = min(cfg.workers, -(-total // cfg.batch_rows))
+    pool = _pool(workers)
     try:
         with JobProgress("export-hf", total, cfg.progress) as bar:
             for split in splits:
                 parts: list[Path] = []
                 shard = _Shard(data, split, schema, parts, written)
                 n = 0
-                for read, (table, counts, repaired) in _converted(cfg, _batches(cfg, split), columns, pool):
+                batches = _converted(cfg, _batches(cfg, split), columns, pool, workers)
+                for read, (table, counts, repaired) in batches:
                     report.excluded.update(counts.excluded)
                     report.repaired += counts.repaired
                     report.repairs.update(counts.repairs)

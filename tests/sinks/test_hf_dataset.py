@@ -404,8 +404,11 @@ def test_columns_carry_metadata_into_the_dataset_and_its_card(tmp_path: Path) ->
 
 
 def test_batches_on_worker_processes_give_the_same_dataset(fixture_run: FixtureRun, tmp_path: Path) -> None:
-    """Converted on 3 processes, a few rows at a time, and streamed into shards: the same files'
-    rows, in run order, as in one process; the progress counts every conversation once."""
+    """Converted on 2 and 3 processes (this one and 1 or 2 more), a few rows at a time, and streamed
+    into shards: the same files' rows, in run order, as in one process; the progress counts every
+    conversation once."""
+    from concurrent.futures import ProcessPoolExecutor
+
     from pipeline.engine import progress
 
     seen: list[int] = []
@@ -415,12 +418,20 @@ def test_batches_on_worker_processes_give_the_same_dataset(fixture_run: FixtureR
         seen.append(records)
         real(self, records, nbytes)
 
+    started: list[int] = []  # processes each pool started
+    pool_init = ProcessPoolExecutor.__init__
+
+    def init(self: ProcessPoolExecutor, max_workers: int, **kw: object) -> None:
+        started.append(max_workers)
+        pool_init(self, max_workers, **kw)  # type: ignore[arg-type]
+
     tables = []
-    for workers in (1, 3):
+    for workers in (1, 2, 3):
         out = tmp_path / f"w{workers}"
         seen.clear()
         with pytest.MonkeyPatch.context() as m:
             m.setattr(progress.JobProgress, "advance", advance)
+            m.setattr(ProcessPoolExecutor, "__init__", init)
             export(ExportConfig(fixture_run.path, out, shard_rows=7, workers=workers, batch_rows=4,
                                 columns=("source_format",)))  # fmt: skip
         assert sum(seen) == fixture_run.conversations.num_rows and max(seen) <= 4
@@ -430,7 +441,8 @@ def test_batches_on_worker_processes_give_the_same_dataset(fixture_run: FixtureR
         assert all(pq.ParquetFile(f).metadata.num_rows == 7 for f in files[:-1])
         tables.append(pa.concat_tables([pq.read_table(f) for f in files]))
         report = json.loads((out / "export_report.json").read_text())
-    assert tables[0].equals(tables[1]) and tables[0].num_rows == report["exported"]
+    assert all(t.equals(tables[0]) for t in tables) and tables[0].num_rows == report["exported"]
+    assert started == [1, 2]  # --workers N: this process converts too, beside N - 1 more
 
 
 def test_overwrite_deletes_nothing_a_planted_report_points_outside_with(
