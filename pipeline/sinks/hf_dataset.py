@@ -523,15 +523,18 @@ def export(cfg: ExportConfig) -> ExportReport:
 
 
 def _batches(cfg: ExportConfig, split: str) -> Any:
-    """The run's conversations of one split, in batches of up to ``batch_rows`` rows, in order."""
-    import pyarrow.dataset as pads  # here: a worker process imports this module for hf_batch alone
+    """The run's conversations of one split, in batches of up to ``batch_rows`` rows, in order.
 
-    dataset = pads.dataset([str(p) for p in conversation_files(cfg.run)])
-    flt = None if cfg.split_by is None else pads.field(cfg.split_by).cast(pa.string()) == split
-    # no read-ahead: Arrow's default (16 batches of 4 files) would hold far more than is converted
-    for batch in dataset.to_batches(filter=flt, batch_size=cfg.batch_rows, batch_readahead=0,
-                                    fragment_readahead=0):  # fmt: skip
-        yield pa.Table.from_batches([batch])
+    File by file, one row group decoded at a time: a dataset scan, even with no read-ahead asked,
+    decoded ahead of the export (Arrow held 425 MB at the first batch of a 100,000-record run, going
+    down as the export caught up; 30 MB this way)."""
+    for path in conversation_files(cfg.run):
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=cfg.batch_rows):
+            table = pa.Table.from_batches([batch])
+            if cfg.split_by is not None:
+                table = table.filter(pc.equal(table.column(cfg.split_by).cast(pa.string()), split))
+            if table.num_rows:
+                yield table
 
 
 Carried = dict[str, tuple[str, pa.DataType]]  # carried_columns: dataset column -> (source, type)

@@ -458,3 +458,29 @@ def test_convert_to_s3_killed_leaves_nothing_on_the_store_and_resumes(s3: str, t
     assert _get(out) == (tmp_path / "chat.jsonl").read_bytes()  # the same input path: the same bytes
     assert _get(f"{out}.rejected.jsonl") == (tmp_path / "chat.jsonl.rejected.jsonl").read_bytes()
     assert not work_dir(out, "files").exists()  # the staging is gone once the files are on the store
+
+
+def test_commands_reading_parquet_at_a_url_exit_cleanly_every_time(s3: str, tmp_path: Path) -> None:
+    """Arrow reading a Python file object (a URL's) on its own threads left them running at exit,
+    which aborted the process ("terminate called without an active exception", rc 134) in some
+    runs: each command that reads Parquet from a URL runs several times in a fresh process and
+    must exit with its code every time."""
+    src = _in(tmp_path)
+    lake = f"{s3}/in.parquet"
+    code, said = _invoke("convert", src, "--from", "chat", "--to", "parquet", "-o", lake, "-q")
+    assert code == 0, said
+    commands = [
+        ["convert", lake, "--from", "parquet", "--to", "chat", "-o", str(tmp_path / "o.jsonl")],
+        ["transform", lake, "--step", "turns", "-o", str(tmp_path / "t.parquet")],
+        ["transform", f"{s3}/in.jsonl", "--from", "auto", "--step", "turns", "-o", f"{s3}/s.parquet",
+         "--strict"],  # reads the first rejected record back from the store
+    ]
+    _upload(s3, {"in.jsonl": JSONL})
+    for args in commands:
+        codes = set()
+        for _ in range(4):
+            cmd = [sys.executable, "-m", "pipeline", *args, "-q"]
+            proc = subprocess.run(cmd, capture_output=True, timeout=300, check=False)
+            assert b"terminate called" not in proc.stderr and proc.returncode in (0, 1), proc.stderr.decode()
+            codes.add(proc.returncode)
+        assert len(codes) == 1, f"{args[0]}: exit codes {sorted(codes)} over the same runs"
