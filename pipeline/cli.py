@@ -1036,7 +1036,8 @@ def sql(run_arg: str, query: str, catalog: str | None, fmt: str) -> None:
     "reward = the score, e.g. tau-bench's reward).",
 )  # fmt: skip
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Processes converting the records (each ~350 MB more; docs/benchmarks.md).")  # fmt: skip
+              help="Processes converting the records: this one and N - 1 more (each ~440 MB; "
+              "docs/benchmarks.md).")  # fmt: skip
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def export_hf(
     run_arg: str,

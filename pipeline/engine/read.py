@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from pipeline.formats import DecodeResult, Rejected, decode_files, decode_lines
 from pipeline.io.run_tables import rejected_row
-from pipeline.jobs.files import SKIPPED, open_arrow, open_input
+from pipeline.jobs.files import SKIPPED, is_url, open_arrow, open_input
 from pipeline.jobs.resolve import CANONICAL
 from pipeline.schema import CONVERSATION_SCHEMA, cast_to_canonical
 from pipeline.sources import read_source
@@ -40,6 +40,7 @@ from pipeline.sources.inputs import (
     too_long,
 )
 from pipeline.sources.wire_kind import NO_FORMAT, classify_fits, follow_the_file
+from pipeline.storage import local_path
 
 from .shards import Shard
 
@@ -312,7 +313,10 @@ def _rows(shard: Shard, batch_rows: int) -> Iterator[pa.Table]:
     """Rows ``[start, end)`` of a Parquet or arrow file, ``batch_rows`` at a time."""
     if shard.container == "parquet":
         with open_input(shard.url) as f, _footer(shard.url, f) as footer:
-            pf = pq.ParquetFile(f, metadata=footer)
+            # a local file is read by Arrow's own I/O; a URL's Python file object without Arrow's
+            # threads (left reading it at exit, they aborted the process: rc 134)
+            remote = is_url(shard.url)
+            pf = pq.ParquetFile(f if remote else local_path(shard.url), metadata=footer)
             # Read only the row groups that hold the range: shard k of a file must not decode the
             # k shards before it (a 200,000-row transform in 5,000-row shards read the file 20 times).
             groups, offset, first = [], 0, None
@@ -324,7 +328,7 @@ def _rows(shard: Shard, batch_rows: int) -> Iterator[pa.Table]:
                 offset += rows
             if groups:
                 assert first is not None
-                batches = _exact(_windowed(pf, groups, batch_rows), batch_rows)
+                batches = _exact(_windowed(pf, groups, batch_rows, threads=not remote), batch_rows)
                 yield from _slice(batches, shard.start - first, shard.end - first, batch_rows)
         return
     src = open_arrow(shard.url)
@@ -371,7 +375,9 @@ def _footer(url: str, f: Any) -> Iterator[pq.FileMetaData]:
 WINDOW_BATCHES = 4  # row groups are read batch_rows x this many rows (or one group) per reader
 
 
-def _windowed(pf: pq.ParquetFile, groups: list[int], batch_rows: int) -> Iterator[pa.RecordBatch]:
+def _windowed(
+    pf: pq.ParquetFile, groups: list[int], batch_rows: int, threads: bool = True
+) -> Iterator[pa.RecordBatch]:
     """The rows of ``groups`` in order, read by a new reader every few row groups (at least
     ``WINDOW_BATCHES`` batches of rows each). One ``iter_batches`` over all of a shard's row groups
     keeps memory outside the Arrow pool for every group it has read until it is done: RSS grew by
@@ -382,7 +388,7 @@ def _windowed(pf: pq.ParquetFile, groups: list[int], batch_rows: int) -> Iterato
         window.append(g)
         rows += pf.metadata.row_group(g).num_rows
         if rows >= batch_rows * WINDOW_BATCHES or g == groups[-1]:
-            yield from pf.iter_batches(batch_size=batch_rows, row_groups=window)
+            yield from pf.iter_batches(batch_size=batch_rows, row_groups=window, use_threads=threads)
             window, rows = [], 0
 
 
