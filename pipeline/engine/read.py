@@ -7,6 +7,8 @@ its ``max_document_bytes``).
 Format ``auto`` (wire records of several formats): each batch's lines are classified at once by
 :func:`pipeline.sources.wire_kind.classify` and every format's lines go to ``decode_lines`` (the
 compiled decoder) together, one batch per format found, each saying its format (``Batch.format``).
+A record that fits several formats takes the file's: the majority of the file's first
+``HEAD_LINES`` records (:class:`FileFormat`), the same for every batch of every shard of the file.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +41,7 @@ from pipeline.sources.inputs import (
     skip_line,
     too_long,
 )
-from pipeline.sources.wire_kind import NO_FORMAT, classify_fits, follow_the_file
+from pipeline.sources.wire_kind import NO_FORMAT, classify_fits, follow_the_file, majority
 from pipeline.storage import local_path
 
 from .shards import Shard
@@ -107,18 +109,54 @@ def _from_rejected(
     )  # fmt: skip
 
 
+HEAD_LINES = 1_000  # format auto: the file's first records, whose majority format the file's records follow
+
+
+class FileFormat:
+    """Format ``auto``: the format of one file, which a record that fits several takes (the
+    majority, by the rule, of the file's first ``HEAD_LINES`` records, None when they have none).
+    Decided once per shard reader: from the first lines it decodes when the shard starts the file,
+    else from the file's head read again (``head``), so every shard of a big file decides alike."""
+
+    def __init__(self, shard: Shard, head: Any = None) -> None:
+        self.shard, self.head = shard, head
+        self.known = False
+        self.major: str | None = None
+
+    def of(self, lines: list[bytes]) -> str | None:
+        if not self.known:
+            starts_file = self.shard.start == 0 or self.head is None
+            head = lines if starts_file else self.head()
+            self.major = majority(classify_fits([x for x in head[:HEAD_LINES] if x.strip()])[0])
+            self.known = True
+        return self.major
+
+
+def _jsonl_head(url: str, chunk_bytes: int) -> list[bytes]:
+    """The first lines of a JSONL file (at most ``HEAD_LINES``, within ``chunk_bytes``), whole."""
+    with open_input(url) as f:
+        data = f.read(chunk_bytes)
+        more = bool(f.read(1))
+    lines = data.split(b"\n")
+    if more:  # the last piece may be cut
+        lines.pop()
+    return lines[:HEAD_LINES]
+
+
 def _decoded(
     shard: Shard, lines: list[bytes], first: int, nbytes: int, pre: list[Rejected] | None = None,
-    placeholders: int = 0,
+    placeholders: int = 0, file_format: FileFormat | None = None,
 ) -> Iterator[Batch]:
-    """Decode the lines numbered from ``first`` in the shard's format (format auto: by record)."""
+    """Decode the lines numbered from ``first`` in the shard's format (format auto: by record,
+    a record that fits several following ``file_format``; without one, these lines' majority)."""
     raw = NumberedLines(shard.label, first, lines)
     pre = pre or []
     if shard.format != WIRE:
         res = decode_lines(lines, shard.format, source_file=shard.label, first_line=first)
         yield _batch(res, shard, raw, nbytes, pre, placeholders)
         return
-    kinds = follow_the_file(*classify_fits(lines))
+    major = file_format.of(lines) if file_format is not None and lines else None
+    kinds = follow_the_file(*classify_fits(lines), major=major)
     found = sorted({k for k in kinds if k})  # the wire formats in this batch
     # A line that is not a JSON object goes with the batch's first format, whose decoder rejects it
     # as every decoder does; a JSON object that fits no format is rejected here, saying so.
@@ -170,6 +208,7 @@ def _batch(
 
 def _jsonl(shard: Shard, chunk_bytes: int) -> Iterator[Batch]:
     line = shard.first
+    fmt = FileFormat(shard, lambda: _jsonl_head(shard.url, chunk_bytes)) if shard.format == WIRE else None
     remaining = shard.end - shard.start
     rest = b""
     cap = int(shard.options.get("max_record_bytes", MAX_RECORD_BYTES))
@@ -194,7 +233,7 @@ def _jsonl(shard: Shard, chunk_bytes: int) -> Iterator[Batch]:
                     skipped, after = skip_line(read)
                     size = len(data) + skipped - (after is not None)  # the line without its newline
                     bad = too_long(line, data, size, cap, shard.label)
-                    yield from _decoded(shard, [], line, size, [bad])
+                    yield from _decoded(shard, [], line, size, [bad], file_format=fmt)
                     line, rest = line + 1, after or b""
                     continue
                 rest = data
@@ -212,7 +251,7 @@ def _jsonl(shard: Shard, chunk_bytes: int) -> Iterator[Batch]:
                     lines.pop()
                 rest = b""
             lines, bad = over_budget(lines, line, cap, shard.label)
-            yield from _decoded(shard, lines, line, nbytes, bad, len(bad))
+            yield from _decoded(shard, lines, line, nbytes, bad, len(bad), fmt)
             line += len(lines)
 
 
@@ -295,9 +334,10 @@ def _stream(shard: Shard, chunk_bytes: int) -> Iterator[Batch]:
     """A whole file read by pipeline.sources.inputs: compressed, a JSON array or document, stdin."""
     cap = int(shard.options.get("max_document_bytes", MAX_DOCUMENT_BYTES))
     record_cap = int(shard.options.get("max_record_bytes", MAX_RECORD_BYTES))
+    fmt = FileFormat(shard)  # a whole file: its first batch starts it
     with open_input(shard.url) as f:
         for b in record_batches(f, shard.label, chunk_bytes, cap, record_cap):
-            yield from _decoded(shard, b.lines, b.first_line, b.nbytes, b.rejected, b.placeholders)
+            yield from _decoded(shard, b.lines, b.first_line, b.nbytes, b.rejected, b.placeholders, fmt)
 
 
 def _drop_nulls(value: Any) -> Any:
@@ -438,6 +478,12 @@ def _slice(batches: Any, start: int, end: int, batch_rows: int) -> Iterator[pa.T
 def _tabular(shard: Shard, batch_rows: int) -> Iterator[Batch]:
     row = shard.start
     per_row = shard.weight / max(shard.end - shard.start, 1)
+
+    def head() -> list[bytes]:
+        first = next(_rows(replace(shard, start=0, end=HEAD_LINES), HEAD_LINES), None)
+        return [orjson.dumps(_drop_nulls(r)) for r in first.to_pylist()] if first is not None else []
+
+    fmt = FileFormat(shard, head)
     for table in _rows(shard, batch_rows):
         nbytes = round(per_row * table.num_rows)
         if shard.format == CANONICAL:
@@ -445,7 +491,7 @@ def _tabular(shard: Shard, batch_rows: int) -> Iterator[Batch]:
         else:
             # A dataset of wire records (e.g. an HF ``messages`` column): each row is one record.
             lines = [orjson.dumps(_drop_nulls(r)) for r in table.to_pylist()]
-            yield from _decoded(shard, lines, row + 1, nbytes)
+            yield from _decoded(shard, lines, row + 1, nbytes, file_format=fmt)
         row += table.num_rows
 
 

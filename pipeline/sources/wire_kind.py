@@ -206,15 +206,23 @@ def classify_fits(lines: Sequence[bytes]) -> tuple[list[str | None], list[str | 
     return out, also
 
 
-def follow_the_file(kinds: Sequence[str | None], also: Sequence[str | None]) -> list[str | None]:
-    """The records' formats when each record that fits the file's format takes it: the format most
-    of the records get by the rule (ties: the first name). In a file of one format's records, every
-    record gets it (a file of Chat bodies, a few without a request key, is all Chat); only a
-    record that fits no format the others have keeps its own (a truly mixed file)."""
-    counts = Counter(k for k in kinds if k)
-    if not counts:
+def majority(kinds: Sequence[str | None]) -> str | None:
+    """The format most of the records get by the rule (ties: the first name); None when none has one."""
+    counts = Counter(k for k in kinds if k and k != NO_FORMAT)
+    return min(counts, key=lambda f: (-counts[f], f)) if counts else None
+
+
+def follow_the_file(
+    kinds: Sequence[str | None], also: Sequence[str | None], major: str | None = None
+) -> list[str | None]:
+    """The records' formats when each record that fits the file's format takes it: ``major`` (the
+    engine passes the majority of the file's first records), else the majority of these records. In
+    a file of one format's records, every record gets it (a file of Chat bodies, a few without a
+    request key, is all Chat); only a record that fits no format the others have keeps its own (a
+    truly mixed file)."""
+    major = major or majority(kinds)
+    if major is None:
         return list(kinds)
-    major = min(counts, key=lambda f: (-counts[f], f))
     return [major if a == major else k for k, a in zip(kinds, also, strict=True)]
 
 

@@ -150,3 +150,36 @@ def test_numbered_lines_look_up_a_line_by_file_and_number() -> None:
     for missing in [("a.jsonl", 4), ("a.jsonl", 8), ("b.jsonl", 5), (None, 5), ("a.jsonl", None)]:
         assert lines.get(missing) is None  # type: ignore[arg-type]
         assert missing not in lines
+
+
+def test_format_auto_decides_per_file_not_per_batch(tmp_path: Path) -> None:
+    """A file of Chat bodies whose later part holds only rows without a request key (alone, HF rows
+    by the rule, also valid Chat): read in batches of a few lines, the later batches, which alone
+    would be all ``hf``, follow the file's format (the majority of its first records), and so does
+    a later shard of the same file; a record that fits only its own format keeps it."""
+    chat = [{"model": "gpt-4o", "messages": [{"role": "user", "content": f"q{k}"}]} for k in range(6)]
+    bare = [{"messages": [{"role": "user", "content": f"b{k}"}]} for k in range(6)]
+    own = {"input": "a Responses body"}  # fits no other format: per record
+    lines = [orjson.dumps(r) for r in [*chat, *bare, own]]
+    data = b"\n".join(lines) + b"\n"
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(data)
+    whole = Shard("part-00000", str(path), "jsonl", "auto", {}, 0, len(data), 1, len(data))
+    batches = list(read_shard(whole, 3 * len(lines[-2]), 1000))  # about three lines a batch
+    assert len([b for b in batches if b.read]) > 3
+    found = [(b.format, b.table.column("source_line").to_pylist()) for b in batches if b.table.num_rows]
+    by_line = {n: fmt for fmt, ns in found for n in ns}
+    assert by_line == {**{n: "chat" for n in range(1, 13)}, 13: "responses"}
+    # a later batch alone (the bare rows) is all hf: the file, not the batch, decided
+    alone = list(read_shard(_auto(path, data, 6), len(data), 1000))
+    assert {b.format for b in alone if b.table.num_rows} == {"chat", "responses"}
+    (tmp_path / "bare.jsonl").write_bytes(b"\n".join(lines[6:12]) + b"\n")
+    bare_file = tmp_path / "bare.jsonl"
+    only = list(read_shard(_auto(bare_file, bare_file.read_bytes(), 0), 1 << 20, 1000))
+    assert {b.format for b in only if b.table.num_rows} == {"hf"}
+
+
+def _auto(path: Path, data: bytes, skip: int) -> Shard:
+    """A format-auto shard of ``path`` from its line ``skip + 1`` to the end (a later shard)."""
+    start = sum(len(x) + 1 for x in data.split(b"\n")[:skip])
+    return Shard("part-00001", str(path), "jsonl", "auto", {}, start, len(data), skip + 1, len(data) - start)
