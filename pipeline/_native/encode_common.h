@@ -662,7 +662,7 @@ static inline void lose_block_key(Enc *e, const Buf *path, const char *s, size_t
     static const char *const kinds[][2] = {
         {"annotations", "annotations"}, {"logprobs", "logprobs"}, {"cache_control", "cache_control"},
         {"citations", "citations"}, {"image_url", "image"}, {"detail", "image"}, {"file_id", "file"},
-        {"source", "image"},
+        {"source", "image"}, {"prompt_cache_breakpoint", "cache_control"},
     };
     for (const char *const *c = carried; *c; c++)
         if (str_eq(s, n, *c)) return;

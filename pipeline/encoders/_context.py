@@ -344,7 +344,7 @@ class Ctx:
     BLOCK_KEY_KINDS: ClassVar[dict[str, str]] = {
         "annotations": "annotations", "logprobs": "logprobs", "cache_control": "cache_control",
         "citations": "citations", "image_url": "image", "detail": "image", "file_id": "file",
-        "source": "image",
+        "source": "image", "prompt_cache_breakpoint": "cache_control",  # OpenAI's cache hint
     }  # fmt: skip
 
     def source_block(self, j: int) -> dict[str, Any]:

@@ -52,6 +52,7 @@ KEY_KINDS = {
     "refusal": "refusal",
     "audio": "audio",
     "cache_control": "cache_control",
+    "prompt_cache_breakpoint": "cache_control",  # OpenAI's cache hint
     "citations": "citations",
     "is_error": "tool_error",
 }

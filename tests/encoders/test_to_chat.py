@@ -168,3 +168,36 @@ def test_the_sample_data_converts_whole(fmt: str) -> None:
         assert any(isinstance(r.get("instructions"), list) for r in records)
     enc = encode_rows(decode_records(records, fmt).table, "chat")
     assert enc.errors.to_pylist() == [None] * len(records)
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_an_openai_cache_breakpoint_not_carried_is_a_cache_control_loss(native: bool) -> None:
+    """``prompt_cache_breakpoint`` on a text or image part, Responses <-> Chat, is reported as what it
+    is, a cache hint (``cache_control``, as on the way to Anthropic), by both codecs."""
+    from tests.native.differential import python_codec
+
+    mark = {"ttl": "1h"}
+    responses = {"input": [{"role": "user", "content": [
+        {"type": "input_text", "text": "doc", "prompt_cache_breakpoint": mark},
+        {"type": "input_image", "image_url": "https://i/x.png", "detail": "auto",
+         "prompt_cache_breakpoint": mark},
+    ]}]}  # fmt: skip
+    chat = {"messages": [{"role": "user", "content": [
+        {"type": "text", "text": "doc", "prompt_cache_breakpoint": mark},
+        {"type": "image_url", "image_url": {"url": "https://i/x.png"}, "prompt_cache_breakpoint": mark},
+    ]}]}  # fmt: skip
+    for record, source, target, base in ((responses, "responses", "chat", "/input/0/content"),
+                                         (chat, "chat", "responses", "/messages/0/content")):  # fmt: skip
+        table = decode_records([record], source).table
+        if native:
+            enc = encode_rows(table, target)
+        else:
+            with python_codec():
+                enc = encode_rows(table, target)
+        if native and codec.native_encoder(target) is not None:
+            assert enc.native.to_pylist() == [True]
+        found = [(x["path"], x["kind"]) for x in enc.losses.to_pylist() if "prompt_cache" in x["path"]]
+        assert found == [(f"{base}/{k}/prompt_cache_breakpoint", "cache_control") for k in (0, 1)], target
+    enc = encode_rows(decode_records([responses], "responses").table, "hf")  # HF text: no slot either
+    found = [(x["path"], x["kind"]) for x in enc.losses.to_pylist() if "prompt_cache" in x["path"]]
+    assert found == [("/input/0/content/0/prompt_cache_breakpoint", "cache_control")]  # the image goes whole
