@@ -262,3 +262,26 @@ def test_losses_option_needs_a_single_wire_file(args: list[str], losses: str, tm
     res = CliRunner().invoke(cli, ["convert", str(src), "--from", "responses", *args, "--losses", losses])
     assert res.exit_code == 2
     assert "--losses goes with -o FILE and a wire target" in res.output
+
+
+def test_first_rejected_reads_the_rejected_file_without_arrows_dataset_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``transform --strict`` names the first rejected record; reading it through ``pq.read_table``
+    (a dataset scan on Arrow's I/O threads) aborted the process at exit about 1 run in 15, so the
+    record is read by the synchronous reader, and the same record comes back."""
+    from pipeline.engine.single_file import first_rejected
+
+    lines = [line for fmt, line, _ in BAD_LINES[:3] if fmt == "responses"]
+    (tmp_path / "in.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    res = CliRunner().invoke(cli, ["transform", str(tmp_path / "in.jsonl"), "--from", "responses",
+                                   "--step", "turns", "-o", str(tmp_path / "o.parquet"), "-q"])  # fmt: skip
+    rejected = tmp_path / "o.parquet.rejected.parquet"
+    assert rejected.exists(), res.output
+    expected = pq.read_table(rejected).slice(0, 1).to_pylist()[0]
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("pq.read_table: a dataset scan on Arrow's I/O threads")
+
+    monkeypatch.setattr(pq, "read_table", refuse)
+    assert first_rejected({"rejected_file": str(rejected)}) == expected
