@@ -1035,9 +1035,9 @@ def sql(run_arg: str, query: str, catalog: str | None, fmt: str) -> None:
     "(model, source_file, source_format, ...) or provenance fields (source, session_id, sample_id, score; "
     "reward = the score, e.g. tau-bench's reward).",
 )  # fmt: skip
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Processes converting the records: this one and N - 1 more (each ~440 MB; "
-              "docs/benchmarks.md).")  # fmt: skip
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Processes converting the records: this one and N - 1 more (default: up to 2, "
+              "as many as there are cores; each ~450 MB; docs/benchmarks.md).")  # fmt: skip
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def export_hf(
     run_arg: str,
@@ -1050,7 +1050,7 @@ def export_hf(
     dry_run: bool,
     overwrite: bool,
     columns: str,
-    workers: int,
+    workers: int | None,
     quiet: bool,
 ) -> None:
     """Export a run's written records (RUN: a directory, a run id from `chatlake runs`, `latest`, or
@@ -1071,7 +1071,8 @@ def export_hf(
         out_dir = _export_dir(url, overwrite)
     carried = tuple(c.strip() for c in columns.split(",") if c.strip())
     cfg = ExportConfig(run, out_dir, style, split_by, shard_rows, repo_id, overwrite and url is None,
-                       columns=carried, workers=workers, progress=not quiet)  # fmt: skip
+                       columns=carried, workers=workers or min(2, os.cpu_count() or 1),
+                       progress=not quiet)  # fmt: skip
     try:
         cfg.validate()
         if run.is_file():  # a single-file output: its files as FILE.manifest.json lists them
