@@ -236,6 +236,45 @@ RESPONSES: list[Case] = [
             "input_transformations": None,
         },
     ),
+    (
+        # OpenAI's cache hint: Chat has the slot on text and image_url parts
+        "prompt_cache_breakpoint_on_parts",
+        {
+            "model": "gpt-5",
+            "input": [
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "input_text",
+                            "text": "Read this.",
+                            "prompt_cache_breakpoint": {"mode": "explicit", "ttl": "30m"},
+                        },
+                        {
+                            "type": "input_image",
+                            "image_url": "https://example.com/a.png",
+                            "detail": "high",
+                            "prompt_cache_breakpoint": {"mode": "explicit"},
+                        },
+                    ],
+                },
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "id": "msg_1",
+                    "status": "completed",
+                    "content": [
+                        {
+                            "type": "output_text",
+                            "text": "Done.",
+                            "annotations": [],
+                            "prompt_cache_breakpoint": {"mode": "explicit"},
+                        }
+                    ],
+                },
+            ],
+        },
+    ),
 ]
 
 CHAT: list[Case] = [
@@ -341,6 +380,43 @@ CHAT: list[Case] = [
             ],
             "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
             "system_fingerprint": None,
+        },
+    ),
+    (
+        # OpenAI's cache hint: Responses has the slot on input_text / input_image, not output_text
+        "prompt_cache_breakpoint_on_parts",
+        {
+            "model": "gpt-5",
+            "messages": [
+                {
+                    "role": "system",
+                    "content": [
+                        {"type": "text", "text": "Policy.", "prompt_cache_breakpoint": {"mode": "explicit"}}
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "text",
+                            "text": "Read this.",
+                            "prompt_cache_breakpoint": {"mode": "explicit", "ttl": "30m"},
+                        },
+                        {
+                            "type": "image_url",
+                            "image_url": {"url": "https://example.com/a.png", "detail": "low"},
+                            "prompt_cache_breakpoint": {"mode": "explicit", "ttl": "12h"},
+                        },
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": "Done.", "prompt_cache_breakpoint": {"mode": "explicit"}}
+                    ],
+                },
+                {"role": "user", "content": [{"type": "text", "text": "x", "prompt_cache_breakpoint": None}]},
+            ],
         },
     ),
 ]

@@ -115,7 +115,16 @@ static int text_only_part(Enc *e, int64_t j, Buf *path, int assistant, Buf *out,
     int empty_ann = assistant && ann && al == 2 && memcmp(ann, "[]", 2) == 0;
     static const char *const carried[] = {"type", "text", NULL};
     static const char *const carried_ann[] = {"type", "text", "annotations", NULL};
-    if (lose_block_keys(e, j, path, empty_ann ? carried_ann : carried)) return FALLBACK;
+    /* ... and with the cache hint a Chat text part has the slot for (_context.cache_breakpoint) */
+    static const char *const carried_c[] = {"type", "text", "prompt_cache_breakpoint", NULL};
+    static const char *const carried_ann_c[] = {"type", "text", "annotations", "prompt_cache_breakpoint", NULL};
+    Buf cache = {0}; /* (not an Anthropic source's, nor on an output_text: the way back has no slot) */
+    int got = e->anthropic || assistant ? 0 : put_cache_breakpoint(e, j, &cache);
+    if (got < 0 || lose_block_keys(e, j, path, got ? (empty_ann ? carried_ann_c : carried_c)
+                                                   : (empty_ann ? carried_ann : carried))) {
+        free(cache.p);
+        return FALLBACK;
+    }
     if (assistant && !ann && str_eq(t, tl, "output_text")) {
         size_t pl = path->len;
         puts_(st, path, "/annotations");
@@ -131,6 +140,8 @@ static int text_only_part(Enc *e, int64_t j, Buf *path, int assistant, Buf *out,
     if (!first) put(st, out, ",", 1);
     puts_(st, out, "{\"type\":\"text\",\"text\":");
     put_json_str(st, out, text ? text : "", xl);
+    put(st, out, cache.p, cache.len);
+    free(cache.p);
     put(st, out, "}", 1);
     *wrote = 1;
     return 0;
@@ -177,13 +188,16 @@ static int input_image_part(Enc *e, int64_t j, Buf *path, Buf *out, int first, i
             lose(e, path->p, path->len, "image", e->tmp.p, e->tmp.len);
         }
         path->len = pl;
-        puts_(st, &part, "}}");
+        put(st, &part, "}", 1);
         yyjson_doc_free(doc);
         static const char *const carried[] = {"type", "image_url", "detail", NULL};
-        if (lose_block_keys(e, j, path, carried)) {
+        static const char *const carried_c[] = {"type", "image_url", "detail", "prompt_cache_breakpoint", NULL};
+        int got = e->anthropic ? 0 : put_cache_breakpoint(e, j, &part); /* a Chat image_url part has its slot */
+        if (got < 0 || lose_block_keys(e, j, path, got ? carried_c : carried)) {
             free(part.p);
             return FALLBACK;
         }
+        put(st, &part, "}", 1);
         if (!first) put(st, out, ",", 1);
         put(st, out, part.p, part.len);
         free(part.p);

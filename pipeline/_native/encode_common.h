@@ -717,6 +717,28 @@ static inline int lose_block_keys(Enc *e, int64_t j, const Buf *path, const char
     return 0;
 }
 
+/* _context.cache_breakpoint for a Chat or Responses row (the caller checks): block j's
+ * prompt_cache_breakpoint (OpenAI's cache hint, in its extra_json) when it is an object, written to
+ * `out` as ,"prompt_cache_breakpoint":VALUE (the value as orjson writes it back): 1; 0 when there is
+ * none to carry; -1 when the extra_json does not parse (or not provably as orjson reads it: the row
+ * falls back). */
+static inline int put_cache_breakpoint(Enc *e, int64_t j, Buf *out) {
+    size_t xn;
+    const char *x = col_str(&e->bextra, j, &xn);
+    if (!x) return 0;
+    yyjson_doc *doc = parse(x, xn);
+    if (!doc) return -1;
+    yyjson_val *root = yyjson_doc_get_root(doc);
+    yyjson_val *v = yyjson_is_obj(root) ? yyjson_obj_get(root, "prompt_cache_breakpoint") : NULL;
+    int got = v && yyjson_is_obj(v);
+    if (got) {
+        puts_(&e->st, out, ",\"prompt_cache_breakpoint\":");
+        put_value(&e->st, out, v);
+    }
+    yyjson_doc_free(doc);
+    return got;
+}
+
 /* Whether an Anthropic document block (its extra_json x) may become an OpenAI file part
  * (Ctx.openai_file: a base64 or url source): such rows are left to the per-record encoder; any
  * other document is dropped here as there. Unparseable: 1 (left to it too). */

@@ -104,7 +104,11 @@ static int image_url_part(Enc *e, int64_t j, Buf *path, Buf *out, int first, int
     yyjson_val *img = root && yyjson_is_obj(root) ? yyjson_obj_get(root, "image_url") : NULL;
     if (img && yyjson_is_obj(img)) {
         static const char *const carried[] = {"type", "image_url", NULL};
-        if (lose_block_keys(e, j, path, carried)) {
+        static const char *const carried_c[] = {"type", "image_url", "prompt_cache_breakpoint", NULL};
+        Buf *cache = &e->kb; /* an input_image has the cache hint's slot (_context.cache_breakpoint) */
+        cache->len = 0;
+        int got = e->anthropic ? 0 : put_cache_breakpoint(e, j, cache);
+        if (got < 0 || lose_block_keys(e, j, path, got ? carried_c : carried)) {
             yyjson_doc_free(doc);
             return FALLBACK;
         }
@@ -135,6 +139,7 @@ static int image_url_part(Enc *e, int64_t j, Buf *path, Buf *out, int first, int
         puts_(st, out, ",\"image_url\":");
         if (url) put_value(st, out, url);
         else puts_(st, out, "null");
+        put(st, out, cache->p, cache->len);
         put(st, out, "}", 1);
         *wrote = 1;
     }
@@ -161,7 +166,11 @@ static int part(Enc *e, int64_t i, int64_t j, int64_t k, int assistant, Buf *out
     const char *text = col_str(&e->btext, j, &xl);
     if (!t || str_eq(t, tl, "input_text") || str_eq(t, tl, "output_text") || str_eq(t, tl, "text")) {
         static const char *const carried[] = {"type", "text", NULL};
-        if (lose_block_keys(e, j, &path, carried)) goto done;
+        static const char *const carried_c[] = {"type", "text", "prompt_cache_breakpoint", NULL};
+        Buf *cache = &e->kb; /* an input_text has the cache hint's slot, an output_text none */
+        cache->len = 0;
+        int got = assistant || e->anthropic ? 0 : put_cache_breakpoint(e, j, cache);
+        if (got < 0 || lose_block_keys(e, j, &path, got ? carried_c : carried)) goto done;
         size_t pl = path.len;
         if (!t) { /* (the content form is parts here) */
             puts_(st, &path, "/type");
@@ -176,6 +185,7 @@ static int part(Enc *e, int64_t i, int64_t j, int64_t k, int assistant, Buf *out
         if (!first) put(st, out, ",", 1);
         puts_(st, out, assistant ? "{\"type\":\"output_text\",\"text\":" : "{\"type\":\"input_text\",\"text\":");
         put_json_str(st, out, text ? text : "", text ? xl : 0);
+        put(st, out, cache->p, cache->len);
         puts_(st, out, assistant ? ",\"annotations\":[]}" : "}");
         *wrote = 1;
         rc = 0;

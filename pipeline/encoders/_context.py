@@ -70,6 +70,21 @@ def anthropic_image_url(ctx: Ctx, source: dict[str, Any], path: str) -> str | No
     return url
 
 
+def cache_breakpoint(ctx: Ctx, extra: dict[str, Any]) -> dict[str, Any]:
+    """A content block's OpenAI ``prompt_cache_breakpoint`` (from its unmodelled keys, ``extra``) as
+    the part keys that carry it: ``{"prompt_cache_breakpoint": {...}}``, or ``{}``.
+
+    Chat's text, image_url, input_audio and file parts and Responses' input_text, input_image and
+    input_file parts have the slot (the installed SDK's types), so a conversion between the two
+    keeps it, the same value; the caller asks only for a target part with the slot. Only an object
+    from a Chat or Responses record is carried: ``null`` or another value is not one the SDK types
+    take, and another source's way back has no slot for it (both reported, ``cache_control``).
+    """
+    value = extra.get("prompt_cache_breakpoint")
+    carried = isinstance(value, dict) and ctx.source in ("chat", "responses")
+    return {"prompt_cache_breakpoint": value} if carried else {}
+
+
 PDF_DATA_URL = "data:application/pdf;base64,"
 # OpenAI requires a filename with inline file data; a document without a title gets this one.
 DEFAULT_FILENAME = "document.pdf"
@@ -132,8 +147,7 @@ def openai_file(ctx: Ctx, j: int, path: str, target: str) -> tuple[dict[str, Any
     fields = {k: v for k, v in inner.items() if fits(k, v)}
     if not any(k in fields for k in ("file_data", "file_id", "file_url")):
         return None
-    # Both OpenAI file parts have a prompt_cache_breakpoint: it is carried with the part.
-    part_keys = {k: extra[k] for k in ("prompt_cache_breakpoint",) if k in extra}
+    part_keys = cache_breakpoint(ctx, extra)  # both OpenAI file parts have the slot
     why = {"file_data": "Chat takes only base64 PDF data", "file_url": "Chat has no file_url"}
     why = why if target == "chat" else {}
     data = fields.get("file_data")

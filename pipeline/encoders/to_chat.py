@@ -25,6 +25,7 @@ from pipeline.encoders._context import (
     OUTPUTS,
     Ctx,
     anthropic_image_url,
+    cache_breakpoint,
     instruction_items,
     keys_except,
     openai_file,
@@ -62,20 +63,25 @@ def _text_part(ctx: Ctx, i: int, j: int, k: int, allow_media: bool) -> dict[str,
         ctx.lose_part(path, t, "Chat here")
         return None
     extra = ctx.block_extra(j)
+    cache = cache_breakpoint(ctx, extra)  # Chat's text, image_url and input_audio parts have its slot
     if t in TEXT_TYPES:
         expected = (
             "output_text" if ctx.v.role[i] == "assistant" and ctx.v.type[i] == "message" else "input_text"
         )
+        if expected == "output_text":  # no slot in the Responses output_text it comes back as
+            cache = {}
         if ctx.source == "responses" and t != expected:
             ctx.lose(path, "content_form", f"{a_or_an(quoted(t))} part comes back as '{expected}'")
         # output_text comes back with "annotations": [], so an empty list is not a loss
         empty_annotations = expected == "output_text" and c.annotations[j] == b"[]"
-        ctx.lose_block_keys(j, path, {"type", "text"} | ({"annotations"} if empty_annotations else set()))
+        ctx.lose_block_keys(
+            j, path, {"type", "text", *cache} | ({"annotations"} if empty_annotations else set())
+        )
         if expected == "output_text" and c.annotations[j] is None and t == "output_text":
             ctx.lose(path + "/annotations", "annotations", "no annotations: [] comes back")
         if c.text[j] is None:
             ctx.lose(path + "/text", "content_form", "a part without text gets ''")
-        return {"type": "text", "text": c.text[j] if c.text[j] is not None else ""}
+        return {"type": "text", "text": c.text[j] if c.text[j] is not None else "", **cache}
     if t == "refusal":
         ctx.lose_block_keys(j, path, {"type", "refusal"})
         return {"type": "refusal", "refusal": c.text[j] or ""}
@@ -88,8 +94,8 @@ def _text_part(ctx: Ctx, i: int, j: int, k: int, allow_media: bool) -> dict[str,
             ctx.lose(path + "/detail", "image", "no detail: Responses requires one, 'auto' comes back")
         else:  # Chat rejects any other value (a placeholder, null): the part goes without one
             ctx.lose(path + "/detail", "image", f"detail {detail!r} is not one of Chat's {IMAGE_DETAILS}")
-        ctx.lose_block_keys(j, path, {"type", "image_url", "detail"})
-        return {"type": "image_url", "image_url": part}
+        ctx.lose_block_keys(j, path, {"type", "image_url", "detail", *cache})
+        return {"type": "image_url", "image_url": part, **cache}
     if allow_media and t == "image" and isinstance(extra.get("source"), dict):
         url = anthropic_image_url(ctx, extra["source"], path)
         if url is not None:
@@ -98,11 +104,11 @@ def _text_part(ctx: Ctx, i: int, j: int, k: int, allow_media: bool) -> dict[str,
     if allow_media and t in ("input_file", "document") and (file := openai_file(ctx, j, path, "chat")):
         return {"type": "file", "file": file[0], **file[1]}
     if allow_media and t == "input_audio" and isinstance(extra.get("input_audio"), dict):
-        ctx.lose_block_keys(j, path, {"type", "input_audio"})  # the same part in both formats
+        ctx.lose_block_keys(j, path, {"type", "input_audio", *cache})  # the same part in both formats
         # carried, but a Responses message has no audio part (the SDK's message content union): the
         # way back drops it
         ctx.lose(path, "audio", "carried as Chat's input_audio part; it has no slot back in Responses")
-        return {"type": "input_audio", "input_audio": extra["input_audio"]}
+        return {"type": "input_audio", "input_audio": extra["input_audio"], **cache}
     if t == "tool_reference" and (placeholder := ctx.tool_reference_text(j, path)) is not None:
         return {"type": "text", "text": placeholder}
     ctx.lose_part(path, t, "Chat here")

@@ -24,6 +24,7 @@ from pipeline.encoders._context import (
     OUTPUTS,
     Ctx,
     anthropic_image_url,
+    cache_breakpoint,
     keys_except,
     openai_file,
     openai_top_extra,
@@ -47,8 +48,11 @@ def _part(ctx: Ctx, i: int, j: int, k: int, assistant: bool) -> dict[str, Any] |
     t = c.type[j]
     path = ctx.content_ptr(i, k)
     extra = ctx.block_extra(j)
+    # input_text and input_image parts have its slot (an assistant's output_text has none)
+    cache = cache_breakpoint(ctx, extra)
     if t in TEXT_TYPES:
-        ctx.lose_block_keys(j, path, {"type", "text"})
+        cache = {} if assistant else cache
+        ctx.lose_block_keys(j, path, {"type", "text", *cache})
         if t is None and ctx.v.content_form[i] == FORM_PARTS:
             ctx.lose(path + "/type", "content_form", "a part without a type gets one")
         text = c.text[j] if c.text[j] is not None else ""
@@ -56,13 +60,13 @@ def _part(ctx: Ctx, i: int, j: int, k: int, assistant: bool) -> dict[str, Any] |
             ctx.lose(path + "/text", "content_form", "a part without text gets ''")
         if assistant:
             return {"type": "output_text", "text": text, "annotations": []}
-        return {"type": "input_text", "text": text}
+        return {"type": "input_text", "text": text, **cache}
     if t == "refusal":
         ctx.lose_block_keys(j, path, {"type", "refusal"})
         return {"type": "refusal", "refusal": c.text[j] or ""}
     if t == "image_url" and isinstance(extra.get("image_url"), dict):
         img = extra["image_url"]
-        ctx.lose_block_keys(j, path, {"type", "image_url"})
+        ctx.lose_block_keys(j, path, {"type", "image_url", *cache})
         for key in keys_except(img, {"url", "detail"}):
             ctx.lose(path + "/image_url" + pointer(key), "image", f"'{key}' is not carried")
         part: dict[str, Any] = {"type": "input_image", "detail": img.get("detail") or "auto"}
@@ -73,7 +77,7 @@ def _part(ctx: Ctx, i: int, j: int, k: int, assistant: bool) -> dict[str, Any] |
                 path + "/image_url/detail", "image", "a null detail: Responses requires one; filled 'auto'"
             )
         part["image_url"] = img.get("url")
-        return part
+        return {**part, **cache}
     if t == "image" and isinstance(extra.get("source"), dict):
         url = anthropic_image_url(ctx, extra["source"], path)
         if url is not None:

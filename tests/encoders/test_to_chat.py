@@ -11,6 +11,7 @@ from pipeline import codec
 from pipeline.encoders import convert_table
 from pipeline.encoders.encode_rows import encode_rows
 from pipeline.formats import decode_records
+from tests.cases import CASES
 from tests.encoders.coverage import uncovered
 from tests.native.encode_diff import compare_encode
 from tests.sdk_validate import validate_request
@@ -79,6 +80,7 @@ def test_an_anthropic_tool_reference_becomes_a_placeholder_naming_the_tool() -> 
 
 
 PDF = "data:application/pdf;base64,JVBERi0="
+CUT = {"mode": "explicit"}  # a prompt_cache_breakpoint: Chat's input_audio part has its slot
 
 
 def _chat_there_and_back(record: dict, source: str) -> tuple[dict, list]:
@@ -103,7 +105,11 @@ def test_responses_file_and_audio_parts_become_chat_file_and_input_audio_parts()
         {"type": "input_file", "file_id": "file-1"},
         {"type": "input_file", "file_url": "https://x/a.pdf"},  # no slot: the whole part
         {"type": "input_file", "file_data": "data:text/plain;base64,aGk=", "filename": "a.txt"},  # not PDF
-        {"type": "input_audio", "input_audio": {"data": "AAA=", "format": "wav"}},
+        {
+            "type": "input_audio",
+            "input_audio": {"data": "AAA=", "format": "wav"},
+            "prompt_cache_breakpoint": CUT,
+        },
     ]
     record = {"model": "gpt-5", "input": [{"role": "user", "content": parts}]}
     body, losses = _chat_there_and_back(record, "responses")
@@ -111,7 +117,11 @@ def test_responses_file_and_audio_parts_become_chat_file_and_input_audio_parts()
         {"type": "text", "text": "read these"},
         {"type": "file", "file": {"file_data": PDF, "filename": "a.pdf"}},
         {"type": "file", "file": {"file_id": "file-1"}},
-        {"type": "input_audio", "input_audio": {"data": "AAA=", "format": "wav"}},
+        {
+            "type": "input_audio",
+            "input_audio": {"data": "AAA=", "format": "wav"},
+            "prompt_cache_breakpoint": CUT,
+        },
     ]
     assert losses == [
         ("/input/0/content/1/detail", "file"),
@@ -170,24 +180,77 @@ def test_the_sample_data_converts_whole(fmt: str) -> None:
     assert enc.errors.to_pylist() == [None] * len(records)
 
 
+def _case(fmt: str, name: str) -> dict:
+    return dict(CASES[fmt])[name]
+
+
+def _encode_both(record: dict, source: str, target: str) -> tuple[str, list[tuple[str, str]]]:
+    """``record`` to ``target`` by the compiled encoder (which must take the row, when built) and the
+    per-record one: the same bytes and losses; the body's JSON text and the losses ``(path, kind)``."""
+    table = decode_records([record], source).table
+    if codec.native_encoder(target) is not None:
+        enc = compare_encode(table, target)
+        assert enc.native.to_pylist() == [True]
+    else:
+        enc = encode_rows(table, target)
+    return enc.records[0].as_py(), [(x["path"], x["kind"]) for x in enc.losses.to_pylist()]
+
+
+def test_a_responses_cache_breakpoint_goes_with_its_text_and_image_parts_to_chat() -> None:
+    """OpenAI's ``prompt_cache_breakpoint`` on an ``input_text`` / ``input_image`` part is the same
+    value on the Chat text / image_url part (both SDKs type the slot): carried, not a loss; an
+    ``output_text`` has no slot to come back to, so an assistant's is reported (``cache_control``)."""
+    record = _case("responses", "prompt_cache_breakpoint_on_parts")
+    text, losses = _encode_both(record, "responses", "chat")
+    body = orjson.loads(text)
+    validate_request("chat", body)
+    assert body["messages"][0]["content"] == [
+        {"type": "text", "text": "Read this.", "prompt_cache_breakpoint": {"mode": "explicit", "ttl": "30m"}},
+        {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "high"},
+         "prompt_cache_breakpoint": {"mode": "explicit"}},
+    ]  # fmt: skip
+    assert body["messages"][1]["content"] == [{"type": "text", "text": "Done."}]
+    assert [x for x in losses if "prompt_cache" in x[0]] == [
+        ("/input/1/content/0/prompt_cache_breakpoint", "cache_control")
+    ]
+    [back] = convert_table(decode_records([body], "chat").table, "responses")
+    assert back.record["input"][0] == record["input"][0]  # the user's parts come back whole
+
+
+def test_a_chat_cache_breakpoint_round_trips_through_responses_byte_for_byte() -> None:
+    """Chat -> Responses -> Chat gives the same bytes for parts with a ``prompt_cache_breakpoint``
+    (system and user text, an image), through both codecs each way, with no loss reported."""
+    record = {"messages": _case("chat", "prompt_cache_breakpoint_on_parts")["messages"][:2]}
+    there, losses = _encode_both(record, "chat", "responses")
+    validate_request("responses", {"model": "m", **orjson.loads(there)})
+    assert "prompt_cache_breakpoint" in there
+    assert losses == []
+    back, losses_back = _encode_both(orjson.loads(there), "responses", "chat")
+    assert losses_back == []
+    assert back == orjson.dumps(record).decode()
+
+
 @pytest.mark.parametrize("native", [True, False])
-def test_an_openai_cache_breakpoint_not_carried_is_a_cache_control_loss(native: bool) -> None:
-    """``prompt_cache_breakpoint`` on a text or image part, Responses <-> Chat, is reported as what it
-    is, a cache hint (``cache_control``, as on the way to Anthropic), by both codecs."""
+def test_an_openai_cache_breakpoint_without_a_slot_is_a_cache_control_loss(native: bool) -> None:
+    """Where the target part has no ``prompt_cache_breakpoint`` (an assistant's Responses
+    ``output_text``; any part to Anthropic or HF) or the value is not an object the SDK types take
+    (``null``), it is reported as what it is, a cache hint (``cache_control``), by both codecs."""
     from tests.native.differential import python_codec
 
-    mark = {"ttl": "1h"}
-    responses = {"input": [{"role": "user", "content": [
-        {"type": "input_text", "text": "doc", "prompt_cache_breakpoint": mark},
-        {"type": "input_image", "image_url": "https://i/x.png", "detail": "auto",
-         "prompt_cache_breakpoint": mark},
-    ]}]}  # fmt: skip
-    chat = {"messages": [{"role": "user", "content": [
-        {"type": "text", "text": "doc", "prompt_cache_breakpoint": mark},
-        {"type": "image_url", "image_url": {"url": "https://i/x.png"}, "prompt_cache_breakpoint": mark},
-    ]}]}  # fmt: skip
-    for record, source, target, base in ((responses, "responses", "chat", "/input/0/content"),
-                                         (chat, "chat", "responses", "/messages/0/content")):  # fmt: skip
+    chat = _case("chat", "prompt_cache_breakpoint_on_parts")
+    responses = _case("responses", "prompt_cache_breakpoint_on_parts")
+    every_chat_part = [(m, 0) for m in range(4)] + [(1, 1)]
+    expected = {
+        ("chat", "responses"): [(2, 0), (3, 0)],  # the assistant's text, the null
+        ("chat", "anthropic"): every_chat_part,
+        ("responses", "chat"): [(1, 0)],
+        ("responses", "anthropic"): [(0, 0), (0, 1), (1, 0)],
+        ("responses", "hf"): [(0, 0), (1, 0)],  # HF text has no slot (the image goes whole)
+        ("chat", "hf"): [(0, 0), (1, 0), (2, 0), (3, 0)],
+    }
+    for (source, target), where in expected.items():
+        record = chat if source == "chat" else responses
+        key = "messages" if source == "chat" else "input"
         table = decode_records([record], source).table
         if native:
             enc = encode_rows(table, target)
@@ -195,9 +258,7 @@ def test_an_openai_cache_breakpoint_not_carried_is_a_cache_control_loss(native: 
             with python_codec():
                 enc = encode_rows(table, target)
         if native and codec.native_encoder(target) is not None:
-            assert enc.native.to_pylist() == [True]
-        found = [(x["path"], x["kind"]) for x in enc.losses.to_pylist() if "prompt_cache" in x["path"]]
-        assert found == [(f"{base}/{k}/prompt_cache_breakpoint", "cache_control") for k in (0, 1)], target
-    enc = encode_rows(decode_records([responses], "responses").table, "hf")  # HF text: no slot either
-    found = [(x["path"], x["kind"]) for x in enc.losses.to_pylist() if "prompt_cache" in x["path"]]
-    assert found == [("/input/0/content/0/prompt_cache_breakpoint", "cache_control")]  # the image goes whole
+            assert enc.native.to_pylist() == [True], (source, target)
+        found = sorted((x["path"], x["kind"]) for x in enc.losses.to_pylist() if "prompt_cache" in x["path"])
+        want = sorted((f"/{key}/{m}/content/{k}/prompt_cache_breakpoint", "cache_control") for m, k in where)
+        assert found == want, (source, target)

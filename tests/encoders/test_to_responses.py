@@ -1,4 +1,4 @@
-"""Chat / Anthropic -> Responses (``pipeline.encoders.to_responses``): file parts."""
+"""Chat / Anthropic -> Responses (``pipeline.encoders.to_responses``): file parts, cache hints."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pipeline import codec
 from pipeline.encoders import convert_table
 from pipeline.formats import decode_records
 from pipeline.losses import Loss
+from tests.cases import CASES
 from tests.encoders.coverage import uncovered
 from tests.native.encode_diff import compare_encode
 from tests.sdk_validate import validate_request
@@ -95,3 +96,27 @@ def test_chat_file_data_that_is_not_pdf_is_reported() -> None:
     assert [(x.path, x.kind) for x in there.losses] == [("/messages/0/content/0", "file")]
     [back] = convert_table(decode_records([there.record], "responses").table, "chat")
     assert uncovered(record, back.record, there.losses) == []
+
+
+def test_a_chat_cache_breakpoint_goes_with_its_text_and_image_parts_to_responses() -> None:
+    """OpenAI's ``prompt_cache_breakpoint`` on a Chat text / image_url part is the same value on the
+    Responses ``input_text`` / ``input_image`` part (both SDKs type the slot): carried, not a loss.
+    An assistant's text becomes an ``output_text``, which has none, and a ``null`` is no value the
+    SDK types take: those two are reported (``cache_control``)."""
+    record = dict(CASES["chat"])["prompt_cache_breakpoint_on_parts"]
+    body, losses = _responses_there_and_back(record, "chat")
+    validate_request("responses", body)
+    messages = record["messages"]
+    assert body["input"][0]["content"] == [{**messages[0]["content"][0], "type": "input_text"}]
+    assert body["input"][1]["content"] == [
+        {"type": "input_text", "text": "Read this.",
+         "prompt_cache_breakpoint": {"mode": "explicit", "ttl": "30m"}},
+        {"type": "input_image", "detail": "low", "image_url": "https://example.com/a.png",
+         "prompt_cache_breakpoint": {"mode": "explicit", "ttl": "12h"}},
+    ]  # fmt: skip
+    assert body["input"][2]["content"] == [{"type": "output_text", "text": "Done.", "annotations": []}]
+    assert body["input"][3]["content"] == [{"type": "input_text", "text": "x"}]
+    assert [(x.path, x.kind) for x in losses if "prompt_cache" in x.path] == [
+        ("/messages/2/content/0/prompt_cache_breakpoint", "cache_control"),
+        ("/messages/3/content/0/prompt_cache_breakpoint", "cache_control"),
+    ]
