@@ -158,9 +158,13 @@ def _decoded(
     major = file_format.of(lines) if file_format is not None and lines else None
     kinds = follow_the_file(*classify_fits(lines), major=major)
     found = sorted({k for k in kinds if k})  # the wire formats in this batch
-    # A line that is not a JSON object goes with the batch's first format, whose decoder rejects it
-    # as every decoder does; a JSON object that fits no format is rejected here, saying so.
-    home = found[0] if found else None
+    # A line that is not a JSON object goes with the batch's first format (or, in a batch with none,
+    # the file's), whose decoder rejects it as every decoder does ("invalid JSON", "not an object");
+    # a JSON object that fits no format is rejected here, saying so.
+    home = found[0] if found else major
+    bare = any(k is None and line.strip() for line, k in zip(lines, kinds, strict=True))
+    if not found and home is not None and bare:
+        found = [home]
     route = [home if k is None else (k or None) for k in kinds]
     unfit = [
         Rejected(n, _text(line), NO_FORMAT_ERROR, shard.label)

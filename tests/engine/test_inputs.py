@@ -453,3 +453,15 @@ def test_a_record_over_its_budget_is_rejected_alone_and_the_budget_is_an_option(
     with pytest.raises(ConfigError, match="option 'max_record_bytes' must be a positive integer"):
         (tmp_path / "x").mkdir()
         _run(tmp_path / "x", [{**inp, "options": {"max_record_bytes": 0}}], "parquet")
+
+
+def test_auto_a_shard_of_only_bad_lines_says_invalid_json(tmp_path: Path) -> None:
+    """A line that is not JSON is rejected as invalid JSON (by the file's format's decoder) even in a
+    shard or batch where no record fits a format; only a JSON object that fits none says so."""
+    good = [orjson.dumps(r) for _, r in CASES["responses"][:7]]
+    (tmp_path / "f.jsonl").write_bytes(b"\n".join([*good, b"not json", b'{"neither": 1}']) + b"\n")
+    summary = _run(tmp_path, [{"path": "f.jsonl", "format": "auto"}], "parquet", shard_records=len(good))
+    assert (summary["read"], summary["written"], summary["rejected"]) == (len(good) + 2, len(good), 2)
+    rejected = {r["source_line"]: r for r in _rejected(tmp_path / "run")}
+    assert "invalid JSON" in rejected[len(good) + 1]["reason"], rejected
+    assert "fits no wire format" in rejected[len(good) + 2]["reason"], rejected
