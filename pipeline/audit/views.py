@@ -109,12 +109,16 @@ def check_run_files(run: Path) -> None:
     """
     from pipeline.engine.verify import quick_check
 
-    problems = quick_check(run)
+    _refuse_damaged(run, quick_check(run), "running the job again redoes the damaged shards")
+
+
+def _refuse_damaged(where: Path | str, problems: list[str], remedy: str) -> None:
+    """Raise :class:`RunDamaged` naming the first of ``problems`` (if any) and what to do."""
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise RunDamaged(
-            f"{run} is incomplete or damaged: {problems[0]}{more}; `chatlake verify {run}` lists "
-            "everything, running the job again redoes the damaged shards"
+            f"{where} is incomplete or damaged: {problems[0]}{more}; `chatlake verify {where}` lists "
+            f"everything, {remedy}"
         )
 
 
@@ -229,13 +233,7 @@ def _side_view(con: duckdb.DuckDBPyConnection, out: OutputFile, role: str, schem
 
 def check_output(out: OutputFile) -> None:
     """Fail before any query when FILE's listed side files are missing or of the wrong size."""
-    problems = quick_check(out)
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise RunDamaged(
-            f"{out.path} is incomplete or damaged: {problems[0]}{more}; `chatlake verify {out.path}` "
-            "lists everything, running the command again rewrites the files"
-        )
+    _refuse_damaged(out.path, quick_check(out), "running the command again rewrites the files")
 
 
 def define_file_views(con: duckdb.DuckDBPyConnection, out: OutputFile) -> None:
