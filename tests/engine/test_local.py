@@ -92,11 +92,15 @@ def test_ordered_hands_finished_shards_over_in_the_order_given(tmp_path: Path) -
     from pipeline.engine.process import Work
     from pipeline.engine.shards import Shard, shard_id
 
+    # Shard 0 is held until shard 1 is finished (ordered) or handed over (not ordered: waiting on
+    # the hand-over, not on the task's end, so the check cannot race the pool's bookkeeping).
     second_done = threading.Event()
+    second_handed = threading.Event()
+    hold = second_done
 
     def task(shard: dict[str, Any], work: Any, progress: Any = None) -> dict[str, Any]:
         if shard["id"] == shard_id(0):
-            assert second_done.wait(10)
+            assert hold.wait(10)
         if shard["id"] == shard_id(1):
             second_done.set()
         return {"id": shard["id"]}
@@ -105,10 +109,14 @@ def test_ordered_hands_finished_shards_over_in_the_order_given(tmp_path: Path) -
     work = Work(str(tmp_path), "chat", (), "allow", (), 1 << 20, 100)
     for ordered in (True, False):
         second_done.clear()
+        second_handed.clear()
+        hold = second_done if ordered else second_handed
         got: list[str] = []
 
         def done(entry: dict[str, Any], got: list[str] = got) -> None:
             got.append(entry["id"])
+            if entry["id"] == shard_id(1):
+                second_handed.set()
 
         local.execute(shards, work, 2, done, lambda r, b: None, "threads", task=task, ordered=ordered)
         assert sorted(got) == [s.id for s in shards]
