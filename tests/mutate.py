@@ -11,7 +11,6 @@ replayed from its seed.
 
 from __future__ import annotations
 
-import copy
 import os
 import random
 from typing import Any
@@ -172,8 +171,31 @@ def _graft(rng: random.Random, nodes: list[tuple[Any, Any]]) -> bool:
     if not keys or (a.get("type"), a.get("role")) == (b.get("type"), b.get("role")):
         return False
     k = rng.choice(keys)
-    b[k] = copy.deepcopy(a[k])  # orjson copies at most 255 levels; fuzz_native nests deeper
+    b[k] = deep_copy(a[k])
     return True
+
+
+def deep_copy(value: Any) -> Any:
+    """A copy of a parsed JSON value at any depth. ``copy.deepcopy`` recurses (two Python frames
+    per level: a value ~500 levels deep, which ``tests/native/fuzz_native.py`` nests, passes the
+    recursion limit) and orjson writes at most 255 levels, so the copy walks an explicit stack."""
+    if type(value) is not dict and type(value) is not list:
+        return value
+    root: Any = {} if type(value) is dict else []
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        src, dst = stack.pop()
+        items = src.items() if type(src) is dict else enumerate(src)
+        for k, v in items:
+            if type(v) is dict or type(v) is list:
+                child: Any = {} if type(v) is dict else []
+                stack.append((v, child))
+                v = child
+            if type(dst) is dict:
+                dst[k] = v
+            else:
+                dst.append(v)
+    return root
 
 
 def _other_form(value: Any, rng: random.Random) -> Any:

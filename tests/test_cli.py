@@ -316,3 +316,34 @@ def test_report_written_atomically_never_through_a_link(tmp_path: Path) -> None:
     names = ["in.jsonl", "victim.txt", "r.json", "out.jsonl", "out.jsonl.rejected.jsonl",
              "out.jsonl.losses.parquet", "out.jsonl.manifest.json"]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)  # no temp file left
+
+
+def _deep_tool(levels: int) -> bytes:
+    """A Chat record whose tool parameters nest ``levels`` lists and objects, alternately (the shape
+    the mutation fuzzer makes of a schema)."""
+    return (b'{"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", '
+            b'"function": {"name": "f", "parameters": ' + b'[{"d":' * (levels // 2) + b"1"
+            + b"}]" * (levels // 2) + b"}}]}")  # fmt: skip
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_convert_rejects_a_record_nested_past_the_recursion_limit_and_writes_its_neighbours(
+    tmp_path: Path, native: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record ~500 levels deep (past Python's recursion limit for a recursive walk: it once ended
+    a fuzzing run in RecursionError) is rejected alone with the nesting reason, in both codecs."""
+    monkeypatch.setenv("CHATLAKE_NATIVE", native)
+    good = b'{"messages": [{"role": "user", "content": "hi"}]}'
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b"\n".join([good, _deep_tool(516), good]) + b"\n")
+    out, report = tmp_path / "o.jsonl", tmp_path / "r.json"
+    argv = ["convert", str(src), "--from", "chat", "--to", "anthropic",
+            "-o", str(out), "--report", str(report)]  # fmt: skip
+    result = CliRunner().invoke(cli, argv)
+    assert result.exit_code == 0, result.output
+    assert len(out.read_bytes().splitlines()) == 2
+    [rejected] = (tmp_path / "o.jsonl.rejected.jsonl").read_bytes().splitlines()
+    where = "$.tools[0].function.parameters[0].d[0].d[0].d[0].d..."
+    assert orjson.loads(rejected)["reason"] == f"{where}: nested deeper than 200 levels"
+    summary = orjson.loads(report.read_bytes())
+    assert (summary["read"], summary["written"], summary["rejected"]) == (3, 2, 1)

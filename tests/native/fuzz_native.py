@@ -78,16 +78,27 @@ NUMBER_RE = re.compile(rb"(?<=[:\[,])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 KEY_RE = re.compile(rb'"([A-Za-z_]{1,30})":')
 
 
-def _containers(value: Any, out: list[tuple[Any, Any]]) -> None:
-    """Every (container, key-or-index) slot of a parsed record."""
+def _children(value: Any) -> list[tuple[Any, Any]]:
+    """The (container, key-or-index) slots of ``value`` itself (none for a scalar)."""
     if isinstance(value, dict):
-        for k in list(value):
-            out.append((value, k))
-            _containers(value[k], out)
-    elif isinstance(value, list):
-        for i in range(len(value)):
-            out.append((value, i))
-            _containers(value[i], out)
+        return [(value, k) for k in list(value)]
+    if isinstance(value, list):
+        return [(value, i) for i in range(len(value))]
+    return []
+
+
+def _containers(value: Any, out: list[tuple[Any, Any]]) -> None:
+    """Every (container, key-or-index) slot of a parsed record, depth first (a slot before the
+    slots of its value). A stack of iterators, not recursion: :func:`deepen` nests records past
+    Python's recursion limit."""
+    stack = [iter(_children(value))]
+    while stack:
+        slot = next(stack[-1], None)
+        if slot is None:
+            stack.pop()
+            continue
+        out.append(slot)
+        stack.append(iter(_children(slot[0][slot[1]])))
 
 
 def _slot(rec: Any, rnd: Rnd) -> tuple[Any, Any] | None:
@@ -183,8 +194,38 @@ BYTES: list[Callable[[bytes, Rnd], bytes]] = [
 def _dumps(rec: Any) -> bytes:
     try:
         return orjson.dumps(rec)
-    except TypeError:  # orjson writes at most 255 levels; the standard library writes more
-        return json.dumps(rec, ensure_ascii=False, separators=(",", ":")).encode()
+    except TypeError:  # orjson writes at most 255 levels
+        return _dumps_deep(rec)
+
+
+def _dumps_deep(rec: Any) -> bytes:
+    """``rec`` written at any depth, the bytes ``json.dumps(rec, ensure_ascii=False,
+    separators=(",", ":"))`` writes; that recurses (one C level per container, counted against
+    Python's recursion limit), so this walks an explicit stack of what is left to write."""
+    out: list[bytes] = []
+    todo: list[Any] = [rec]
+    while todo:
+        x = todo.pop()
+        if type(x) is bytes:  # punctuation queued below (a parsed record holds no bytes)
+            out.append(x)
+        elif type(x) is dict:
+            parts: list[Any] = [b"{"]
+            for i, (k, v) in enumerate(x.items()):
+                parts += [(b"," if i else b"") + _scalar(k) + b":", v]
+            todo += reversed([*parts, b"}"])
+        elif type(x) is list:
+            parts = [b"["]
+            for i, v in enumerate(x):
+                parts += [b","] if i else []
+                parts.append(v)
+            todo += reversed([*parts, b"]"])
+        else:
+            out.append(_scalar(x))
+    return b"".join(out)
+
+
+def _scalar(x: Any) -> bytes:
+    return json.dumps(x, ensure_ascii=False).encode()
 
 
 def mutate(raw: bytes, rnd: Rnd) -> bytes:
@@ -220,7 +261,16 @@ PINNED: dict[str, list[bytes]] = {
         b'{"input": ""}',
         b'{"input": [{"role": "user", "content": ""}], "": ""}',
     ],
-    "chat": [b'{"messages": [{"role": "", "content": ""}]}'],
+    "chat": [
+        b'{"messages": [{"role": "", "content": ""}]}',
+        # ~520 levels (two deepen mutations): the fuzzer's own copy once recursed past Python's limit
+        b'{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": '
+        + b'{"name": "f", "parameters": '
+        + b'[{"d":' * 258
+        + b"1"
+        + b"}]" * 258
+        + b"}}]}",
+    ],
     "anthropic": [b'{"messages": [{"role": "", "content": []}], "system": ""}'],
 }
 

@@ -35,3 +35,39 @@ def test_fuzzer_finds_no_crash_no_sanitizer_report_no_difference(tmp_path: Path)
         assert res.returncode == 0, report
         assert "AddressSanitizer" not in res.stderr and "runtime error" not in res.stderr, report
         assert "no difference" in res.stdout, report
+
+
+def test_mutations_walk_records_past_the_recursion_limit() -> None:
+    """Two ``deepen`` mutations nest a record ~500 levels and a third grafted a key holding it onto
+    another message: ``copy.deepcopy`` (two frames a level) ended a run in RecursionError. Every
+    structural mutation and the writer now walk explicit stacks, at any depth."""
+    import json
+    import random
+
+    from tests.mutate import deep_copy
+    from tests.native import fuzz_native
+
+    deep: object = 1
+    for i in range(2000):  # twice the recursion limit
+        deep = [deep] if i % 2 else {"d": deep}
+    rec = {"messages": [{"role": "user", "content": "x", "k": deep}, {"role": "assistant", "content": "y"}]}
+    raw = fuzz_native._dumps(rec)
+    assert raw.startswith(b'{"messages":[{"role":"user","content":"x","k":[{"d":[{"d":')
+    assert raw.count(b'{"d":') == 1000
+    assert fuzz_native._dumps(deep_copy(rec)) == raw
+    grafted = 0
+    for seed in range(40):
+        mutated = deep_copy(rec)
+        fuzz_native.moved_key(mutated, random.Random(seed))
+        copied = mutated["messages"][1].get("k")
+        if copied is not None:
+            grafted += 1
+            assert copied is not mutated["messages"][0]["k"]
+            assert fuzz_native._dumps(copied) == fuzz_native._dumps(deep)
+        for fn in fuzz_native.STRUCTURAL:
+            fuzz_native._dumps(fn(deep_copy(rec), random.Random(seed)))
+        fuzz_native.mutate(raw, random.Random(seed))
+    assert grafted
+    shallow = {"a": [1, {"b": "é\u2028", "c": [None, 1.5, -0.0]}]}
+    want = json.dumps(shallow, ensure_ascii=False, separators=(",", ":")).encode()
+    assert fuzz_native._dumps_deep(shallow) == want
