@@ -24,7 +24,8 @@ Run it against an AddressSanitizer + UBSan build (how tests/native/test_fuzz.py 
     LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \\
         python tests/native/fuzz_native.py --ext-dir /tmp/asan --lines 100000 --seed 1
 
-Without ``--ext-dir`` it fuzzes the extension already built in the worktree.
+Without ``--ext-dir`` it fuzzes the extension already built in the worktree; without ``--seed`` it
+draws a fresh seed and prints it first (a run that dies still names its seed).
 """
 
 from __future__ import annotations
@@ -422,7 +423,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fmt", default="responses", choices=["responses", "chat", "anthropic"])
     ap.add_argument("--lines", type=int, default=5000)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=None, help="default: a fresh random one, printed")
     ap.add_argument("--batch", type=int, default=250)
     ap.add_argument("--ext-dir", type=Path, help="directory build_native.py built into (e.g. the ASan one)")
     ap.add_argument("--failures", type=Path, help="append each failing line here")
@@ -434,7 +435,9 @@ def main() -> int:
         import pipeline._native as native
 
         assert native.__file__.startswith(str(args.ext_dir)), native.__file__
-    return run(args.fmt, args.lines, args.seed, args.batch, args.failures)
+    seed = random.SystemRandom().randrange(2**32) if args.seed is None else args.seed
+    print(f"fuzzing {args.lines} {args.fmt} lines, seed {seed}", flush=True)
+    return run(args.fmt, args.lines, seed, args.batch, args.failures)
 
 
 if __name__ == "__main__":
