@@ -118,12 +118,19 @@ static int text_only_part(Enc *e, int64_t j, Buf *path, int assistant, Buf *out,
     /* ... and with the cache hint a Chat text part has the slot for (_context.cache_breakpoint) */
     static const char *const carried_c[] = {"type", "text", "prompt_cache_breakpoint", NULL};
     static const char *const carried_ann_c[] = {"type", "text", "annotations", "prompt_cache_breakpoint", NULL};
-    Buf cache = {0}; /* (not an Anthropic source's, nor on an output_text: the way back has no slot) */
-    int got = e->anthropic || assistant ? 0 : put_cache_breakpoint(e, j, &cache);
+    Buf cache = {0}; /* (not an Anthropic source's) */
+    int got = e->anthropic ? 0 : put_cache_breakpoint(e, j, &cache);
     if (got < 0 || lose_block_keys(e, j, path, got ? (empty_ann ? carried_ann_c : carried_c)
                                                    : (empty_ann ? carried_ann : carried))) {
         free(cache.p);
         return FALLBACK;
+    }
+    if (got && assistant) { /* carried: the Responses output_text it comes back as has no slot */
+        size_t pl = path->len;
+        puts_(st, path, "/prompt_cache_breakpoint");
+        lose_s(e, path->p, path->len, "cache_control",
+               "carried to Chat's text part; the Responses output_text it comes back as has no slot");
+        path->len = pl;
     }
     if (assistant && !ann && str_eq(t, tl, "output_text")) {
         size_t pl = path->len;
@@ -443,7 +450,8 @@ static int chat_tool(Enc *e, yyjson_val *tool, size_t idx, Buf *path, Buf *out, 
     int function = is_str(t, "function"), custom = is_str(t, "custom");
     yyjson_val *schema = e->anthropic ? yyjson_obj_get(tool, "input_schema") : NULL;
     if (schema && (!t || yyjson_is_null(t) || custom)) { /* an Anthropic tool */
-        lose_anthropic_tool_keys(e, tool, path, "' has no slot in Chat");
+        static const char *const flags[] = {"strict", NULL}; /* Chat's function has strict */
+        lose_anthropic_tool_keys(e, tool, path, "' has no slot in Chat", flags);
         *wrote = 1;
         puts_(st, out, "{\"type\":\"function\",\"function\":{\"name\":");
         yyjson_val *name = yyjson_obj_get(tool, "name");
@@ -456,6 +464,9 @@ static int chat_tool(Enc *e, yyjson_val *tool, size_t idx, Buf *path, Buf *out, 
         }
         puts_(st, out, ",\"parameters\":");
         put_value(st, out, schema);
+        yyjson_val *strict = yyjson_obj_get(tool, "strict");
+        if (strict && yyjson_is_bool(strict))
+            puts_(st, out, yyjson_get_bool(strict) ? ",\"strict\":true" : ",\"strict\":false");
         puts_(st, out, "}}");
         return 0;
     }

@@ -1578,11 +1578,16 @@ static int function_tool(Enc *e, yyjson_val *tool, const Buf *tpath, Buf *b) {
         lose_sub(e, path, "/parameters", "tools", "missing parameters became an empty object schema");
     }
     yyjson_val *strict = fn ? yyjson_obj_get(fn, "strict") : NULL;
-    if (strict && yyjson_is_bool(strict)) puts_(st, b, yyjson_get_bool(strict) ? ",\"strict\":true" : ",\"strict\":false");
-    /* the way back writes Responses tools with strict null, Chat tools without strict */
-    if (e->chat ? strict != NULL : (!strict || !yyjson_is_null(strict))) {
+    if (strict && yyjson_is_bool(strict)) { /* carried both ways */
+        puts_(st, b, yyjson_get_bool(strict) ? ",\"strict\":true" : ",\"strict\":false");
+    } else if (e->chat ? strict != NULL : (!strict || !yyjson_is_null(strict))) {
+        /* the way back writes Responses tools with strict null, Chat tools without strict */
         lose_sub(e, path, "/strict", "tools", "strict is not restored from Anthropic tools");
     }
+    /* a Responses tool's boolean defer_loading: both tools have it */
+    yyjson_val *defer = !e->chat && fn ? yyjson_obj_get(fn, "defer_loading") : NULL;
+    if (defer && !yyjson_is_bool(defer)) defer = NULL;
+    if (defer) puts_(st, b, yyjson_get_bool(defer) ? ",\"defer_loading\":true" : ",\"defer_loading\":false");
     static const char *const known[] = {"name", "description", "parameters", "strict", "type", NULL};
     static const char *const chat_known[] = {"type", "function", NULL};
     size_t idx, max;
@@ -1592,6 +1597,7 @@ static int function_tool(Enc *e, yyjson_val *tool, const Buf *tpath, Buf *b) {
         if (!obj) continue;
         yyjson_obj_foreach(obj, idx, max, k, v) {
             if (key_in(k, pass ? chat_known : known)) continue;
+            if (!pass && defer && key_is(k, "defer_loading")) continue;
             p->len = 0;
             if (pass) put(st, p, tpath->p, tpath->len);
             else put(st, p, path->p, path->len);
@@ -1629,6 +1635,9 @@ static int anthropic_tool(Enc *e, yyjson_val *tool, size_t idx, Buf *path, Buf *
             puts_(st, b, ",\"description\":");
             put_value(st, b, d);
         }
+        yyjson_val *defer = !e->chat && spec ? yyjson_obj_get(spec, "defer_loading") : NULL;
+        if (defer && yyjson_is_bool(defer))
+            puts_(st, b, yyjson_get_bool(defer) ? ",\"defer_loading\":true" : ",\"defer_loading\":false");
         put(st, b, "}", 1);
         e->tmp.len = 0;
         puts_(st, &e->tmp, "custom tool ");

@@ -614,14 +614,17 @@ static inline int openai_top_extra(Enc *e, Buf *b, TopKeyFn carry) {
     return rc;
 }
 
-/* An Anthropic source's tool (name, description, input_schema): the keys the OpenAI targets have no
- * slot for, then its "type" tag (custom or null), which is not kept. */
-static inline void lose_anthropic_tool_keys(Enc *e, yyjson_val *tool, const Buf *path, const char *no_slot) {
+/* An Anthropic source's tool (name, description, input_schema, and the boolean `flags` the caller
+ * carried: _context.anthropic_tool_flags): the keys the OpenAI targets have no slot for, then its
+ * "type" tag (custom or null), which is not kept. */
+static inline void lose_anthropic_tool_keys(Enc *e, yyjson_val *tool, const Buf *path, const char *no_slot,
+                                            const char *const *flags) {
     static const char *const known[] = {"name", "description", "input_schema", "type", NULL};
     size_t idx, max;
     yyjson_val *k, *v;
     yyjson_obj_foreach(tool, idx, max, k, v) {
-        if (!key_in(k, known)) lose_key(e, path, NULL, k, "tools", "tool ", no_slot);
+        if (key_in(k, known) || (yyjson_is_bool(v) && key_in(k, flags))) continue;
+        lose_key(e, path, NULL, k, "tools", "tool ", no_slot);
     }
     if (yyjson_obj_get(tool, "type")) lose_s(e, path->p, path->len, "tools", "the tool's 'type' tag is not kept");
 }

@@ -394,13 +394,22 @@ static int responses_tool(Enc *e, yyjson_val *tool, size_t idx, Buf *path, Buf *
         else puts_(st, b, "null");
         puts_(st, b, ",\"parameters\":");
         put_value(st, b, schema);
-        puts_(st, b, ",\"strict\":null");
+        /* a boolean strict and defer_loading: Responses' function tool has both */
+        yyjson_val *strict = yyjson_obj_get(tool, "strict");
+        yyjson_val *defer = yyjson_obj_get(tool, "defer_loading");
+        if (strict && yyjson_is_bool(strict))
+            puts_(st, b, yyjson_get_bool(strict) ? ",\"strict\":true" : ",\"strict\":false");
+        else
+            puts_(st, b, ",\"strict\":null");
         if (desc) {
             puts_(st, b, ",\"description\":");
             put_value(st, b, desc);
         }
+        if (defer && yyjson_is_bool(defer))
+            puts_(st, b, yyjson_get_bool(defer) ? ",\"defer_loading\":true" : ",\"defer_loading\":false");
         put(st, b, "}", 1);
-        lose_anthropic_tool_keys(e, tool, path, "' has no slot in Responses");
+        static const char *const flags[] = {"strict", "defer_loading", NULL};
+        lose_anthropic_tool_keys(e, tool, path, "' has no slot in Responses", flags);
         return 0;
     }
     /* a function tool is built from its "function" object, a custom one from "custom": the other

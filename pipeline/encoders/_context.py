@@ -85,6 +85,17 @@ def cache_breakpoint(ctx: Ctx, extra: dict[str, Any]) -> dict[str, Any]:
     return {"prompt_cache_breakpoint": value} if carried else {}
 
 
+# The loss of a cache hint carried to a Chat assistant text part: the way back has no slot for it.
+CACHE_NO_WAY_BACK = "carried to Chat's text part; the Responses output_text it comes back as has no slot"
+
+
+def anthropic_tool_flags(tool: dict[str, Any], keys: tuple[str, ...]) -> dict[str, bool]:
+    """The boolean ``keys`` of an Anthropic tool an OpenAI function tool has the same slot for
+    (``strict``: Chat and Responses; ``defer_loading``: Responses), to carry as they are; any other
+    value is not one the target types take (reported with the tool's other keys)."""
+    return {k: tool[k] for k in keys if isinstance(tool.get(k), bool)}
+
+
 PDF_DATA_URL = "data:application/pdf;base64,"
 # OpenAI requires a filename with inline file data; a document without a title gets this one.
 DEFAULT_FILENAME = "document.pdf"

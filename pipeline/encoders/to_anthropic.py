@@ -908,11 +908,15 @@ def _function_tool(ctx: Ctx, tool: dict[str, Any], path: str) -> dict[str, Any]:
         out["input_schema"] = {"type": "object"}
         ctx.lose(fpath + "/parameters", "tools", "missing parameters became an empty object schema")
     strict = fn.get("strict")
-    if isinstance(strict, bool):
+    if isinstance(strict, bool):  # carried both ways
         out["strict"] = strict
-    if strict is not None or ("strict" in fn) == (ctx.source == "chat"):  # back: Responses null, Chat absent
+    # anything else comes back as a Responses tool's null, a Chat tool's absent strict
+    elif strict is not None or ("strict" in fn) == (ctx.source == "chat"):
         ctx.lose(fpath + "/strict", "tools", "strict is not restored from Anthropic tools")
     known = {"name", "description", "parameters", "strict", "type"}
+    if ctx.source == "responses" and isinstance(fn.get("defer_loading"), bool):  # both tools have it
+        out["defer_loading"] = fn["defer_loading"]
+        known.add("defer_loading")
     for key in keys_except(fn, known):
         ctx.lose(fpath + pointer(key), "tools", f"tool '{key}' has no slot in Anthropic")
     if ctx.source == "chat":
@@ -944,6 +948,8 @@ def _tools(
             new = {"name": spec.get("name") or "", "input_schema": CUSTOM_SCHEMA}
             if isinstance(spec.get("description"), str):
                 new["description"] = spec["description"]
+            if ctx.source == "responses" and isinstance(spec.get("defer_loading"), bool):
+                new["defer_loading"] = spec["defer_loading"]
             # reported on the list: the tool changes kind, and tools have no key to align on
             ctx.lose(base, "tools", f"custom tool {k} became a tool taking {{'input': text}}; format lost")
             out.append(new)

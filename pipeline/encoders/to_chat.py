@@ -21,10 +21,12 @@ import orjson
 
 from pipeline.encoders import anthropic_round_trip, from_dataset, to_hf
 from pipeline.encoders._context import (
+    CACHE_NO_WAY_BACK,
     CALLS,
     OUTPUTS,
     Ctx,
     anthropic_image_url,
+    anthropic_tool_flags,
     cache_breakpoint,
     instruction_items,
     keys_except,
@@ -68,8 +70,6 @@ def _text_part(ctx: Ctx, i: int, j: int, k: int, allow_media: bool) -> dict[str,
         expected = (
             "output_text" if ctx.v.role[i] == "assistant" and ctx.v.type[i] == "message" else "input_text"
         )
-        if expected == "output_text":  # no slot in the Responses output_text it comes back as
-            cache = {}
         if ctx.source == "responses" and t != expected:
             ctx.lose(path, "content_form", f"{a_or_an(quoted(t))} part comes back as '{expected}'")
         # output_text comes back with "annotations": [], so an empty list is not a loss
@@ -77,6 +77,8 @@ def _text_part(ctx: Ctx, i: int, j: int, k: int, allow_media: bool) -> dict[str,
         ctx.lose_block_keys(
             j, path, {"type", "text", *cache} | ({"annotations"} if empty_annotations else set())
         )
+        if cache and expected == "output_text":  # carried: Chat's assistant text part has the slot
+            ctx.lose(path + "/prompt_cache_breakpoint", "cache_control", CACHE_NO_WAY_BACK)
         if expected == "output_text" and c.annotations[j] is None and t == "output_text":
             ctx.lose(path + "/annotations", "annotations", "no annotations: [] comes back")
         if c.text[j] is None:
@@ -375,7 +377,9 @@ def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
             if "description" in tool:
                 fn["description"] = tool["description"]
             fn["parameters"] = tool["input_schema"]
-            for extra in keys_except(tool, {"name", "description", "input_schema", "type"}):
+            carried = anthropic_tool_flags(tool, ("strict",))  # Chat's function has strict
+            fn.update(carried)
+            for extra in keys_except(tool, {"name", "description", "input_schema", "type", *carried}):
                 ctx.lose(path + pointer(extra), "tools", f"tool '{extra}' has no slot in Chat")
             if "type" in tool:  # the tag is what the tool is: it comes back without one
                 ctx.lose(path, "tools", "the tool's 'type' tag is not kept")

@@ -24,6 +24,7 @@ from pipeline.encoders._context import (
     OUTPUTS,
     Ctx,
     anthropic_image_url,
+    anthropic_tool_flags,
     cache_breakpoint,
     keys_except,
     openai_file,
@@ -392,15 +393,19 @@ def _tools(ctx: Ctx, raw: Any) -> list[dict[str, Any]]:
                 new["format"] = fmt
             out.append(new)
         elif ctx.source == "anthropic" and "input_schema" in tool and tool.get("type") in (None, "custom"):
+            # a boolean strict and defer_loading: Responses' function tool has both
+            carried = anthropic_tool_flags(tool, ("strict", "defer_loading"))
             new = {
                 "type": "function",
                 "name": tool.get("name"),
                 "parameters": tool["input_schema"],
-                "strict": None,
+                "strict": carried.get("strict"),
             }
             if "description" in tool:
                 new["description"] = tool["description"]
-            for extra in keys_except(tool, {"name", "description", "input_schema", "type"}):
+            if "defer_loading" in carried:
+                new["defer_loading"] = carried["defer_loading"]
+            for extra in keys_except(tool, {"name", "description", "input_schema", "type", *carried}):
                 ctx.lose(path + pointer(extra), "tools", f"tool '{extra}' has no slot in Responses")
             if "type" in tool:  # the tag is what the tool is: it comes back without one
                 ctx.lose(path, "tools", "the tool's 'type' tag is not kept")

@@ -253,15 +253,22 @@ def decode_message(
         b.close_item(cols, row, True, False)
 
 
+# Hosted toolsets the Messages API declares without a name (the SDK types none).
+NAMELESS_TOOLS = frozenset(("browser_toolset_20260801", "computer_toolset_20260801"))
+
+
 def _tool_name(tool: dict[str, Any], path: str, choice: bool = False) -> Any:
-    """Every tool has a string name; a custom tool (no type, or "custom") an object input_schema
-    and, if any, a string description. A tool_choice of type "tool" names its tool."""
+    """Every tool but a nameless hosted toolset has a string name; a custom tool (no type, or
+    "custom") an object input_schema and, if any, a string description. A tool_choice of type
+    "tool" names its tool."""
     if choice:
         return (tool, path) if tool["type"] == "tool" else None
     if tool.get("type", "custom") == "custom":
         require(tool, "input_schema", path, dict)
         if "description" in tool:
             require(tool, "description", path)
+    elif tool.get("type") in NAMELESS_TOOLS and "name" not in tool:
+        return None
     return tool, path
 
 

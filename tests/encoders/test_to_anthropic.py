@@ -680,3 +680,28 @@ def test_pdf_file_parts_become_documents_that_come_back_whole() -> None:
         assert [(x.path, x.kind) for x in there.losses if x.kind == "file"] == expected[source]
         [back] = convert_table(decode_records([there.record], "anthropic").table, source)
         assert uncovered(record, back.record, there.losses) == []
+
+
+def test_a_responses_tools_strict_and_defer_loading_are_carried() -> None:
+    """A Responses function or custom tool's boolean ``defer_loading`` is Anthropic's (both
+    codecs); a boolean ``strict`` comes back, so it is not reported; ``allowed_callers`` (another
+    set of callers) is."""
+    from pipeline import codec
+    from tests.native.encode_diff import compare_encode
+
+    tools = [
+        {"type": "function", "name": "f", "parameters": {"type": "object"}, "strict": True,
+         "defer_loading": False, "allowed_callers": ["direct"]},
+        {"type": "custom", "name": "g", "defer_loading": True},
+    ]  # fmt: skip
+    rec = {"model": "m", "input": "hi", "max_output_tokens": 9, "tools": tools}
+    body, losses = _to_anthropic(rec)
+    assert body["tools"][0] == {"name": "f", "input_schema": {"type": "object"}, "strict": True,
+                                "defer_loading": False}  # fmt: skip
+    assert body["tools"][1]["defer_loading"] is True
+    assert [x for x in losses if x[0].startswith("/tools")] == [
+        ("/tools/0/allowed_callers", "tools"),
+        ("/tools", "tools"),  # the custom tool changes kind
+    ]
+    if codec.native_encoder("anthropic") is not None:
+        compare_encode(decode_records([rec], "responses").table, "anthropic")

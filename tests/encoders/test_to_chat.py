@@ -198,8 +198,9 @@ def _encode_both(record: dict, source: str, target: str) -> tuple[str, list[tupl
 
 def test_a_responses_cache_breakpoint_goes_with_its_text_and_image_parts_to_chat() -> None:
     """OpenAI's ``prompt_cache_breakpoint`` on an ``input_text`` / ``input_image`` part is the same
-    value on the Chat text / image_url part (both SDKs type the slot): carried, not a loss; an
-    ``output_text`` has no slot to come back to, so an assistant's is reported (``cache_control``)."""
+    value on the Chat text / image_url part (both SDKs type the slot): carried, not a loss. An
+    assistant's is carried too (Chat's assistant text part has the slot) and reported
+    (``cache_control``): the Responses ``output_text`` it comes back as has none."""
     record = _case("responses", "prompt_cache_breakpoint_on_parts")
     text, losses = _encode_both(record, "responses", "chat")
     body = orjson.loads(text)
@@ -209,7 +210,9 @@ def test_a_responses_cache_breakpoint_goes_with_its_text_and_image_parts_to_chat
         {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "high"},
          "prompt_cache_breakpoint": {"mode": "explicit"}},
     ]  # fmt: skip
-    assert body["messages"][1]["content"] == [{"type": "text", "text": "Done."}]
+    assert body["messages"][1]["content"] == [
+        {"type": "text", "text": "Done.", "prompt_cache_breakpoint": {"mode": "explicit"}}
+    ]
     assert [x for x in losses if "prompt_cache" in x[0]] == [
         ("/input/1/content/0/prompt_cache_breakpoint", "cache_control")
     ]
@@ -262,3 +265,19 @@ def test_an_openai_cache_breakpoint_without_a_slot_is_a_cache_control_loss(nativ
         found = sorted((x["path"], x["kind"]) for x in enc.losses.to_pylist() if "prompt_cache" in x["path"])
         want = sorted((f"/{key}/{m}/content/{k}/prompt_cache_breakpoint", "cache_control") for m, k in where)
         assert found == want, (source, target)
+
+
+def test_an_anthropic_tools_strict_is_carried_to_chat() -> None:
+    """An Anthropic tool's boolean ``strict`` is Chat's function ``strict`` (both codecs); its
+    ``defer_loading`` has no slot in Chat and is reported."""
+    tool = {"name": "f", "input_schema": {"type": "object"}, "strict": False, "defer_loading": True}
+    record = {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}], "tools": [tool]}
+    text, losses = _encode_both(record, "anthropic", "chat")
+    body = orjson.loads(text)
+    validate_request("chat", body)
+    assert body["tools"] == [
+        {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}, "strict": False}}
+    ]
+    assert [x for x in losses if x[0].startswith("/tools")] == [("/tools/0/defer_loading", "tools")]
+    [back] = convert_table(decode_records([body], "chat").table, "anthropic")
+    assert back.record["tools"] == [{k: v for k, v in tool.items() if k != "defer_loading"}]

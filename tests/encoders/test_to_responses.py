@@ -120,3 +120,29 @@ def test_a_chat_cache_breakpoint_goes_with_its_text_and_image_parts_to_responses
         ("/messages/2/content/0/prompt_cache_breakpoint", "cache_control"),
         ("/messages/3/content/0/prompt_cache_breakpoint", "cache_control"),
     ]
+
+
+def test_an_anthropic_tools_strict_and_defer_loading_are_carried() -> None:
+    """An Anthropic tool's boolean ``strict`` and ``defer_loading`` are the same keys of a Responses
+    function tool: carried, and back the same (both codecs); ``allowed_callers`` (another set of
+    callers) is reported."""
+    tool = {
+        "name": "get_weather",
+        "input_schema": {"type": "object"},
+        "strict": True,
+        "defer_loading": True,
+        "allowed_callers": ["direct"],
+    }
+    record = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}],
+              "tools": [tool]}  # fmt: skip
+    body, losses = _responses_there_and_back(record, "anthropic")
+    assert body["tools"] == [
+        {"type": "function", "name": "get_weather", "parameters": {"type": "object"}, "strict": True,
+         "defer_loading": True}
+    ]  # fmt: skip
+    assert [(x.path, x.kind) for x in losses if x.path.startswith("/tools")] == [
+        ("/tools/0/allowed_callers", "tools")
+    ]
+    [back] = convert_table(decode_records([body], "responses").table, "anthropic")
+    assert back.record["tools"] == [{k: v for k, v in tool.items() if k != "allowed_callers"}]
+    assert [x.path for x in back.losses if x.path.startswith("/tools")] == []

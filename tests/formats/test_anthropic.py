@@ -184,3 +184,17 @@ INVALID += [
 def test_records_the_messages_api_rejects_are_rejected_at_decode(record: dict, error: str) -> None:
     res = decode_records([record], "anthropic")
     assert [r.error[: len(error)] for r in res.rejected] == [error]
+
+
+def test_a_nameless_hosted_toolset_is_read_and_kept_exactly() -> None:
+    """The browser and computer toolsets are declared without a name (the SDK types none): read,
+    and written back exactly; another hosted tool still needs its name (above)."""
+    from pipeline.formats import encode_table
+    from tests.helpers import json_diff
+
+    tools = [{"type": "browser_toolset_20260801"}, {"type": "computer_toolset_20260801", "x": 1}]
+    record = {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}], "tools": tools}
+    res = decode_records([record], "anthropic")
+    assert res.rejected == []
+    [back] = encode_table(res.table, "anthropic")
+    assert json_diff(back, record) is None
