@@ -87,6 +87,7 @@ setup(
                 "pipeline/_native/md5.c",
                 "pipeline/_native/encode_anthropic.c",
                 "pipeline/_native/encode_same.c",
+                "pipeline/_native/encode_hf.c",
                 "pipeline/_native/lines.c",
                 "pipeline/_native/anthropic_round_trip.c",
                 "pipeline/_native/vendor/yyjson/yyjson.c",

@@ -2,10 +2,11 @@
 
 Both give byte-identical tables (tests/native/test_differential.py); the compiled one is faster.
 The same switch governs the compiled encoders, Responses / Anthropic -> Chat, Chat / Anthropic ->
-Responses, Responses / Chat -> Anthropic and each format back to itself (:func:`native_encoder`, used
-by ``pipeline.encoders.encode_rows``; tests/native/test_encode_differential.py,
+Responses, Responses / Chat -> Anthropic, Responses / Chat -> HF and each format back to itself
+(:func:`native_encoder`, used by ``pipeline.encoders.encode_rows``; tests/native/test_encode_differential.py,
 test_encode_responses_differential.py, test_encode_anthropic_differential.py,
-test_encode_anthropic_source_differential.py, test_encode_same_differential.py).
+test_encode_anthropic_source_differential.py, test_encode_same_differential.py,
+test_encode_hf_differential.py).
 It is used when the extension was built (``pip install`` compiles it when a C compiler is there;
 wheels ship it) and ``CHATLAKE_NATIVE`` is not ``0``. ``chatlake doctor`` prints :func:`status`.
 
@@ -41,6 +42,7 @@ NATIVE_ENCODERS: dict[str, tuple[tuple[str, frozenset[str]], ...]] = {
         ("encode_anthropic", frozenset({"responses", "chat"})),
         ("encode_same_anthropic", frozenset({"anthropic"})),
     ),
+    "hf": (("encode_hf", frozenset({"responses", "chat"})),),
 }
 
 

@@ -1938,6 +1938,9 @@ PyObject *chatlake_encode_same_chat(PyObject *self, PyObject *args);
 PyObject *chatlake_encode_same_anthropic(PyObject *self, PyObject *args);
 extern const char chatlake_encode_same_responses_doc[], chatlake_encode_same_chat_doc[],
     chatlake_encode_same_anthropic_doc[];
+/* ... the Hugging Face (TRL) row encoder in encode_hf.c. */
+PyObject *chatlake_encode_hf(PyObject *self, PyObject *args);
+extern const char chatlake_encode_hf_doc[];
 /* ... the Anthropic round-trip report alone, in anthropic_round_trip.c (the differential test's). */
 PyObject *chatlake_anthropic_report(PyObject *self, PyObject *args);
 extern const char chatlake_anthropic_report_doc[];
@@ -1959,6 +1962,7 @@ static PyMethodDef METHODS[] = {
     {"encode_same_responses", chatlake_encode_same_responses, METH_VARARGS, chatlake_encode_same_responses_doc},
     {"encode_same_chat", chatlake_encode_same_chat, METH_VARARGS, chatlake_encode_same_chat_doc},
     {"encode_same_anthropic", chatlake_encode_same_anthropic, METH_VARARGS, chatlake_encode_same_anthropic_doc},
+    {"encode_hf", chatlake_encode_hf, METH_VARARGS, chatlake_encode_hf_doc},
     {"anthropic_report", chatlake_anthropic_report, METH_VARARGS, chatlake_anthropic_report_doc},
     {"fingerprints", chatlake_fingerprints, METH_VARARGS, chatlake_fingerprints_doc},
     {"md5_hex", chatlake_md5_hex, METH_VARARGS, chatlake_md5_hex_doc},

@@ -18,6 +18,8 @@ Responses and Chat request bodies ->   ``pipeline._native.encode_anthropic`` (C,
 rows of the target's own format        ``pipeline._native.encode_same_<target>`` (C,
 (request bodies and response objects,  ``encode_same.c``: the exact codec's bytes), likewise
 edited items included)
+Responses and Chat request bodies ->   ``pipeline._native.encode_hf`` (C, ``encode_hf.c``),
+``hf`` (edited items included)         likewise
 rows they hand back (see the C files), ``convert_table`` (the per-record encoders: the
 rows whose edited items' ids are not   specification the compiled encoder is tested against)
 plain printable ASCII, every other

@@ -8,7 +8,7 @@ surrogate escapes, invalid UTF-8, NUL bytes, odd whitespace, truncation and byte
 goes through :func:`tests.native.differential.compare` (same table, Parquet bytes and chunk layout, same
 rejected lines, read == written + rejected), then the decoded table through
 :func:`tests.native.encode_diff.compare_encode` to every target with a compiled encoder (Chat,
-Responses and Anthropic: the compiled encoders vs the per-record ones, same JSON bytes, losses,
+Responses, Anthropic and HF: the compiled encoders vs the per-record ones, same JSON bytes, losses,
 refusals); the target of the fuzzed format itself goes through its same-format writer
 (``encode_same.c``), the others through the cross-format encoders, and Anthropic batches also
 through :func:`tests.native.encode_diff.compare_report` (the compiled round-trip report vs
