@@ -1036,8 +1036,8 @@ def sql(run_arg: str, query: str, catalog: str | None, fmt: str) -> None:
     "reward = the score, e.g. tau-bench's reward).",
 )  # fmt: skip
 @click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Processes converting the records: this one and N - 1 more (default: up to 2, "
-              "as many as there are cores; each ~450 MB; docs/benchmarks.md).")  # fmt: skip
+              help="Processes converting the records: this one and N - 1 more (default: 1 with the "
+              "compiled codec, else up to 2, one a core; each ~450 MB; docs/benchmarks.md).")  # fmt: skip
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def export_hf(
     run_arg: str,
@@ -1061,7 +1061,7 @@ def export_hf(
     chatlake export-hf runs/r1 out/hf --split-by source_format
     """
     from pipeline.audit.views import check_run_files
-    from pipeline.sinks.hf_dataset import ExportConfig, check_token, export, push
+    from pipeline.sinks.hf_dataset import ExportConfig, check_token, default_workers, export, push
 
     if dry_run and repo_id is None:  # a dry run of nothing would write the export for real
         raise click.UsageError("--dry-run checks an upload: give it with --push REPO")
@@ -1071,7 +1071,7 @@ def export_hf(
         out_dir = _export_dir(url, overwrite)
     carried = tuple(c.strip() for c in columns.split(",") if c.strip())
     cfg = ExportConfig(run, out_dir, style, split_by, shard_rows, repo_id, overwrite and url is None,
-                       columns=carried, workers=workers or min(2, os.cpu_count() or 1),
+                       columns=carried, workers=workers or default_workers(),
                        progress=not quiet)  # fmt: skip
     try:
         cfg.validate()

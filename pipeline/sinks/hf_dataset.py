@@ -49,6 +49,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pipeline import codec
 from pipeline.encoders.encode_rows import encode_rows
 from pipeline.encoders.rules import RULE
 from pipeline.engine.atomic import NewFile, PathError, write_atomic
@@ -567,6 +568,16 @@ def _converted(cfg: ExportConfig, batches: Any, columns: Carried, pool: Any, wor
     while flight:
         n, fut = flight.popleft()
         yield n, fut.result()
+
+
+def default_workers() -> int:
+    """``--workers``' default: this process alone when the compiled HF encoder is active (a batch then
+    costs less to convert than to hand to another process: 100,000 records in half the job's time at
+    438 MB, where 2 processes took longer at twice the memory; docs/benchmarks.md), else up to 2, as
+    many as there are cores (the per-record encoder is Python and uses one core)."""
+    if codec.native_encoder("hf") is not None:
+        return 1
+    return min(2, os.cpu_count() or 1)
 
 
 def _pool(workers: int) -> Any:

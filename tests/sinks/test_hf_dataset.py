@@ -19,12 +19,13 @@ import requests
 import yaml
 from click.testing import CliRunner
 
+from pipeline import codec
 from pipeline.cli import cli
 from pipeline.encoders.repairs import new_name
 from pipeline.encoders.rule_checks import violations
 from pipeline.encoders.rules import RULE
 from pipeline.formats import decode_records, encode_table
-from pipeline.sinks.hf_dataset import ExportConfig, export, features, push
+from pipeline.sinks.hf_dataset import ExportConfig, default_workers, export, features, push
 from tests.audit.fixture import FixtureRun
 from tests.helpers import assert_identical, repaired_convert_table
 
@@ -548,3 +549,13 @@ def test_export_repairs_or_refuses_records_that_break_an_hf_rule(tmp_path: Path)
     decoded = decode_records(rows, "hf")
     assert decoded.rejected == []
     assert violations(decoded.table, "hf").to_dicts() == []
+
+
+def test_default_workers_follow_the_codec(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One process when the compiled HF encoder converts (a batch costs less to convert than to hand
+    over); up to 2, one a core, when the per-record Python encoder does."""
+    monkeypatch.delenv(codec.ENV, raising=False)
+    if codec.native_encoder("hf") is not None:
+        assert default_workers() == 1
+    monkeypatch.setenv(codec.ENV, "0")
+    assert default_workers() == min(2, os.cpu_count() or 1)
