@@ -96,7 +96,7 @@ class SdkField:
     """One leaf field of one element type, reached by ``steps`` from the element (type ``root``)."""
 
     fmt: str
-    list_key: str  # the body key whose list holds the element (messages, input, tools, system)
+    list_key: str  # the body key whose list holds the element (messages, input, tools, system), or "body"
     root: Any  # the element's TypedDict
     role: str | None  # the role of an element typed with several
     steps: tuple[Step, ...]
@@ -105,7 +105,7 @@ class SdkField:
     def name(self) -> str:
         """``messages[ChatCompletionUserMessageParam].content[ChatCompletionContentPartTextParam].text``."""
         role = f"({self.role})" if self.role else ""
-        out = f"{self.list_key}[{self.root.__name__}{role}]"
+        out = "body" if self.list_key == "body" else f"{self.list_key}[{self.root.__name__}{role}]"
         for s in self.steps:
             out += f".{s.key}" + (f"[{s.arm.__name__}]" if s.arm is not None and s.many else "")
             out += f"<{s.arm.__name__}>" if s.arm is not None and not s.many else ""
@@ -158,10 +158,27 @@ def elements(fmt: str) -> Iterator[tuple[str, Any, str | None]]:
                     yield list_key, element, role
 
 
+# Top-level keys that are not request fields of their own: the model (another provider's name is
+# the model_provider check's), the element lists (their elements are enumerated above).
+NOT_BODY_FIELDS = frozenset(("model", "messages", "input", "tools", "system"))
+
+
 @cache
 def fields(fmt: str) -> tuple[SdkField, ...]:
-    """Every leaf field of every element type of ``fmt`` (``type``/``role`` tags left out)."""
+    """Every leaf field of every element type of ``fmt``, and of its request body's top-level keys
+    (``list_key`` "body"; ``type``/``role`` tags left out; Responses instructions as a string only:
+    as items they are input items)."""
     out = []
+    body = BODIES[fmt][0]
+    for steps in _leaves(body, (body,)):
+        key = steps[0].key
+        if key in NOT_BODY_FIELDS or (key == "instructions" and len(steps) > 1):
+            continue
+        if steps[-1].arm is None and steps[-1].key in STRUCTURAL and len(steps) > 1:
+            owner = steps[-2].arm
+            if set(hints(owner)) - STRUCTURAL:
+                continue
+        out.append(SdkField(fmt, "body", body, None, steps))
     for list_key, element, role in elements(fmt):
         for steps in _leaves(element, (element,)):
             owner = steps[-2].arm if len(steps) > 1 else element
@@ -243,7 +260,10 @@ def _scalar(owner: Any, key: str, annotation: Any) -> Any:
         if is_list(a):
             return [_sample_of(get_args(a)[0], key)]
         if a is dict or get_origin(a) in (dict, cabc.Mapping, typing.Dict):  # noqa: UP006
-            return {f"{key}_key": "v"}
+            args = get_args(a)
+            return {
+                f"{key}_key": _sample_of(args[1], key) if len(args) == 2 and args[1] is not object else "v"
+            }
         if a is object or a is Any:
             return {f"{key}_key": "v"}
     raise TypeError(f"no sample for {getattr(owner, '__name__', owner)}.{key}: {annotation}")

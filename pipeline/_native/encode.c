@@ -634,7 +634,7 @@ static int chat_tool_choice(Enc *e, yyjson_val *raw, Buf *b) {
 static int chat_top_key(Enc *e, yyjson_val *k, yyjson_val *v, Buf *b, int *n_renamed) {
     St *st = &e->st;
     static const char *const same[] = {"temperature", "top_p", "parallel_tool_calls", "metadata", "store",
-                                       "user", "n", "seed", NULL};
+                                       "user", "n", "seed", OPENAI_SHARED_KEYS, NULL};
     static const char *const renamed[] = {"max_output_tokens", "max_tokens", NULL};
     if (key_in(k, same)) {
         put(st, b, ",", 1);

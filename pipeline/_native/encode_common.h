@@ -614,6 +614,10 @@ static inline int openai_top_extra(Enc *e, Buf *b, TopKeyFn carry) {
     return rc;
 }
 
+/* _context.OPENAI_SHARED_KEYS: top-level request keys Chat and Responses both type alike. */
+#define OPENAI_SHARED_KEYS \
+    "prompt_cache_key", "prompt_cache_retention", "safety_identifier", "top_logprobs", "moderation"
+
 /* An Anthropic source's tool (name, description, input_schema, and the boolean `flags` the caller
  * carried: _context.anthropic_tool_flags): the keys the OpenAI targets have no slot for, then its
  * "type" tag (custom or null), which is not kept. */

@@ -519,7 +519,8 @@ static int responses_tool_choice(Enc *e, yyjson_val *raw, Buf *b) {
  * max_completion_tokens / max_tokens as max_output_tokens, or reported. */
 static int responses_top_key(Enc *e, yyjson_val *k, yyjson_val *v, Buf *b, int *have_max) {
     St *st = &e->st;
-    static const char *const same[] = {"temperature", "top_p", "parallel_tool_calls", "metadata", "store", "user", NULL};
+    static const char *const same[] = {"temperature", "top_p", "parallel_tool_calls", "metadata", "store", "user",
+                                       OPENAI_SHARED_KEYS, NULL};
     static const char *const renamed[] = {"max_completion_tokens", "max_tokens", NULL};
     if (key_in(k, same)) {
         put(st, b, ",", 1);

@@ -85,6 +85,16 @@ def cache_breakpoint(ctx: Ctx, extra: dict[str, Any]) -> dict[str, Any]:
     return {"prompt_cache_breakpoint": value} if carried else {}
 
 
+# Top-level request keys Chat and Responses both type, with the same values, beyond the sampling
+# ones each encoder lists: carried between the two as they are.
+OPENAI_SHARED_KEYS = (
+    "prompt_cache_key",
+    "prompt_cache_retention",
+    "safety_identifier",
+    "top_logprobs",
+    "moderation",
+)
+
 # The loss of a cache hint carried to a Chat assistant text part: the way back has no slot for it.
 CACHE_NO_WAY_BACK = "carried to Chat's text part; the Responses output_text it comes back as has no slot"
 

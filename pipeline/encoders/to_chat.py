@@ -23,6 +23,7 @@ from pipeline.encoders import anthropic_round_trip, from_dataset, to_hf
 from pipeline.encoders._context import (
     CACHE_NO_WAY_BACK,
     CALLS,
+    OPENAI_SHARED_KEYS,
     OUTPUTS,
     Ctx,
     anthropic_image_url,
@@ -51,8 +52,9 @@ KEPT_PARTS = {
 }
 # Responses top-level request keys that mean the same in Chat.
 SAME_KEYS = frozenset(
-    ("temperature", "top_p", "parallel_tool_calls", "metadata", "store", "user", "n", "seed")
-)
+    ("temperature", "top_p", "parallel_tool_calls", "metadata", "store", "user", "n", "seed",
+     *OPENAI_SHARED_KEYS)
+)  # fmt: skip
 RENAMED_KEYS = {"max_output_tokens": "max_completion_tokens", "max_tokens": "max_completion_tokens"}
 
 

@@ -21,6 +21,7 @@ import orjson
 from pipeline.encoders import anthropic_round_trip, from_dataset, to_hf
 from pipeline.encoders._context import (
     CALLS,
+    OPENAI_SHARED_KEYS,
     OUTPUTS,
     Ctx,
     anthropic_image_url,
@@ -35,7 +36,10 @@ from pipeline.losses import pointer
 from pipeline.schema import FORM_NULL, FORM_PARTS, FORM_STRING
 
 TEXT_TYPES = frozenset(("input_text", "output_text", "text", None))
-SAME_KEYS = frozenset(("temperature", "top_p", "parallel_tool_calls", "metadata", "store", "user"))
+# Top-level keys both OpenAI request types type alike (the SDK-slot test finds any new one)
+SAME_KEYS = frozenset(
+    ("temperature", "top_p", "parallel_tool_calls", "metadata", "store", "user", *OPENAI_SHARED_KEYS)
+)
 RENAMED_KEYS = {"max_completion_tokens": "max_output_tokens", "max_tokens": "max_output_tokens"}
 
 

@@ -174,6 +174,16 @@ ANTHROPIC_ONLY = dict.fromkeys(
 )
 TYPES: dict[tuple[str, str], dict[str, Targets]] = {
     ("chat", "responses"): {
+        # the request body's own keys
+        "CompletionCreateParamsNonStreaming": "ResponseCreateParamsNonStreaming",
+        "ChatCompletionPredictionContentParam": None,  # Responses has no predicted output
+        "WebSearchOptionsUserLocation": None,  # Responses' web search is a tool of its own
+        "ResponseFormatText": "ResponseFormatText",
+        "ResponseFormatJSONSchema": "ResponseFormatTextJSONSchemaConfigParam",
+        "ResponseFormatJSONObject": "ResponseFormatJSONObject",
+        "ChatCompletionAllowedToolChoiceParam": "ToolChoiceAllowedParam",
+        "ChatCompletionNamedToolChoiceParam": "ToolChoiceFunctionParam",
+        "ChatCompletionNamedToolChoiceCustomParam": "ToolChoiceCustomParam",
         "ChatCompletionDeveloperMessageParam": "EasyInputMessageParam",
         "ChatCompletionSystemMessageParam": ("EasyInputMessageParam", "ResponseCreateParamsNonStreaming"),
         "ChatCompletionUserMessageParam": "EasyInputMessageParam",
@@ -195,6 +205,16 @@ TYPES: dict[tuple[str, str], dict[str, Targets]] = {
         "CustomFormatGrammar": "Grammar",
     },
     ("chat", "anthropic"): {
+        # the request body's own keys
+        "CompletionCreateParamsNonStreaming": "MessageCreateParamsNonStreaming",
+        "ChatCompletionPredictionContentParam": None,
+        "WebSearchOptionsUserLocation": None,
+        "ResponseFormatText": None,  # an Anthropic request says its output format in output_config
+        "ResponseFormatJSONSchema": None,
+        "ResponseFormatJSONObject": None,
+        "ChatCompletionAllowedToolChoiceParam": None,
+        "ChatCompletionNamedToolChoiceParam": "ToolChoiceToolParam",
+        "ChatCompletionNamedToolChoiceCustomParam": "ToolChoiceToolParam",
         "ChatCompletionDeveloperMessageParam": "MessageCreateParamsNonStreaming",
         "ChatCompletionSystemMessageParam": "MessageCreateParamsNonStreaming",
         "ChatCompletionUserMessageParam": "UserMessageParam",
@@ -214,6 +234,27 @@ TYPES: dict[tuple[str, str], dict[str, Targets]] = {
         "CustomFormatGrammar": None,
     },
     ("responses", "chat"): {
+        # the request body's own keys (instructions: a leading system message)
+        "ResponseCreateParamsNonStreaming": (
+            "CompletionCreateParamsNonStreaming",
+            "ChatCompletionSystemMessageParam",
+        ),
+        "ResponseFormatText": "ResponseFormatText",
+        "ResponseFormatTextJSONSchemaConfigParam": "ResponseFormatJSONSchema",
+        "ResponseFormatJSONObject": "ResponseFormatJSONObject",
+        "ToolChoiceAllowedParam": "ChatCompletionAllowedToolChoiceParam",
+        "ToolChoiceFunctionParam": "ChatCompletionNamedToolChoiceParam",
+        "ToolChoiceCustomParam": "ChatCompletionNamedToolChoiceCustomParam",
+        **dict.fromkeys(
+            (
+                "ToolChoiceTypesParam",
+                "ToolChoiceMcpParam",
+                "ToolChoiceSpecificProgrammaticToolCallingParam",
+                "ToolChoiceApplyPatchParam",
+                "ToolChoiceShellParam",
+            ),
+            None,
+        ),
         **RESPONSES_ONLY,
         "EasyInputMessageParam": (
             "ChatCompletionUserMessageParam",
@@ -267,6 +308,24 @@ TYPES: dict[tuple[str, str], dict[str, Targets]] = {
         "NamespaceToolParam": None,  # Chat has no namespaces (its tools are reported, not flattened)
     },
     ("responses", "anthropic"): {
+        # the request body's own keys
+        "ResponseCreateParamsNonStreaming": "MessageCreateParamsNonStreaming",
+        "ResponseFormatText": None,
+        "ResponseFormatTextJSONSchemaConfigParam": None,
+        "ResponseFormatJSONObject": None,
+        "ToolChoiceAllowedParam": None,
+        "ToolChoiceFunctionParam": "ToolChoiceToolParam",
+        "ToolChoiceCustomParam": "ToolChoiceToolParam",
+        **dict.fromkeys(
+            (
+                "ToolChoiceTypesParam",
+                "ToolChoiceMcpParam",
+                "ToolChoiceSpecificProgrammaticToolCallingParam",
+                "ToolChoiceApplyPatchParam",
+                "ToolChoiceShellParam",
+            ),
+            None,
+        ),
         **RESPONSES_ONLY,
         "EasyInputMessageParam": (
             "UserMessageParam",
@@ -311,6 +370,24 @@ TYPES: dict[tuple[str, str], dict[str, Targets]] = {
         "NamespaceToolParam": None,  # Anthropic has no namespaces (its tools are reported, not flattened)
     },
     ("anthropic", "chat"): {
+        # the request body's own keys (a tool_choice without a name: Chat's string)
+        "MessageCreateParamsNonStreaming": "CompletionCreateParamsNonStreaming",
+        **dict.fromkeys(
+            (
+                "SkillParams",
+                "JSONOutputFormatParam",
+                "ThinkingConfigEnabledParam",
+                "ThinkingConfigDisabledParam",
+                "ThinkingConfigBetweenToolsParam",
+                "ThinkingConfigAdaptiveParam",
+            ),
+            None,
+        ),
+        **dict.fromkeys(
+            ("ToolChoiceAutoParam", "ToolChoiceAnyParam", "ToolChoiceNoneParam"),
+            "CompletionCreateParamsNonStreaming",
+        ),
+        "ToolChoiceToolParam": "ChatCompletionNamedToolChoiceParam",
         **ANTHROPIC_ONLY,
         "UserMessageParam": "ChatCompletionUserMessageParam",
         "AssistantMessageParam": "ChatCompletionAssistantMessageParam",
@@ -336,6 +413,24 @@ TYPES: dict[tuple[str, str], dict[str, Targets]] = {
         "InputSchemaTyped": "ChatCompletionFunctionToolParam",
     },
     ("anthropic", "responses"): {
+        # the request body's own keys (a tool_choice without a name: Responses' string)
+        "MessageCreateParamsNonStreaming": "ResponseCreateParamsNonStreaming",
+        **dict.fromkeys(
+            (
+                "SkillParams",
+                "JSONOutputFormatParam",
+                "ThinkingConfigEnabledParam",
+                "ThinkingConfigDisabledParam",
+                "ThinkingConfigBetweenToolsParam",
+                "ThinkingConfigAdaptiveParam",
+            ),
+            None,
+        ),
+        **dict.fromkeys(
+            ("ToolChoiceAutoParam", "ToolChoiceAnyParam", "ToolChoiceNoneParam"),
+            "ResponseCreateParamsNonStreaming",
+        ),
+        "ToolChoiceToolParam": "ToolChoiceFunctionParam",
         **ANTHROPIC_ONLY,
         "UserMessageParam": "EasyInputMessageParam",
         "AssistantMessageParam": ("EasyInputMessageParam", "ResponseOutputMessageParam"),
@@ -520,6 +615,113 @@ RENAMES: dict[tuple[str, str, tuple[str, ...]], tuple[str, ...] | None] = {
     ("TextBlockParam", "ResponseCreateParamsNonStreaming", ("text",)): ("instructions",),
     ("InputSchemaTyped", "FunctionToolParam", ("properties",)): ("parameters", "properties"),
     ("InputSchemaTyped", "FunctionToolParam", ("required",)): ("parameters", "required"),
+    # request bodies
+    ("CompletionCreateParamsNonStreaming", "ResponseCreateParamsNonStreaming", ("max_completion_tokens",)): (
+        "max_output_tokens",
+    ),
+    ("CompletionCreateParamsNonStreaming", "ResponseCreateParamsNonStreaming", ("max_tokens",)): (
+        "max_output_tokens",
+    ),
+    ("CompletionCreateParamsNonStreaming", "ResponseCreateParamsNonStreaming", ("reasoning_effort",)): (
+        "reasoning",
+        "effort",
+    ),
+    ("CompletionCreateParamsNonStreaming", "ResponseCreateParamsNonStreaming", ("verbosity",)): (
+        "text",
+        "verbosity",
+    ),
+    ("CompletionCreateParamsNonStreaming", "ResponseCreateParamsNonStreaming", ("response_format",)): (
+        "text",
+        "format",
+    ),
+    ("ResponseFormatJSONSchema", "ResponseFormatTextJSONSchemaConfigParam", ("json_schema", "name")): (
+        "name",
+    ),
+    ("ResponseFormatJSONSchema", "ResponseFormatTextJSONSchemaConfigParam", ("json_schema", "description")): (
+        "description",
+    ),
+    ("ResponseFormatJSONSchema", "ResponseFormatTextJSONSchemaConfigParam", ("json_schema", "schema")): (
+        "schema",
+    ),
+    ("ResponseFormatJSONSchema", "ResponseFormatTextJSONSchemaConfigParam", ("json_schema", "strict")): (
+        "strict",
+    ),
+    ("ChatCompletionAllowedToolChoiceParam", "ToolChoiceAllowedParam", ("allowed_tools", "mode")): ("mode",),
+    ("ChatCompletionAllowedToolChoiceParam", "ToolChoiceAllowedParam", ("allowed_tools", "tools")): (
+        "tools",
+    ),
+    ("ChatCompletionNamedToolChoiceParam", "ToolChoiceFunctionParam", ("function", "name")): ("name",),
+    ("ChatCompletionNamedToolChoiceCustomParam", "ToolChoiceCustomParam", ("custom", "name")): ("name",),
+    ("CompletionCreateParamsNonStreaming", "MessageCreateParamsNonStreaming", ("max_completion_tokens",)): (
+        "max_tokens",
+    ),
+    ("CompletionCreateParamsNonStreaming", "MessageCreateParamsNonStreaming", ("stop",)): ("stop_sequences",),
+    (
+        "CompletionCreateParamsNonStreaming",
+        "MessageCreateParamsNonStreaming",
+        ("metadata",),
+    ): None,  # Anthropic's is {user_id}, OpenAI's a free map
+    ("ChatCompletionNamedToolChoiceParam", "ToolChoiceToolParam", ("function", "name")): ("name",),
+    ("ChatCompletionNamedToolChoiceCustomParam", "ToolChoiceToolParam", ("custom", "name")): ("name",),
+    ("ResponseCreateParamsNonStreaming", "CompletionCreateParamsNonStreaming", ("max_output_tokens",)): (
+        "max_completion_tokens",
+    ),
+    ("ResponseCreateParamsNonStreaming", "ChatCompletionSystemMessageParam", ("instructions",)): ("content",),
+    ("ResponseCreateParamsNonStreaming", "CompletionCreateParamsNonStreaming", ("reasoning", "effort")): (
+        "reasoning_effort",
+    ),
+    ("ResponseCreateParamsNonStreaming", "CompletionCreateParamsNonStreaming", ("text", "verbosity")): (
+        "verbosity",
+    ),
+    ("ResponseCreateParamsNonStreaming", "CompletionCreateParamsNonStreaming", ("text", "format")): (
+        "response_format",
+    ),
+    ("ResponseFormatTextJSONSchemaConfigParam", "ResponseFormatJSONSchema", ("name",)): (
+        "json_schema",
+        "name",
+    ),
+    ("ResponseFormatTextJSONSchemaConfigParam", "ResponseFormatJSONSchema", ("description",)): (
+        "json_schema",
+        "description",
+    ),
+    ("ResponseFormatTextJSONSchemaConfigParam", "ResponseFormatJSONSchema", ("schema",)): (
+        "json_schema",
+        "schema",
+    ),
+    ("ResponseFormatTextJSONSchemaConfigParam", "ResponseFormatJSONSchema", ("strict",)): (
+        "json_schema",
+        "strict",
+    ),
+    ("ToolChoiceAllowedParam", "ChatCompletionAllowedToolChoiceParam", ("mode",)): ("allowed_tools", "mode"),
+    ("ToolChoiceAllowedParam", "ChatCompletionAllowedToolChoiceParam", ("tools",)): (
+        "allowed_tools",
+        "tools",
+    ),
+    ("ToolChoiceFunctionParam", "ChatCompletionNamedToolChoiceParam", ("name",)): ("function", "name"),
+    ("ToolChoiceCustomParam", "ChatCompletionNamedToolChoiceCustomParam", ("name",)): ("custom", "name"),
+    ("ResponseCreateParamsNonStreaming", "MessageCreateParamsNonStreaming", ("max_output_tokens",)): (
+        "max_tokens",
+    ),
+    ("ResponseCreateParamsNonStreaming", "MessageCreateParamsNonStreaming", ("instructions",)): ("system",),
+    ("ResponseCreateParamsNonStreaming", "MessageCreateParamsNonStreaming", ("metadata",)): None,
+    ("MessageCreateParamsNonStreaming", "CompletionCreateParamsNonStreaming", ("max_tokens",)): (
+        "max_completion_tokens",
+    ),
+    ("MessageCreateParamsNonStreaming", "CompletionCreateParamsNonStreaming", ("stop_sequences",)): ("stop",),
+    ("MessageCreateParamsNonStreaming", "CompletionCreateParamsNonStreaming", ("metadata",)): None,
+    ("MessageCreateParamsNonStreaming", "CompletionCreateParamsNonStreaming", ("metadata", "user_id")): None,
+    ("MessageCreateParamsNonStreaming", "ResponseCreateParamsNonStreaming", ("metadata", "user_id")): None,
+    ("ToolChoiceAutoParam", "CompletionCreateParamsNonStreaming", ("type",)): ("tool_choice",),
+    ("ToolChoiceAnyParam", "CompletionCreateParamsNonStreaming", ("type",)): ("tool_choice",),
+    ("ToolChoiceNoneParam", "CompletionCreateParamsNonStreaming", ("type",)): ("tool_choice",),
+    ("ToolChoiceToolParam", "ChatCompletionNamedToolChoiceParam", ("name",)): ("function", "name"),
+    ("MessageCreateParamsNonStreaming", "ResponseCreateParamsNonStreaming", ("max_tokens",)): (
+        "max_output_tokens",
+    ),
+    ("MessageCreateParamsNonStreaming", "ResponseCreateParamsNonStreaming", ("metadata",)): None,
+    ("ToolChoiceAutoParam", "ResponseCreateParamsNonStreaming", ("type",)): ("tool_choice",),
+    ("ToolChoiceAnyParam", "ResponseCreateParamsNonStreaming", ("type",)): ("tool_choice",),
+    ("ToolChoiceNoneParam", "ResponseCreateParamsNonStreaming", ("type",)): ("tool_choice",),
     # Chat -> Anthropic
     ("ChatCompletionDeveloperMessageParam", "MessageCreateParamsNonStreaming", ("content",)): ("system",),
     ("ChatCompletionSystemMessageParam", "MessageCreateParamsNonStreaming", ("content",)): ("system",),
@@ -551,6 +753,9 @@ TRANSFORMS: dict[tuple[str, str, str, tuple[str, ...]], Callable[[Any], Any]] = 
         ("function", "arguments"),
     ): json.loads,
     ("chat", "anthropic", "File", ("file", "file_data")): lambda v: v.removeprefix(PDF_DATA_URL),
+    ("chat", "anthropic", "CompletionCreateParamsNonStreaming", ("stop",)): lambda v: (
+        [v] if isinstance(v, str) else v
+    ),
     ("responses", "anthropic", "ResponseFunctionToolCallParam", ("arguments",)): json.loads,
     **{
         ("anthropic", b, src, key): fn
@@ -568,6 +773,18 @@ TRANSFORMS: dict[tuple[str, str, str, tuple[str, ...]], Callable[[Any], Any]] = 
         )
     },
     ("responses", "anthropic", "ResponseCustomToolCallParam", ("input",)): lambda v: {"input": v},
+    **{
+        (a, "anthropic", body, ("tool_choice",)): lambda v: {"type": {"required": "any"}.get(v, v)}
+        for a, body in (
+            ("chat", "CompletionCreateParamsNonStreaming"),
+            ("responses", "ResponseCreateParamsNonStreaming"),
+        )
+    },
+    **{
+        ("anthropic", b, choice, ("type",)): lambda v: {"any": "required"}.get(v, v)
+        for b in ("chat", "responses")
+        for choice in ("ToolChoiceAutoParam", "ToolChoiceAnyParam", "ToolChoiceNoneParam")
+    },
     ("responses", "anthropic", "ResponseInputFileParam", ("file_data",)): lambda v: v.removeprefix(
         PDF_DATA_URL
     ),
@@ -603,6 +820,53 @@ REPORTED_WITH_SLOT: dict[tuple[str, str, str, tuple[str, ...]], str] = {
     ("anthropic", "responses", "FileDocumentSourceParam", ("file_id",)): _FILE_ID,
     ("anthropic", "chat", "FileDocumentSourceParam", ("file_id",)): _FILE_ID,
     ("responses", "anthropic", "CustomToolParam", ("allowed_callers",)): _CALLERS,
+}
+
+_TIERS = "the service tiers are each provider's own (Anthropic: auto, standard_only)"
+REPORTED_WITH_SLOT.update(
+    {
+        ("chat", "anthropic", "CompletionCreateParamsNonStreaming", ("service_tier",)): _TIERS,
+        ("responses", "anthropic", "ResponseCreateParamsNonStreaming", ("service_tier",)): _TIERS,
+        ("anthropic", "chat", "MessageCreateParamsNonStreaming", ("service_tier",)): _TIERS,
+        ("anthropic", "responses", "MessageCreateParamsNonStreaming", ("service_tier",)): _TIERS,
+    }
+)
+
+_STREAM = "how the answer was delivered, not what was asked: a converted request is written without it"
+REPORTED_WITH_SLOT.update(
+    {
+        (a, b, body.__name__, ("stream",)): _STREAM
+        for a in FORMATS
+        for b in FORMATS
+        if a != b
+        for body in (BODIES[a][0],)
+    }
+)
+
+# (source, target, a top-level key or a source type) -> what carrying it would take: fields the
+# target types that chatlake reports but does not carry yet (docs/conversion.md lists them). The
+# test fails when one of them is carried (the entry goes) and when a field not listed here is only
+# reported where the target has its slot.
+NOT_YET_CARRIED: dict[tuple[str, str, str], str] = {
+    **{
+        (a, b, key): why
+        for a, b in (("chat", "responses"), ("responses", "chat"))
+        for key, why in (
+            ("service_tier", "Responses takes tiers Chat does not ('ultrafast'): carried only where it fits"),
+            ("prompt_cache_options", "Responses' options are a superset (prewarm, ttl '12h')"),
+            ("stream_options", "Chat's include_usage has no Responses slot"),
+        )
+    },
+    ("chat", "responses", "reasoning_effort"): "Responses nests it: reasoning.effort",
+    ("chat", "responses", "verbosity"): "Responses nests it: text.verbosity",
+    ("chat", "responses", "response_format"): "Responses nests it, flattened: text.format",
+    ("chat", "responses", "ChatCompletionAllowedToolChoiceParam"): "Responses flattens allowed_tools",
+    ("responses", "chat", "reasoning"): "Chat's reasoning_effort (summary has no slot)",
+    ("responses", "chat", "text"): "Chat's verbosity and response_format (json_schema nested)",
+    ("responses", "chat", "ToolChoiceAllowedParam"): "Chat nests it: allowed_tools",
+    ("chat", "anthropic", "ChatCompletionNamedToolChoiceCustomParam"): "the custom tool's Anthropic tool",
+    ("responses", "anthropic", "ToolChoiceCustomParam"): "the custom tool's Anthropic tool",
+    ("anthropic", "chat", "stop_sequences"): "Chat's stop takes at most 4",
 }
 
 # Losses that move or merge an element rather than drop it: on an element or part they do not
@@ -717,6 +981,29 @@ def _anthropic(f: SdkField, el: dict[str, Any]) -> tuple[dict[str, Any], str]:
     return {"messages": [USER, el]}, "/messages/1"  # a system message in the list
 
 
+# A request around a top-level field: one user message (and a tool, for a tool_choice).
+_BODY = {"chat": ("messages", [USER]), "responses": ("input", [USER]), "anthropic": ("messages", [USER])}
+_TOOL = {
+    "chat": {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
+    "responses": {
+        "type": "function",
+        "name": "get_weather",
+        "parameters": {"type": "object"},
+        "strict": None,
+    },
+    "anthropic": {"name": "get_weather", "input_schema": {"type": "object"}},
+}
+
+
+def _body(f: SdkField, el: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    key, history = _BODY[f.fmt]
+    first = f.steps[0].key
+    record = {key: history, first: el[first]}
+    if first == "tool_choice":
+        record["tools"] = [_TOOL[f.fmt]]
+    return record, ""
+
+
 _CONTEXT = {"chat": _chat, "responses": _responses, "anthropic": _anthropic}
 
 
@@ -736,7 +1023,7 @@ class Sample:
     def __init__(self, f: SdkField) -> None:
         self.field = f
         element = element_of(f)
-        record, at = _CONTEXT[f.fmt](f, element)
+        record, at = (_body if f.list_key == "body" else _CONTEXT[f.fmt])(f, element)
         self.record = {**HEADS[f.fmt], **record}
         self.pointer = field_pointer(f, at)
         self.value = value_at(element, tuple(s.key for s in f.steps))
@@ -817,8 +1104,19 @@ def mapping(f: SdkField, target: str) -> tuple[str | None, tuple[str, ...], tupl
     return decided
 
 
-def classify(sample: Sample, target: str, record: Any, losses: list[Loss]) -> tuple[str, str]:
-    """``(class, why)``: carried, reported, or neither, for one converted field."""
+def not_yet(f: SdkField, target: str) -> tuple[str, str, str] | None:
+    """The :data:`NOT_YET_CARRIED` entry of the field, or None."""
+    names = [f.steps[0].key] if f.list_key == "body" else []
+    names += [owner.__name__ for owner, _ in f.owners()]
+    return next((k for n in names if (k := (f.fmt, target, n)) in NOT_YET_CARRIED), None)
+
+
+def classify(
+    sample: Sample, target: str, record: Any, losses: list[Loss], used: set[tuple[str, ...]] | None = None
+) -> tuple[str, str]:
+    """``(class, why)``: carried, reported, not yet carried, or neither, for one converted field;
+    ``used`` collects the :data:`REPORTED_WITH_SLOT` and :data:`NOT_YET_CARRIED` entries it took."""
+    used = set() if used is None else used
     f = sample.field
     source_type, target_types, rel = mapping(f, target)
     slots = []
@@ -832,6 +1130,8 @@ def classify(sample: Sample, target: str, record: Any, losses: list[Loss]) -> tu
         places = [record] if td is BODIES[target][0] else [d for d in _dicts(record) if _is_a(d, td)]
         got = [value_at(d, to) for d in places]
         if any(g is not MISSING and g == want and type(g) is type(want) for g in got):
+            if not_yet(f, target):
+                return "neither", f"carried ({slots[-1]}): its NOT_YET_CARRIED entry goes"
             return "carried", slots[-1]
     p = sample.pointer
     reported = [
@@ -842,6 +1142,11 @@ def classify(sample: Sample, target: str, record: Any, losses: list[Loss]) -> tu
         or (p.startswith(loss.path + "/") and loss.kind not in NOT_DROPS)
     ]
     if reported:
+        if slots and (entry := not_yet(f, target)):
+            used.add(entry)
+            return "not yet carried", reported[0].kind
+        if slots:
+            used.add((f.fmt, target, source_type, rel))  # type: ignore[arg-type]
         if slots and (f.fmt, target, source_type, rel) not in REPORTED_WITH_SLOT:
             return "neither", (
                 f"{target} types it ({', '.join(slots)}) but it is only reported "
@@ -883,12 +1188,13 @@ def test_every_field_is_carried_or_reported(source: str, target: str) -> None:
     out = convert_table(decoded.table, target)
     counts: Counter[str] = Counter()
     failures = []
+    used: set[tuple[str, ...]] = set()
     for s, c in zip(taken, out, strict=True):
         if c.error is not None:
             failures.append(f"{s.field.name}: the request is refused ({c.error})")
             continue
         try:
-            cls, why = classify(s, target, c.record, c.losses)
+            cls, why = classify(s, target, c.record, c.losses, used)
         except KeyError as e:
             cls, why = "unmapped", str(e)
         counts[cls] += 1
@@ -897,6 +1203,8 @@ def test_every_field_is_carried_or_reported(source: str, target: str) -> None:
     types_ = {s.field.root for s in taken}
     print(f"\n{source} -> {target}: {len(taken)} fields of {len(types_)} element types: {dict(counts)}")
     assert not failures, f"{len(failures)} fields neither carried nor reported:\n" + "\n".join(failures)
+    listed = [k for k in [*REPORTED_WITH_SLOT, *NOT_YET_CARRIED] if k[:2] == (source, target)]
+    assert [k for k in listed if k not in used] == [], "entries no field needs any more"
 
 
 def _names(fmt: str) -> set[str]:

@@ -10,6 +10,7 @@ from pipeline.formats import decode_records
 from pipeline.losses import Loss
 from tests.cases import CASES
 from tests.encoders.coverage import uncovered
+from tests.helpers import json_diff
 from tests.native.encode_diff import compare_encode
 from tests.sdk_validate import validate_request
 
@@ -146,3 +147,25 @@ def test_an_anthropic_tools_strict_and_defer_loading_are_carried() -> None:
     [back] = convert_table(decode_records([body], "responses").table, "anthropic")
     assert back.record["tools"] == [{k: v for k, v in tool.items() if k != "allowed_callers"}]
     assert [x.path for x in back.losses if x.path.startswith("/tools")] == []
+
+
+def test_top_level_keys_both_openai_apis_type_alike_are_carried() -> None:
+    """``prompt_cache_key``, ``prompt_cache_retention``, ``safety_identifier``, ``top_logprobs``
+    and ``moderation`` are the same keys of a Chat and a Responses request: carried both ways as
+    they are, nothing reported (both codecs)."""
+    shared = {
+        "prompt_cache_key": "k",
+        "prompt_cache_retention": "24h",
+        "safety_identifier": "u-1",
+        "top_logprobs": 3,
+        "moderation": {"model": "omni-moderation-latest"},
+    }
+    record = {"model": "gpt-5", "messages": [{"role": "user", "content": "hi"}], **shared}
+    body, losses = _responses_there_and_back(record, "chat")
+    assert {k: body[k] for k in shared} == shared
+    assert losses == []
+    table = decode_records([body], "responses").table
+    [back] = convert_table(table, "chat")
+    assert json_diff(back.record, record) is None and back.losses == []
+    if codec.native_encoder("chat") is not None:
+        compare_encode(table, "chat")
