@@ -9,6 +9,9 @@ Contenders, each in its own process (peak RSS of the whole process tree, CPU of 
 * `chatlake export-hf` of that run with 1 and with 2 worker processes;
 * `chatlake export-hf` over the run's first N/10 records (one conversations shard per 10,000
   records), 2 workers: memory should be flat in the run's size.
+
+After the timed runs (not timed): how many of the run's rows the compiled HF encoder took
+(``EncodedRows.native``), the rest having gone to the per-record encoder.
 """
 
 from __future__ import annotations
@@ -26,6 +29,24 @@ from benchmarks.bench_job import STEPS, write_job
 from benchmarks.measure import Measured, measure
 
 PY = sys.executable
+
+
+def native_share(run_dir: Path, batch_rows: int = 5_000) -> tuple[int, int]:
+    """(rows the compiled HF encoder took, rows) over a run's conversations, batch by batch as
+    export-hf reads them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline.encoders.encode_rows import encode_rows
+    from pipeline.sinks.hf_dataset import conversation_files
+
+    took = rows = 0
+    for path in conversation_files(run_dir):
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows):
+            enc = encode_rows(pa.Table.from_batches([batch]), "hf")
+            took += sum(enc.native.to_pylist())
+            rows += batch.num_rows
+    return took, rows
 
 
 def main() -> None:
@@ -83,6 +104,8 @@ def main() -> None:
         f"Peak RSS at N / at N/10 (2 workers): {two.peak_rss_mb / small.peak_rss_mb:.2f} "
         f"({two.peak_rss_mb:,.0f} MB vs {small.peak_rss_mb:,.0f} MB).",
     ]
+    took, rows = native_share(run_full)
+    lines.append(f"Rows the compiled HF encoder took: {took:,} of {rows:,} ({took / max(rows, 1):.1%}).")
     text = "\n".join(lines)
     (args.workdir / f"export-hf-{args.n}.md").write_text(text + "\n")
     print(text)

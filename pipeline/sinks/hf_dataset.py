@@ -581,8 +581,9 @@ def default_workers() -> int:
 
 
 def _pool(workers: int) -> Any:
-    """Processes for the per-record HF encoder (Python: threads would share one core), besides this
-    process, which is one of the ``workers``; None for one."""
+    """Processes converting batches besides this one, which is one of the ``workers`` (the rows are
+    built in Python, and without the compiled codec encoded in Python too: threads would share one
+    core); None for one."""
     if workers <= 1:
         return None
     import multiprocessing
