@@ -645,6 +645,14 @@ static int chat_top_key(Enc *e, yyjson_val *k, yyjson_val *v, Buf *b, int *n_ren
         if ((*n_renamed)++) return FALLBACK; /* two keys onto one: dict order rules we do not model */
         puts_(st, b, ",\"max_completion_tokens\":");
         put_value(st, b, v);
+    } else if (!e->anthropic && key_is(k, "service_tier")) { /* a Responses tier Chat takes */
+        static const char *const tiers[] = {CHAT_SERVICE_TIERS, NULL};
+        if (yyjson_is_str(v) && key_in(v, tiers)) {
+            puts_(st, b, ",\"service_tier\":");
+            put_value(st, b, v);
+        } else {
+            lose_s(e, "/service_tier", 13, "request_field", "'service_tier' is not one Chat takes");
+        }
     } else {
         lose_key(e, NULL, NULL, k, "request_field", "", "' is not carried to Chat");
     }

@@ -618,6 +618,9 @@ static inline int openai_top_extra(Enc *e, Buf *b, TopKeyFn carry) {
 #define OPENAI_SHARED_KEYS \
     "prompt_cache_key", "prompt_cache_retention", "safety_identifier", "top_logprobs", "moderation"
 
+/* _context.CHAT_SERVICE_TIERS: the service tiers a Chat request takes. */
+#define CHAT_SERVICE_TIERS "auto", "default", "flex", "scale", "priority", "fast"
+
 /* An Anthropic source's tool (name, description, input_schema, and the boolean `flags` the caller
  * carried: _context.anthropic_tool_flags): the keys the OpenAI targets have no slot for, then its
  * "type" tag (custom or null), which is not kept. */

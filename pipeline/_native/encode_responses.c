@@ -522,7 +522,7 @@ static int responses_top_key(Enc *e, yyjson_val *k, yyjson_val *v, Buf *b, int *
     static const char *const same[] = {"temperature", "top_p", "parallel_tool_calls", "metadata", "store", "user",
                                        OPENAI_SHARED_KEYS, NULL};
     static const char *const renamed[] = {"max_completion_tokens", "max_tokens", NULL};
-    if (key_in(k, same)) {
+    if (key_in(k, same) || (!e->anthropic && key_is(k, "service_tier"))) { /* every Chat tier */
         put(st, b, ",", 1);
         put_json_str(st, b, yyjson_get_str(k), yyjson_get_len(k));
         put(st, b, ":", 1);

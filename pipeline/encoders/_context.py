@@ -95,6 +95,10 @@ OPENAI_SHARED_KEYS = (
     "moderation",
 )
 
+# The service tiers a Chat request takes (the installed SDK's literal): a Chat tier is carried to
+# Responses, which takes them all, and a Responses tier to Chat when it is one of these.
+CHAT_SERVICE_TIERS = ("auto", "default", "flex", "scale", "priority", "fast")
+
 # The loss of a cache hint carried to a Chat assistant text part: the way back has no slot for it.
 CACHE_NO_WAY_BACK = "carried to Chat's text part; the Responses output_text it comes back as has no slot"
 

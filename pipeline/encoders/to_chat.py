@@ -23,6 +23,7 @@ from pipeline.encoders import anthropic_round_trip, from_dataset, to_hf
 from pipeline.encoders._context import (
     CACHE_NO_WAY_BACK,
     CALLS,
+    CHAT_SERVICE_TIERS,
     OPENAI_SHARED_KEYS,
     OUTPUTS,
     Ctx,
@@ -470,6 +471,11 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
             body[key] = value
         elif ctx.kind == "request" and key in RENAMED_KEYS:
             body[RENAMED_KEYS[key]] = value
+        elif ctx.kind == "request" and key == "service_tier" and ctx.source == "responses":
+            if value in CHAT_SERVICE_TIERS:
+                body[key] = value
+            else:
+                ctx.lose(pointer(key), "request_field", "'service_tier' is not one Chat takes")
         else:
             ctx.lose(pointer(key), "request_field", f"'{key}' is not carried to Chat")
     return body

@@ -475,6 +475,8 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
     for key, value in openai_top_extra(ctx):
         if ctx.kind == "request" and key in SAME_KEYS:
             body[key] = value
+        elif ctx.kind == "request" and key == "service_tier" and ctx.source == "chat":
+            body[key] = value  # Responses takes every Chat tier (_context.CHAT_SERVICE_TIERS)
         elif ctx.kind == "request" and key in RENAMED_KEYS and RENAMED_KEYS[key] not in body:
             body[RENAMED_KEYS[key]] = value
             if key == "max_tokens" and ctx.source == "chat":

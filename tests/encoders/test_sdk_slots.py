@@ -852,7 +852,6 @@ NOT_YET_CARRIED: dict[tuple[str, str, str], str] = {
         (a, b, key): why
         for a, b in (("chat", "responses"), ("responses", "chat"))
         for key, why in (
-            ("service_tier", "Responses takes tiers Chat does not ('ultrafast'): carried only where it fits"),
             ("prompt_cache_options", "Responses' options are a superset (prewarm, ttl '12h')"),
             ("stream_options", "Chat's include_usage has no Responses slot"),
         )

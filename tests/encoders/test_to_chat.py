@@ -281,3 +281,18 @@ def test_an_anthropic_tools_strict_is_carried_to_chat() -> None:
     assert [x for x in losses if x[0].startswith("/tools")] == [("/tools/0/defer_loading", "tools")]
     [back] = convert_table(decode_records([body], "chat").table, "anthropic")
     assert back.record["tools"] == [{k: v for k, v in tool.items() if k != "defer_loading"}]
+
+
+@pytest.mark.parametrize(("tier", "carried"), [("flex", True), ("ultrafast", False)])
+def test_a_responses_service_tier_goes_to_chat_where_chat_takes_it(tier: str, carried: bool) -> None:
+    """A Responses ``service_tier`` Chat's SDK types is carried (both codecs), one it does not
+    (``ultrafast``) reported; a Chat tier goes to Responses, which takes them all."""
+    record = {"model": "gpt-5", "input": "hi", "service_tier": tier}
+    text, losses = _encode_both(record, "responses", "chat")
+    assert orjson.loads(text).get("service_tier") == (tier if carried else None)
+    assert [x for x in losses if x[0] == "/service_tier"] == (
+        [] if carried else [("/service_tier", "request_field")]
+    )
+    if carried:
+        [there] = convert_table(decode_records([orjson.loads(text)], "chat").table, "responses")
+        assert there.record["service_tier"] == tier and there.losses == []
