@@ -5,6 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Every hypothesis test runs without a time limit per example and without the "data generation is
+# slow" health check: both measure the machine (a 2-core CI runner shared by the xdist workers and
+# their subprocesses), not the code, and fail a correct test when it is busy. A test's own
+# @settings overrides these one setting at a time.
+settings.register_profile("chatlake", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("chatlake")
 
 
 @pytest.fixture(autouse=True)
