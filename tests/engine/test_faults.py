@@ -301,10 +301,15 @@ def test_two_runs_of_one_job_at_once(reference: tuple[Path, dict[str, str]], tmp
     # comes in between says "pid unknown: it has just started", also right, but not this test's case)
     _wait_for(lambda: _holder_written(tmp_path / "run" / LOCK), first, "the first run's lock and holder")
     convert = ["convert", str(src), "--from", "responses", "--to", "chat", "--run-dir", str(tmp_path / "run")]
-    for args in (["run", str(job), "--no-catalog"], convert):
-        second = CliRunner().invoke(cli, args)
-        assert second.exit_code == 2, second.output
-        assert f"is in use by another chatlake run (pid {first.pid} on " in second.stderr, second.stderr
+    # Stopped (it keeps its lock) while the others try: a busy machine cannot let it finish first.
+    os.kill(first.pid, signal.SIGSTOP)
+    try:
+        for args in (["run", str(job), "--no-catalog"], convert):
+            second = CliRunner().invoke(cli, args)
+            assert second.exit_code == 2, second.output
+            assert f"is in use by another chatlake run (pid {first.pid} on " in second.stderr, second.stderr
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
     assert first.wait(timeout=300) == 0, first.communicate()
     assert file_hashes(tmp_path / "run") == ref
 
