@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -108,6 +109,8 @@ def test_quickstart_never_writes_through_a_planted_link(tmp_path: Path, planted:
         target = elsewhere / "sample.toml"
         target.write_bytes((root / "jobs" / "sample.toml").read_bytes())
         (demo / planted).symlink_to(target)
+    for p in elsewhere.iterdir():  # a year-2001 mtime: a write through the link, however soon, changes it
+        os.utime(p, ns=(10**18, 10**18))
     before = {p.name: p.stat().st_mtime_ns for p in elsewhere.iterdir()}
     res = CliRunner().invoke(cli, ["quickstart", str(demo)])
     assert res.exit_code == 2, (res.output, res.exception)
