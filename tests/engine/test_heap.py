@@ -14,8 +14,11 @@ from pipeline.engine.heap import keep_heap
 GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
 
 # Batches as a worker thread allocates them: many 1 MiB blocks and a few of 20 MiB, freed, again.
+# Transparent huge pages off for the process (PR_SET_THP_DISABLE): on a machine that has them on
+# for all memory, one fault maps 512 pages and the counts below would measure that setting instead.
 WORKLOAD = """
-import resource, sys, threading
+import ctypes, resource, sys, threading
+ctypes.CDLL(None).prctl(41, 1, 0, 0, 0)
 from pipeline.engine.heap import keep_heap
 tuned = keep_heap() if sys.argv[1] == "keep" else False
 def batches():
