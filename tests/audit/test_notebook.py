@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
+import tempfile
 from pathlib import Path
 
 import nbformat
 import pytest
+from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 
 from pipeline.catalog import Catalog
@@ -37,9 +39,12 @@ def test_notebook_executes(
         Catalog().start("r1", "fixture", str(fixture_run.path), "local", "2026-01-01T00:00:00Z", "")
         where = NOTEBOOK.parent
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(where)}}
-    ).execute()
+    # The kernel talks over Unix sockets in a directory of its own, not TCP ports: a free port that
+    # jupyter_client picks can be taken by another process (the other xdist worker's servers and
+    # connections) before the kernel binds it ("Address already in use", a kernel that never starts).
+    with tempfile.TemporaryDirectory(prefix="chatlake-kernel-") as sockets:  # a short path: 107 bytes at most
+        km = AsyncKernelManager(kernel_name="python3", transport="ipc", ip=str(Path(sockets) / "k"))
+        NotebookClient(nb, km=km, timeout=300, resources={"metadata": {"path": str(where)}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     text = "\n".join(str(o.get("data", {}).get("text/markdown", "")) for o in outputs)
