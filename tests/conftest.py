@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,17 @@ def _own_catalog(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     data: Path = tmp_path_factory.mktemp("xdg-data")
     monkeypatch.setenv("XDG_DATA_HOME", str(data))
     monkeypatch.delenv("CHATLAKE_CATALOG", raising=False)
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A loopback port nothing answers on, for the whole test: held by a socket that is bound but
+    does not listen, so a connection is refused at once. A port only found free could be taken
+    (listened on, or picked by a client connecting to it as its own source port) before the test
+    connects."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

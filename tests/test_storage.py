@@ -5,7 +5,6 @@ be used is one line naming it and what to install or set, exit 2, no traceback."
 from __future__ import annotations
 
 import re
-import socket
 from pathlib import Path
 
 import fsspec
@@ -27,12 +26,6 @@ def _invoke(*args: str) -> tuple[int, str]:
     assert res.exception is None or isinstance(res.exception, SystemExit), res.output
     assert "Traceback" not in res.output, res.output
     return res.exit_code, res.output
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _ids_out(data: bytes) -> bytes:
@@ -86,8 +79,10 @@ def test_an_unknown_scheme_is_one_line() -> None:
     assert out.strip() == "Error: nope://b/x.jsonl: unknown URL scheme nope:// (docs/storage.md lists them)"
 
 
-def test_an_unreachable_store_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{_closed_port()}")
+def test_an_unreachable_store_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, closed_port: int
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{closed_port}")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "k")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
@@ -105,8 +100,10 @@ def test_an_unreachable_store_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_p
     fsspec.get_filesystem_class("s3").clear_instance_cache()
 
 
-def test_an_unreachable_hub_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{_closed_port()}")
+def test_an_unreachable_hub_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, closed_port: int
+) -> None:
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed_port}")
     monkeypatch.setattr(fsspec.get_filesystem_class("hf"), "_cache", {}, raising=False)
     url = "hf://datasets/org/name/train.jsonl"
     code, out = _invoke("convert", url, "--from", "chat", "--to", "chat", "-o", str(tmp_path / "o.jsonl"))

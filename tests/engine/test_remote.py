@@ -25,7 +25,7 @@ from pipeline.engine.writers import FOLDERS
 from pipeline.storage import filesystem, listing, read_bytes, work_dir
 from tests.engine.helpers import file_hashes, write_job
 from tests.test_cli_inputs import JSONL, SHAPES
-from tests.test_storage import _closed_port, _ids_out, _upload
+from tests.test_storage import _ids_out, _upload
 
 
 @pytest.fixture(autouse=True)
@@ -242,8 +242,10 @@ def test_a_missing_bucket_on_output_is_one_line(s3: str, tmp_path: Path) -> None
     assert code == 2 and said.startswith("Error: s3://no-such-bucket-y/o.jsonl: no such bucket"), said
 
 
-def test_an_unreachable_store_on_output_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{_closed_port()}")
+def test_an_unreachable_store_on_output_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, closed_port: int
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{closed_port}")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "k")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")

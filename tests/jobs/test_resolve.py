@@ -107,14 +107,12 @@ def test_output_that_would_overwrite_the_input(tmp_path: Path) -> None:
 
 
 def test_output_on_a_store_that_cannot_be_reached_is_refused(
-    src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, closed_port: int
 ) -> None:
     """A run directory at a URL is checked before any work (engine/remote.py writes it)."""
     import fsspec
 
-    from tests.test_storage import _closed_port
-
-    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{_closed_port()}")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{closed_port}")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "k")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
