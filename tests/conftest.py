@@ -25,6 +25,21 @@ def _own_catalog(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.delenv("CHATLAKE_CATALOG", raising=False)
 
 
+# What makes rich or click treat output as a terminal, or fold it at another width: CI runners and
+# shells often set them (FORCE_COLOR=1 alone failed 14 CLI tests: colour codes and lines folded).
+TERMINAL_ENV = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "LINES", "JUPYTER_COLUMNS")
+
+
+@pytest.fixture(autouse=True)
+def _no_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test (and the commands it starts) sees what CI's runs see whatever the machine's
+    settings: no terminal, 80 columns (COLUMNS also wins over a terminal on stdin or stderr, which
+    rich would measure in a run from a shell)."""
+    for name in TERMINAL_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COLUMNS", "80")
+
+
 @pytest.fixture
 def closed_port() -> Iterator[int]:
     """A loopback port nothing answers on, for the whole test: held by a socket that is bound but
