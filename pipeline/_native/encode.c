@@ -645,6 +645,20 @@ static int chat_top_key(Enc *e, yyjson_val *k, yyjson_val *v, Buf *b, int *n_ren
         if ((*n_renamed)++) return FALLBACK; /* two keys onto one: dict order rules we do not model */
         puts_(st, b, ",\"max_completion_tokens\":");
         put_value(st, b, v);
+    } else if (!e->anthropic && (key_is(k, "reasoning") || key_is(k, "text")) && yyjson_is_obj(v) &&
+               yyjson_obj_size(v)) { /* to_chat._nested: the keys Chat types at its top level */
+        int reasoning = key_is(k, "reasoning");
+        size_t i2, m2;
+        yyjson_val *sk, *sv;
+        yyjson_obj_foreach(v, i2, m2, sk, sv) {
+            if (reasoning ? key_is(sk, "effort") : key_is(sk, "verbosity")) {
+                puts_(st, b, reasoning ? ",\"reasoning_effort\":" : ",\"verbosity\":");
+                put_value(st, b, sv);
+            } else {
+                lose_key(e, NULL, reasoning ? "/reasoning" : "/text", sk, "request_field",
+                         reasoning ? "reasoning " : "text ", "' has no slot in Chat");
+            }
+        }
     } else if (!e->anthropic && key_is(k, "service_tier")) { /* a Responses tier Chat takes */
         static const char *const tiers[] = {CHAT_SERVICE_TIERS, NULL};
         if (yyjson_is_str(v) && key_in(v, tiers)) {

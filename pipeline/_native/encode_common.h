@@ -354,6 +354,7 @@ typedef struct Enc {
     int64_t *ix; /* scratch index lists (found calls, element lists) */
     int64_t nix, capix;
     Buf paths, p1, p2, p3, kb;
+    size_t text_end; /* a Chat source's Responses "text" object: the output length just after it (0: none) */
 } Enc;
 
 #define FALLBACK 1
@@ -597,6 +598,7 @@ typedef int (*TopKeyFn)(Enc *e, yyjson_val *k, yyjson_val *v, Buf *b, int *state
  * a free map, reported here). */
 static inline int openai_top_extra(Enc *e, Buf *b, TopKeyFn carry) {
     if (lose_null_fields(e)) return FALLBACK;
+    e->text_end = 0;
     yyjson_doc *doc;
     if (col_json_obj(&e->extra, e->r, &doc)) return FALLBACK;
     if (!doc) return 0;

@@ -515,6 +515,27 @@ static int responses_tool_choice(Enc *e, yyjson_val *raw, Buf *b) {
     return 0;
 }
 
+/* A Chat key Responses nests in its "text" object (to_responses._top: the object stands where the
+ * first of them was): `,"text":{` the first time, else the written object reopened when nothing
+ * followed it (`,` before the next key). FALLBACK when another key came between them (the Python
+ * encoder places it). */
+static int text_open(Enc *e, Buf *b) {
+    if (!e->text_end) {
+        puts_(&e->st, b, ",\"text\":{");
+    } else if (b->len == e->text_end) {
+        b->len--; /* its closing brace */
+        put_byte(&e->st, b, ',');
+    } else {
+        return FALLBACK;
+    }
+    return 0;
+}
+
+static void text_close(Enc *e, Buf *b) {
+    put_byte(&e->st, b, '}');
+    e->text_end = b->len;
+}
+
 /* to_responses._top's rule for one top-level key (openai_top_extra's carry): carried, the first of
  * max_completion_tokens / max_tokens as max_output_tokens, or reported. */
 static int responses_top_key(Enc *e, yyjson_val *k, yyjson_val *v, Buf *b, int *have_max) {
@@ -527,6 +548,15 @@ static int responses_top_key(Enc *e, yyjson_val *k, yyjson_val *v, Buf *b, int *
         put_json_str(st, b, yyjson_get_str(k), yyjson_get_len(k));
         put(st, b, ":", 1);
         put_value(st, b, v);
+    } else if (!e->anthropic && key_is(k, "reasoning_effort")) { /* _context.CHAT_NESTED_KEYS */
+        puts_(st, b, ",\"reasoning\":{\"effort\":");
+        put_value(st, b, v);
+        put_byte(st, b, '}');
+    } else if (!e->anthropic && key_is(k, "verbosity")) {
+        if (text_open(e, b)) return FALLBACK;
+        puts_(st, b, "\"verbosity\":");
+        put_value(st, b, v);
+        text_close(e, b);
     } else if (key_in(k, renamed) && !*have_max) {
         *have_max = 1;
         puts_(st, b, ",\"max_output_tokens\":");

@@ -95,6 +95,12 @@ OPENAI_SHARED_KEYS = (
     "moderation",
 )
 
+# Chat top-level request keys Responses nests in its ``reasoning`` / ``text`` objects, by Chat name:
+# carried to the nested slot (the keys of one object in source order, the object where the first
+# of them was) and back (a nested key Chat has no slot for is reported).
+CHAT_NESTED_KEYS = {"reasoning_effort": ("reasoning", "effort"), "verbosity": ("text", "verbosity")}
+RESPONSES_NESTED_KEYS = {nested: chat for chat, nested in CHAT_NESTED_KEYS.items()}
+
 # The service tiers a Chat request takes (the installed SDK's literal): a Chat tier is carried to
 # Responses, which takes them all, and a Responses tier to Chat when it is one of these.
 CHAT_SERVICE_TIERS = ("auto", "default", "flex", "scale", "priority", "fast")

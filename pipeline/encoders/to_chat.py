@@ -26,6 +26,7 @@ from pipeline.encoders._context import (
     CHAT_SERVICE_TIERS,
     OPENAI_SHARED_KEYS,
     OUTPUTS,
+    RESPONSES_NESTED_KEYS,
     Ctx,
     anthropic_image_url,
     anthropic_tool_flags,
@@ -447,6 +448,22 @@ def _choice_keys(ctx: Ctx, raw: dict[str, Any]) -> set[str]:
     return {"type", "name"}
 
 
+def _nested(ctx: Ctx, body: dict[str, Any], key: str, value: Any) -> None:
+    """A Responses request's ``reasoning`` / ``text`` object (a non-empty one; any other value is
+    reported whole): each key Chat types at its top level goes there (``effort`` as
+    ``reasoning_effort``, ``verbosity``), in the object's order; any other key (``summary``, ...)
+    has no Chat slot and is reported."""
+    if not isinstance(value, dict):
+        ctx.lose(pointer(key), "request_field", f"'{key}' is not carried to Chat")
+        return
+    for sub, v in value.items():
+        name = RESPONSES_NESTED_KEYS.get((key, sub))
+        if name is not None:
+            body[name] = v
+        else:
+            ctx.lose(pointer(key, sub), "request_field", f"{key} '{sub}' has no slot in Chat")
+
+
 def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
     view, r = ctx.view, ctx.r
     if view.model[r] is not None:
@@ -471,6 +488,8 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
             body[key] = value
         elif ctx.kind == "request" and key in RENAMED_KEYS:
             body[RENAMED_KEYS[key]] = value
+        elif ctx.kind == "request" and ctx.source == "responses" and key in ("reasoning", "text") and value:
+            _nested(ctx, body, key, value)
         elif ctx.kind == "request" and key == "service_tier" and ctx.source == "responses":
             if value in CHAT_SERVICE_TIERS:
                 body[key] = value

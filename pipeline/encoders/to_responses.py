@@ -21,6 +21,7 @@ import orjson
 from pipeline.encoders import anthropic_round_trip, from_dataset, to_hf
 from pipeline.encoders._context import (
     CALLS,
+    CHAT_NESTED_KEYS,
     OPENAI_SHARED_KEYS,
     OUTPUTS,
     Ctx,
@@ -475,6 +476,9 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
     for key, value in openai_top_extra(ctx):
         if ctx.kind == "request" and key in SAME_KEYS:
             body[key] = value
+        elif ctx.kind == "request" and ctx.source == "chat" and key in CHAT_NESTED_KEYS:
+            outer, inner = CHAT_NESTED_KEYS[key]
+            body.setdefault(outer, {})[inner] = value
         elif ctx.kind == "request" and key == "service_tier" and ctx.source == "chat":
             body[key] = value  # Responses takes every Chat tier (_context.CHAT_SERVICE_TIERS)
         elif ctx.kind == "request" and key in RENAMED_KEYS and RENAMED_KEYS[key] not in body:

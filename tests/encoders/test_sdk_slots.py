@@ -856,12 +856,16 @@ NOT_YET_CARRIED: dict[tuple[str, str, str], str] = {
             ("stream_options", "Chat's include_usage has no Responses slot"),
         )
     },
-    ("chat", "responses", "reasoning_effort"): "Responses nests it: reasoning.effort",
-    ("chat", "responses", "verbosity"): "Responses nests it: text.verbosity",
     ("chat", "responses", "response_format"): "Responses nests it, flattened: text.format",
     ("chat", "responses", "ChatCompletionAllowedToolChoiceParam"): "Responses flattens allowed_tools",
-    ("responses", "chat", "reasoning"): "Chat's reasoning_effort (summary has no slot)",
-    ("responses", "chat", "text"): "Chat's verbosity and response_format (json_schema nested)",
+    **{
+        ("responses", "chat", arm): "Chat's response_format (json_schema nested)"
+        for arm in (
+            "ResponseFormatText",
+            "ResponseFormatTextJSONSchemaConfigParam",
+            "ResponseFormatJSONObject",
+        )
+    },
     ("responses", "chat", "ToolChoiceAllowedParam"): "Chat nests it: allowed_tools",
     ("chat", "anthropic", "ChatCompletionNamedToolChoiceCustomParam"): "the custom tool's Anthropic tool",
     ("responses", "anthropic", "ToolChoiceCustomParam"): "the custom tool's Anthropic tool",

@@ -296,3 +296,31 @@ def test_a_responses_service_tier_goes_to_chat_where_chat_takes_it(tier: str, ca
     if carried:
         [there] = convert_table(decode_records([orjson.loads(text)], "chat").table, "responses")
         assert there.record["service_tier"] == tier and there.losses == []
+
+
+def test_responses_reasoning_effort_and_text_verbosity_go_to_chat_and_back() -> None:
+    """A Responses ``reasoning.effort`` is Chat's ``reasoning_effort`` and ``text.verbosity`` its
+    ``verbosity``: carried by both codecs, SDK-valid, not reported; ``reasoning.summary`` has no
+    Chat slot and is reported. Chat -> Responses -> Chat gives the same bytes, nothing reported."""
+    record = {
+        "model": "gpt-5",
+        "input": "hi",
+        "reasoning": {"summary": "auto", "effort": "high"},
+        "text": {"verbosity": "low"},
+    }
+    text, losses = _encode_both(record, "responses", "chat")
+    body = orjson.loads(text)
+    validate_request("chat", body)
+    assert (body["reasoning_effort"], body["verbosity"]) == ("high", "low")
+    assert [x for x in losses if x[0].startswith(("/reasoning", "/text"))] == [
+        ("/reasoning/summary", "request_field")
+    ]
+    chat = {"messages": [{"role": "user", "content": "hi"}], "model": "gpt-5", "reasoning_effort": "minimal",
+            "verbosity": "high", "temperature": 0.5}  # fmt: skip
+    there, losses = _encode_both(chat, "chat", "responses")
+    assert orjson.loads(there)["reasoning"] == {"effort": "minimal"}
+    assert orjson.loads(there)["text"] == {"verbosity": "high"}
+    validate_request("responses", orjson.loads(there))
+    assert losses == []
+    back, losses_back = _encode_both(orjson.loads(there), "responses", "chat")
+    assert back == orjson.dumps(chat).decode() and losses_back == []

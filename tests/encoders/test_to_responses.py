@@ -169,3 +169,21 @@ def test_top_level_keys_both_openai_apis_type_alike_are_carried() -> None:
     assert json_diff(back.record, record) is None and back.losses == []
     if codec.native_encoder("chat") is not None:
         compare_encode(table, "chat")
+
+
+def test_chat_reasoning_effort_and_verbosity_are_nested_in_reasoning_and_text() -> None:
+    """Chat's ``reasoning_effort`` is Responses' ``reasoning.effort`` and ``verbosity`` its
+    ``text.verbosity`` (both codecs, SDK-valid, nothing reported), and they come back as they were.
+    A Chat request's own ``reasoning`` key (no Chat SDK types it) is reported, not merged."""
+    record = {"model": "gpt-5", "messages": [{"role": "user", "content": "hi"}], "reasoning_effort": "low",
+              "verbosity": "medium"}  # fmt: skip
+    body, losses = _responses_there_and_back(record, "chat")
+    assert (body["reasoning"], body["text"]) == ({"effort": "low"}, {"verbosity": "medium"})
+    assert losses == []
+    table = decode_records([body], "responses").table
+    [back] = convert_table(table, "chat")
+    assert json_diff(back.record, record) is None and back.losses == []
+    own = {**record, "reasoning": {"effort": "high"}}
+    [there] = convert_table(decode_records([own], "chat").table, "responses")
+    assert there.record["reasoning"] == {"effort": "low"}
+    assert [(x.path, x.kind) for x in there.losses] == [("/reasoning", "request_field")]
