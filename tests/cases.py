@@ -1146,4 +1146,10 @@ STRAY_KEYS: list[tuple[str, str, dict, dict[str, str]]] = [
      {"messages": [_USER], "tools": [{"type": "function", "function": {"name": "f", "parameters": {}},
                                       "custom": {"name": "g"}}]},
      _openai("/tools/0/custom")),
+    # carried to Responses as file_url, which comes back to Anthropic only when it is http(s)
+    ("a document URL that is not http(s)", "anthropic",
+     {"messages": [{"role": "user", "content": [
+         {"type": "text", "text": "a"},
+         {"type": "document", "source": {"type": "url", "url": "data:image/png;base64,iVBORw0KGgo="}}]}]},
+     {"responses": "/messages/0/content/1", "chat": "/messages/0/content/1"}),
 ]  # fmt: skip

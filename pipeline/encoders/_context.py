@@ -149,6 +149,9 @@ def openai_file(ctx: Ctx, j: int, path: str, target: str) -> tuple[dict[str, Any
             fields["file_data"], used = PDF_DATA_URL + src["data"], {"type", "media_type", "data"}
         elif "file_url" in slots and src.get("type") == "url" and isinstance(src.get("url"), str):
             fields["file_url"], used = src["url"], {"type", "url"}
+            if not src["url"].startswith(("https://", "http://")):
+                # carried, but the way back (to_anthropic._document_block) takes only http(s) URLs
+                ctx.lose(path, "file", "a document URL that is not http(s) does not come back to Anthropic")
         else:
             return None
         for key in keys_except(src, used):
