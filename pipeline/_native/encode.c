@@ -631,6 +631,36 @@ static int chat_tool_choice(Enc *e, yyjson_val *raw, Buf *b) {
 
 /* to_chat._top's rule for one top-level key (openai_top_extra's carry): carried, max_output_tokens
  * and max_tokens renamed, or reported. */
+/* _context.format_to_chat: a Responses text.format as `,"response_format":...` (a json_schema
+ * one's keys nested in "json_schema"), or reported. */
+static void chat_format(Enc *e, yyjson_val *fmt, Buf *b) {
+    St *st = &e->st;
+    static const char *const keys[] = {JSON_SCHEMA_KEYS, NULL};
+    yyjson_val *type, *k, *v;
+    int t = format_type(fmt, &type), n = 0;
+    if (!t) {
+        lose_s(e, "/text/format", 12, "request_field", "this text format has no Chat response_format");
+        return;
+    }
+    puts_(st, b, ",\"response_format\":{\"type\":");
+    put_value(st, b, type);
+    if (t == 2) puts_(st, b, ",\"json_schema\":{");
+    size_t idx, max;
+    yyjson_obj_foreach(fmt, idx, max, k, v) {
+        if (key_is(k, "type")) continue;
+        if (t == 2 && key_in(k, keys)) {
+            if (n++) put_byte(st, b, ',');
+            put_json_str(st, b, yyjson_get_str(k), yyjson_get_len(k));
+            put_byte(st, b, ':');
+            put_value(st, b, v);
+        } else {
+            lose_key(e, NULL, "/text/format", k, "request_field", "format ", "' has no slot in Chat");
+        }
+    }
+    if (t == 2) put_byte(st, b, '}');
+    put_byte(st, b, '}');
+}
+
 static int chat_top_key(Enc *e, yyjson_val *k, yyjson_val *v, Buf *b, int *n_renamed) {
     St *st = &e->st;
     static const char *const same[] = {"temperature", "top_p", "parallel_tool_calls", "metadata", "store",
@@ -651,7 +681,9 @@ static int chat_top_key(Enc *e, yyjson_val *k, yyjson_val *v, Buf *b, int *n_ren
         size_t i2, m2;
         yyjson_val *sk, *sv;
         yyjson_obj_foreach(v, i2, m2, sk, sv) {
-            if (reasoning ? key_is(sk, "effort") : key_is(sk, "verbosity")) {
+            if (!reasoning && key_is(sk, "format")) {
+                chat_format(e, sv, b);
+            } else if (reasoning ? key_is(sk, "effort") : key_is(sk, "verbosity")) {
                 puts_(st, b, reasoning ? ",\"reasoning_effort\":" : ",\"verbosity\":");
                 put_value(st, b, sv);
             } else {

@@ -620,6 +620,18 @@ static inline int openai_top_extra(Enc *e, Buf *b, TopKeyFn carry) {
 #define OPENAI_SHARED_KEYS \
     "prompt_cache_key", "prompt_cache_retention", "safety_identifier", "top_logprobs", "moderation"
 
+/* _context.JSON_SCHEMA_KEYS: the keys of a json_schema response format both OpenAI APIs type. */
+#define JSON_SCHEMA_KEYS "name", "description", "schema", "strict"
+
+/* _context.FORMAT_TYPES: a response format's "type" (its value in *type) when it is one both OpenAI
+ * APIs take: 2 for json_schema, 1 for text / json_object, else 0. */
+static inline int format_type(yyjson_val *fmt, yyjson_val **type) {
+    static const char *const simple[] = {"text", "json_object", NULL};
+    *type = yyjson_is_obj(fmt) ? yyjson_obj_get(fmt, "type") : NULL;
+    if (!yyjson_is_str(*type)) return 0;
+    return key_is(*type, "json_schema") ? 2 : key_in(*type, simple) ? 1 : 0;
+}
+
 /* _context.CHAT_SERVICE_TIERS: the service tiers a Chat request takes. */
 #define CHAT_SERVICE_TIERS "auto", "default", "flex", "scale", "priority", "fast"
 

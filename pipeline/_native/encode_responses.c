@@ -536,6 +536,44 @@ static void text_close(Enc *e, Buf *b) {
     e->text_end = b->len;
 }
 
+/* _context.format_to_responses: a Chat response_format as text.format (a json_schema one's keys
+ * flat beside "type"), or reported. 0 or FALLBACK (text_open). */
+static int responses_format(Enc *e, yyjson_val *fmt, Buf *b) {
+    St *st = &e->st;
+    static const char *const keys[] = {JSON_SCHEMA_KEYS, NULL};
+    yyjson_val *type, *k, *v;
+    int t = format_type(fmt, &type);
+    yyjson_val *schema = t == 2 ? yyjson_obj_get(fmt, "json_schema") : NULL;
+    if (!t || (t == 2 && !yyjson_is_obj(schema))) {
+        lose_s(e, "/response_format", 16, "request_field", "'response_format' is not carried to Responses");
+        return 0;
+    }
+    if (text_open(e, b)) return FALLBACK;
+    puts_(st, b, "\"format\":{\"type\":");
+    put_value(st, b, type);
+    size_t idx, max;
+    yyjson_obj_foreach(fmt, idx, max, k, v) {
+        if (key_is(k, "type") || (t == 2 && key_is(k, "json_schema"))) continue;
+        lose_key(e, NULL, "/response_format", k, "request_field", "response_format ", "' has no slot in Responses");
+    }
+    if (t == 2) {
+        yyjson_obj_foreach(schema, idx, max, k, v) {
+            if (key_in(k, keys)) {
+                put_byte(st, b, ',');
+                put_json_str(st, b, yyjson_get_str(k), yyjson_get_len(k));
+                put_byte(st, b, ':');
+                put_value(st, b, v);
+            } else {
+                lose_key(e, NULL, "/response_format/json_schema", k, "request_field", "json_schema ",
+                         "' has no slot in Responses");
+            }
+        }
+    }
+    put_byte(st, b, '}');
+    text_close(e, b);
+    return 0;
+}
+
 /* to_responses._top's rule for one top-level key (openai_top_extra's carry): carried, the first of
  * max_completion_tokens / max_tokens as max_output_tokens, or reported. */
 static int responses_top_key(Enc *e, yyjson_val *k, yyjson_val *v, Buf *b, int *have_max) {
@@ -552,6 +590,8 @@ static int responses_top_key(Enc *e, yyjson_val *k, yyjson_val *v, Buf *b, int *
         puts_(st, b, ",\"reasoning\":{\"effort\":");
         put_value(st, b, v);
         put_byte(st, b, '}');
+    } else if (!e->anthropic && key_is(k, "response_format")) {
+        return responses_format(e, v, b);
     } else if (!e->anthropic && key_is(k, "verbosity")) {
         if (text_open(e, b)) return FALLBACK;
         puts_(st, b, "\"verbosity\":");

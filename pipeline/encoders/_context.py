@@ -101,6 +101,52 @@ OPENAI_SHARED_KEYS = (
 CHAT_NESTED_KEYS = {"reasoning_effort": ("reasoning", "effort"), "verbosity": ("text", "verbosity")}
 RESPONSES_NESTED_KEYS = {nested: chat for chat, nested in CHAT_NESTED_KEYS.items()}
 
+# Chat's response_format / Responses' text.format: the types both take, and the keys of a json_schema
+# format (nested in Chat's "json_schema" object, flat beside "type" in Responses), in source order.
+FORMAT_TYPES = ("text", "json_object", "json_schema")
+JSON_SCHEMA_KEYS = frozenset(("name", "description", "schema", "strict"))
+
+
+def format_to_responses(ctx: Ctx, value: Any) -> dict[str, Any] | None:
+    """A Chat ``response_format`` as Responses' ``text.format`` (a json_schema one flattened), or
+    None when it is not one both take (reported whole); a key neither slot holds is reported."""
+    t = value.get("type") if isinstance(value, dict) else None
+    schema = value.get("json_schema") if t == "json_schema" else {}
+    if not isinstance(t, str) or t not in FORMAT_TYPES or not isinstance(schema, dict):
+        ctx.lose("/response_format", "request_field", "'response_format' is not carried to Responses")
+        return None
+    out: dict[str, Any] = {"type": t}
+    for k in keys_except(value, {"type", "json_schema"} if t == "json_schema" else {"type"}):
+        detail = f"response_format '{k}' has no slot in Responses"
+        ctx.lose(pointer("response_format", k), "request_field", detail)
+    for k, v in schema.items():
+        if k in JSON_SCHEMA_KEYS:
+            out[k] = v
+        else:
+            detail = f"json_schema '{k}' has no slot in Responses"
+            ctx.lose(pointer("response_format", "json_schema", k), "request_field", detail)
+    return out
+
+
+def format_to_chat(ctx: Ctx, value: Any) -> dict[str, Any] | None:
+    """A Responses ``text.format`` as Chat's ``response_format`` (a json_schema one's keys nested in
+    its ``json_schema``), or None when it is not one both take (reported whole); a key neither slot
+    holds is reported."""
+    t = value.get("type") if isinstance(value, dict) else None
+    if not isinstance(t, str) or t not in FORMAT_TYPES:
+        ctx.lose("/text/format", "request_field", "this text format has no Chat response_format")
+        return None
+    schema: dict[str, Any] = {}
+    for k, v in value.items():
+        if k == "type":
+            continue
+        if t == "json_schema" and k in JSON_SCHEMA_KEYS:
+            schema[k] = v
+        else:
+            ctx.lose(pointer("text", "format", k), "request_field", f"format '{k}' has no slot in Chat")
+    return {"type": t, "json_schema": schema} if t == "json_schema" else {"type": t}
+
+
 # The service tiers a Chat request takes (the installed SDK's literal): a Chat tier is carried to
 # Responses, which takes them all, and a Responses tier to Chat when it is one of these.
 CHAT_SERVICE_TIERS = ("auto", "default", "flex", "scale", "priority", "fast")

@@ -31,6 +31,7 @@ from pipeline.encoders._context import (
     anthropic_image_url,
     anthropic_tool_flags,
     cache_breakpoint,
+    format_to_chat,
     instruction_items,
     keys_except,
     openai_file,
@@ -451,14 +452,17 @@ def _choice_keys(ctx: Ctx, raw: dict[str, Any]) -> set[str]:
 def _nested(ctx: Ctx, body: dict[str, Any], key: str, value: Any) -> None:
     """A Responses request's ``reasoning`` / ``text`` object (a non-empty one; any other value is
     reported whole): each key Chat types at its top level goes there (``effort`` as
-    ``reasoning_effort``, ``verbosity``), in the object's order; any other key (``summary``, ...)
-    has no Chat slot and is reported."""
+    ``reasoning_effort``, ``verbosity``, ``format`` as ``response_format``), in the object's
+    order; any other key (``summary``, ...) has no Chat slot and is reported."""
     if not isinstance(value, dict):
         ctx.lose(pointer(key), "request_field", f"'{key}' is not carried to Chat")
         return
     for sub, v in value.items():
         name = RESPONSES_NESTED_KEYS.get((key, sub))
-        if name is not None:
+        if (key, sub) == ("text", "format"):
+            if (fmt := format_to_chat(ctx, v)) is not None:
+                body["response_format"] = fmt
+        elif name is not None:
             body[name] = v
         else:
             ctx.lose(pointer(key, sub), "request_field", f"{key} '{sub}' has no slot in Chat")

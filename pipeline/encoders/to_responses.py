@@ -28,6 +28,7 @@ from pipeline.encoders._context import (
     anthropic_image_url,
     anthropic_tool_flags,
     cache_breakpoint,
+    format_to_responses,
     keys_except,
     openai_file,
     openai_top_extra,
@@ -476,6 +477,9 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
     for key, value in openai_top_extra(ctx):
         if ctx.kind == "request" and key in SAME_KEYS:
             body[key] = value
+        elif ctx.kind == "request" and ctx.source == "chat" and key == "response_format":
+            if (fmt := format_to_responses(ctx, value)) is not None:
+                body.setdefault("text", {})["format"] = fmt
         elif ctx.kind == "request" and ctx.source == "chat" and key in CHAT_NESTED_KEYS:
             outer, inner = CHAT_NESTED_KEYS[key]
             body.setdefault(outer, {})[inner] = value

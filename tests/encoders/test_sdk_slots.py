@@ -856,16 +856,7 @@ NOT_YET_CARRIED: dict[tuple[str, str, str], str] = {
             ("stream_options", "Chat's include_usage has no Responses slot"),
         )
     },
-    ("chat", "responses", "response_format"): "Responses nests it, flattened: text.format",
     ("chat", "responses", "ChatCompletionAllowedToolChoiceParam"): "Responses flattens allowed_tools",
-    **{
-        ("responses", "chat", arm): "Chat's response_format (json_schema nested)"
-        for arm in (
-            "ResponseFormatText",
-            "ResponseFormatTextJSONSchemaConfigParam",
-            "ResponseFormatJSONObject",
-        )
-    },
     ("responses", "chat", "ToolChoiceAllowedParam"): "Chat nests it: allowed_tools",
     ("chat", "anthropic", "ChatCompletionNamedToolChoiceCustomParam"): "the custom tool's Anthropic tool",
     ("responses", "anthropic", "ToolChoiceCustomParam"): "the custom tool's Anthropic tool",

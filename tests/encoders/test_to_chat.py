@@ -324,3 +324,65 @@ def test_responses_reasoning_effort_and_text_verbosity_go_to_chat_and_back() -> 
     assert losses == []
     back, losses_back = _encode_both(orjson.loads(there), "responses", "chat")
     assert back == orjson.dumps(chat).decode() and losses_back == []
+
+
+SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+FORMATS = [
+    {"type": "text"},
+    {"type": "json_object"},
+    {
+        "type": "json_schema",
+        "json_schema": {"name": "o", "description": "d", "schema": SCHEMA, "strict": True},
+    },
+]
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f["type"])
+def test_a_chat_response_format_round_trips_through_responses_text_format_byte_for_byte(fmt: dict) -> None:
+    """Chat's ``response_format`` is Responses' ``text.format`` (a json_schema one flattened beside
+    its ``type``, the schema's keys in their order), with ``verbosity`` in the same ``text``
+    object: both codecs, SDK-valid both ways, nothing reported, the same bytes back."""
+    chat = {"messages": [{"role": "user", "content": "hi"}], "model": "gpt-5", "verbosity": "low",
+            "response_format": fmt, "temperature": 0.5}  # fmt: skip
+    there, losses = _encode_both(chat, "chat", "responses")
+    body = orjson.loads(there)
+    validate_request("responses", body)
+    flat = {"type": fmt["type"], **fmt.get("json_schema", {})}
+    assert body["text"] == {"verbosity": "low", "format": flat}
+    assert losses == []
+    back, losses_back = _encode_both(body, "responses", "chat")
+    validate_request("chat", orjson.loads(back))
+    assert back == orjson.dumps(chat).decode() and losses_back == []
+
+
+def test_a_response_format_key_without_a_slot_is_reported_and_spread_text_keys_go_to_python() -> None:
+    """A response format key neither API types is reported (each way, both codecs); a format type
+    Chat does not take (Responses' grammar-less custom ones) is reported whole. Chat ``verbosity``
+    and ``response_format`` apart (another key between them) make one ``text`` object where the
+    first was: the compiled encoder declines the row, the per-record one writes it."""
+    record = {"model": "gpt-5", "input": "hi",
+              "text": {"format": {"type": "json_schema", "name": "o", "schema": SCHEMA, "x": 1}}}  # fmt: skip
+    text, losses = _encode_both(record, "responses", "chat")
+    nested = {"type": "json_schema", "json_schema": {"name": "o", "schema": SCHEMA}}
+    assert orjson.loads(text)["response_format"] == nested
+    assert [x for x in losses if x[0].startswith("/text")] == [("/text/format/x", "request_field")]
+    odd = {"model": "gpt-5", "input": "hi", "text": {"format": {"type": "grammar"}}}
+    text, losses = _encode_both(odd, "responses", "chat")
+    assert "response_format" not in orjson.loads(text)
+    assert [x for x in losses if x[0].startswith("/text")] == [("/text/format", "request_field")]
+    spread = {"type": "json_schema", "json_schema": {"name": "o", "y": 2}, "z": 3}
+    chat = {"messages": [{"role": "user", "content": "hi"}], "verbosity": "low", "temperature": 0.5,
+            "response_format": spread}  # fmt: skip
+    table = decode_records([chat], "chat").table
+    if codec.native_encoder("responses") is not None:
+        enc = compare_encode(table, "responses")
+        assert enc.native.to_pylist() == [False]
+    else:
+        enc = encode_rows(table, "responses")
+    body = orjson.loads(enc.records[0].as_py())
+    assert list(body) == ["input", "text", "temperature"]
+    assert body["text"] == {"verbosity": "low", "format": {"type": "json_schema", "name": "o"}}
+    assert [(x["path"], x["kind"]) for x in enc.losses.to_pylist()] == [
+        ("/response_format/z", "request_field"),
+        ("/response_format/json_schema/y", "request_field"),
+    ]

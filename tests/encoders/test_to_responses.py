@@ -187,3 +187,19 @@ def test_chat_reasoning_effort_and_verbosity_are_nested_in_reasoning_and_text() 
     [there] = convert_table(decode_records([own], "chat").table, "responses")
     assert there.record["reasoning"] == {"effort": "low"}
     assert [(x.path, x.kind) for x in there.losses] == [("/reasoning", "request_field")]
+
+
+def test_a_chat_json_schema_response_format_is_flattened_into_text_format() -> None:
+    """Chat's ``response_format`` json_schema (nested in ``json_schema``) is Responses'
+    ``text.format``, its keys flat beside ``type`` in their order (both codecs, SDK-valid, nothing
+    reported), and comes back nested as it was."""
+    schema = {"name": "o", "schema": {"type": "object"}, "strict": False, "description": "d"}
+    record = {"model": "gpt-5", "messages": [{"role": "user", "content": "hi"}],
+              "response_format": {"type": "json_schema", "json_schema": schema}}  # fmt: skip
+    body, losses = _responses_there_and_back(record, "chat")
+    assert body["text"] == {"format": {"type": "json_schema", **schema}}
+    assert list(body["text"]["format"]) == ["type", "name", "schema", "strict", "description"]
+    assert losses == []
+    [back] = convert_table(decode_records([body], "responses").table, "chat")
+    assert json_diff(back.record, record) is None and back.losses == []
+    assert back.record["response_format"] == record["response_format"]
