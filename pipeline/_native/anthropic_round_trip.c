@@ -168,6 +168,7 @@ static int request_fields(Enc *e) {
         Buf *p = &e->p2, *d = &e->p3;
         yyjson_obj_foreach(root, idx, max, k, v) {
             if (key_is(k, "max_tokens")) continue;
+            if (key_is(k, "stop_sequences") && stop_fits(v)) continue; /* Chat's stop: the same list back */
             p->len = 0;
             put_ptr(st, p, yyjson_get_str(k), yyjson_get_len(k));
             if (at_has_loss_at(e, p->p, p->len, e->loss0)) continue;

@@ -675,6 +675,9 @@ static int chat_top_key(Enc *e, yyjson_val *k, yyjson_val *v, Buf *b, int *n_ren
         if ((*n_renamed)++) return FALLBACK; /* two keys onto one: dict order rules we do not model */
         puts_(st, b, ",\"max_completion_tokens\":");
         put_value(st, b, v);
+    } else if (e->anthropic && key_is(k, "stop_sequences") && stop_fits(v)) {
+        puts_(st, b, ",\"stop\":");
+        put_value(st, b, v);
     } else if (!e->anthropic && (key_is(k, "reasoning") || key_is(k, "text")) && yyjson_is_obj(v) &&
                yyjson_obj_size(v)) { /* to_chat._nested: the keys Chat types at its top level */
         int reasoning = key_is(k, "reasoning");

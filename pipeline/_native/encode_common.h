@@ -632,6 +632,17 @@ static inline int format_type(yyjson_val *fmt, yyjson_val **type) {
     return key_is(*type, "json_schema") ? 2 : key_in(*type, simple) ? 1 : 0;
 }
 
+/* _context.stop_fits: a list of 1 to 4 strings (CHAT_MAX_STOP). */
+static inline int stop_fits(yyjson_val *v) {
+    size_t n = yyjson_arr_size(v), idx, max;
+    yyjson_val *x;
+    if (!yyjson_is_arr(v) || n < 1 || n > 4) return 0;
+    yyjson_arr_foreach(v, idx, max, x) {
+        if (!yyjson_is_str(x)) return 0;
+    }
+    return 1;
+}
+
 /* _context.CHAT_SERVICE_TIERS: the service tiers a Chat request takes. */
 #define CHAT_SERVICE_TIERS "auto", "default", "flex", "scale", "priority", "fast"
 

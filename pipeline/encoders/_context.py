@@ -147,6 +147,20 @@ def format_to_chat(ctx: Ctx, value: Any) -> dict[str, Any] | None:
     return {"type": t, "json_schema": schema} if t == "json_schema" else {"type": t}
 
 
+# The most stop sequences a Chat request takes (its API refuses more).
+CHAT_MAX_STOP = 4
+
+
+def stop_fits(value: Any) -> bool:
+    """Whether an Anthropic ``stop_sequences`` is a value Chat's ``stop`` takes as it is (and gives
+    back as it was): a list of 1 to 4 strings (more, or another value, is reported)."""
+    return (
+        isinstance(value, list)
+        and 1 <= len(value) <= CHAT_MAX_STOP
+        and all(isinstance(x, str) for x in value)
+    )
+
+
 # The service tiers a Chat request takes (the installed SDK's literal): a Chat tier is carried to
 # Responses, which takes them all, and a Responses tier to Chat when it is one of these.
 CHAT_SERVICE_TIERS = ("auto", "default", "flex", "scale", "priority", "fast")

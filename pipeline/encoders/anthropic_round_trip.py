@@ -32,7 +32,7 @@ from __future__ import annotations
 import orjson
 
 from pipeline.encoders import to_anthropic as ta
-from pipeline.encoders._context import Ctx
+from pipeline.encoders._context import Ctx, stop_fits
 from pipeline.encoders.call_ids import CallIds
 from pipeline.losses import pointer
 from pipeline.schema import FORM_NULL, FORM_PARTS, FORM_STRING
@@ -164,7 +164,9 @@ def _request_fields(ctx: Ctx) -> None:
             f"no usable max_tokens: the way back sets {ta.DEFAULT_MAX_TOKENS}",
         )
     reported = {loss.path for loss in ctx.losses}
-    for key in extra:
+    for key, value in extra.items():
+        if key == "stop_sequences" and stop_fits(value):
+            continue  # Chat's stop, which comes back as the same list
         if pointer(key) not in reported:
             ctx.lose(
                 pointer(key), "request_field", f"'{key}' is carried, but does not come back to Anthropic"

@@ -36,6 +36,7 @@ from pipeline.encoders._context import (
     keys_except,
     openai_file,
     openai_top_extra,
+    stop_fits,
 )
 from pipeline.encoders.call_ids import CallIds
 from pipeline.errors import a_or_an, quoted
@@ -492,6 +493,10 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
             body[key] = value
         elif ctx.kind == "request" and key in RENAMED_KEYS:
             body[RENAMED_KEYS[key]] = value
+        elif ctx.kind == "request" and ctx.source == "anthropic" and key == "stop_sequences" and (
+            stop_fits(value)
+        ):
+            body["stop"] = value
         elif ctx.kind == "request" and ctx.source == "responses" and key in ("reasoning", "text") and value:
             _nested(ctx, body, key, value)
         elif ctx.kind == "request" and key == "service_tier" and ctx.source == "responses":

@@ -860,7 +860,6 @@ NOT_YET_CARRIED: dict[tuple[str, str, str], str] = {
     ("responses", "chat", "ToolChoiceAllowedParam"): "Chat nests it: allowed_tools",
     ("chat", "anthropic", "ChatCompletionNamedToolChoiceCustomParam"): "the custom tool's Anthropic tool",
     ("responses", "anthropic", "ToolChoiceCustomParam"): "the custom tool's Anthropic tool",
-    ("anthropic", "chat", "stop_sequences"): "Chat's stop takes at most 4",
 }
 
 # Losses that move or merge an element rather than drop it: on an element or part they do not

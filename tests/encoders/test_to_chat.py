@@ -386,3 +386,22 @@ def test_a_response_format_key_without_a_slot_is_reported_and_spread_text_keys_g
         ("/response_format/z", "request_field"),
         ("/response_format/json_schema/y", "request_field"),
     ]
+
+
+@pytest.mark.parametrize("n", [1, 4, 5])
+def test_anthropic_stop_sequences_go_to_chat_stop_up_to_four(n: int) -> None:
+    """An Anthropic ``stop_sequences`` of at most 4 strings is Chat's ``stop``, the same list (both
+    codecs, SDK-valid, not reported) and comes back as it was; 5 or more, which Chat refuses, are
+    reported (``request_field``) and not written."""
+    stops = [f"END{i}" for i in range(n)]
+    record = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}],
+              "stop_sequences": stops}  # fmt: skip
+    text, losses = _encode_both(record, "anthropic", "chat")
+    body = orjson.loads(text)
+    validate_request("chat", body)
+    assert body.get("stop") == (stops if n <= 4 else None)
+    lost = [("/stop_sequences", "request_field")]
+    assert [x for x in losses if x[0] == "/stop_sequences"] == ([] if n <= 4 else lost)
+    if n <= 4:
+        [back] = convert_table(decode_records([body], "chat").table, "anthropic")
+        assert back.record["stop_sequences"] == stops
