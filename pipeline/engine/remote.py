@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import shutil
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -96,7 +95,7 @@ class Mirror:
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.error: BaseException | None = None
-        self.started = time.time()
+        self.summary_pulled: tuple[int, int, int] | None = None  # set once the working copy is ready
         self.thread = threading.Thread(target=self._loop, name="chatlake-mirror", daemon=True)
 
     def _url(self, relative: str) -> str:
@@ -212,9 +211,19 @@ class Mirror:
         if self.error is not None:
             raise self.error
         self.sync()
-        summary = self.local / SUMMARY
-        if summary.is_file() and summary.stat().st_mtime >= self.started:
-            storage.upload(summary, self._url(SUMMARY))
+        summary = self._summary_signature()
+        if summary is not None and summary != self.summary_pulled:
+            storage.upload(self.local / SUMMARY, self._url(SUMMARY))
+
+    def _summary_signature(self) -> tuple[int, int, int] | None:
+        """Which ``summary.json`` the working copy holds: its inode, mtime (ns) and size, or None.
+        The run writes it by temp file and rename (a new inode), so a summary this run wrote differs
+        from the pulled one even where the filesystem keeps mtimes to the whole second."""
+        try:
+            st = (self.local / SUMMARY).stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 @contextlib.contextmanager
@@ -228,6 +237,7 @@ def mirrored(job: Job, fresh: bool) -> Iterator[Mirror]:
         mirror.clear()
     else:
         mirror.pull()
+    mirror.summary_pulled = mirror._summary_signature()
     mirror.thread.start()
     try:
         yield mirror

@@ -486,3 +486,33 @@ def test_commands_reading_parquet_at_a_url_exit_cleanly_every_time(s3: str, tmp_
             assert b"terminate called" not in proc.stderr and proc.returncode in (0, 1), proc.stderr.decode()
             codes.add(proc.returncode)
         assert len(codes) == 1, f"{args[0]}: exit codes {sorted(codes)} over the same runs"
+
+
+def test_a_summary_the_run_wrote_is_uploaded_whatever_its_mtime(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``summary.json`` goes to the store when this run wrote it, and not when it is the one pulled
+    from the store: told apart by the file itself, not by its mtime against the start time (a
+    filesystem that keeps whole seconds, or a clock set back, made a new summary look old)."""
+    from types import SimpleNamespace
+
+    from pipeline.engine import remote
+    from pipeline.engine.atomic import write_atomic
+    from pipeline.engine.rundir import SUMMARY
+
+    uploads: list[str] = []
+    monkeypatch.setattr(remote.storage, "upload", lambda path, url: uploads.append(url))
+    monkeypatch.setattr(remote.Mirror, "sync", lambda self: None)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    job = SimpleNamespace(run_url="s3://b/run", run_dir=run_dir, fingerprint=lambda: "f", name="j")
+    summary = run_dir / SUMMARY
+    summary.write_bytes(b'{"pulled": true}\n')  # as pull() leaves it
+    mirror = remote.Mirror(job)  # type: ignore[arg-type]
+    mirror.summary_pulled = mirror._summary_signature()
+    mirror.finish()
+    assert uploads == []  # the pulled summary is not sent back
+    write_atomic(summary, b'{"pulled": false}\n')  # this run's, by temp file and rename
+    os.utime(summary, (978307200, 978307200))  # an mtime long before the run started
+    mirror.finish()
+    assert uploads == ["s3://b/run/summary.json"]
