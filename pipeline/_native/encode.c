@@ -633,14 +633,15 @@ static int chat_tool_choice(Enc *e, yyjson_val *raw, Buf *b) {
  * and max_tokens renamed, or reported. */
 /* _context.format_to_chat: a Responses text.format as `,"response_format":...` (a json_schema
  * one's keys nested in "json_schema"), or reported. */
-static void chat_format(Enc *e, yyjson_val *fmt, Buf *b) {
+/* Writes a Responses text.format as Chat's response_format; 1 when written, 0 when reported whole. */
+static int chat_format(Enc *e, yyjson_val *fmt, Buf *b) {
     St *st = &e->st;
     static const char *const keys[] = {JSON_SCHEMA_KEYS, NULL};
     yyjson_val *type, *k, *v;
     int t = format_type(fmt, &type), n = 0;
     if (!t) {
         lose_s(e, "/text/format", 12, "request_field", "this text format has no Chat response_format");
-        return;
+        return 0;
     }
     puts_(st, b, ",\"response_format\":{\"type\":");
     put_value(st, b, type);
@@ -659,6 +660,7 @@ static void chat_format(Enc *e, yyjson_val *fmt, Buf *b) {
     }
     if (t == 2) put_byte(st, b, '}');
     put_byte(st, b, '}');
+    return 1;
 }
 
 static int chat_top_key(Enc *e, yyjson_val *k, yyjson_val *v, Buf *b, int *n_renamed) {
@@ -680,20 +682,24 @@ static int chat_top_key(Enc *e, yyjson_val *k, yyjson_val *v, Buf *b, int *n_ren
         put_value(st, b, v);
     } else if (!e->anthropic && (key_is(k, "reasoning") || key_is(k, "text")) && yyjson_is_obj(v) &&
                yyjson_obj_size(v)) { /* to_chat._nested: the keys Chat types at its top level */
-        int reasoning = key_is(k, "reasoning");
+        int reasoning = key_is(k, "reasoning"), carried = 0;
         size_t i2, m2;
         yyjson_val *sk, *sv;
         yyjson_obj_foreach(v, i2, m2, sk, sv) {
             if (!reasoning && key_is(sk, "format")) {
-                chat_format(e, sv, b);
+                carried |= chat_format(e, sv, b);
             } else if (reasoning ? key_is(sk, "effort") : key_is(sk, "verbosity")) {
                 puts_(st, b, reasoning ? ",\"reasoning_effort\":" : ",\"verbosity\":");
                 put_value(st, b, sv);
+                carried = 1;
             } else {
                 lose_key(e, NULL, reasoning ? "/reasoning" : "/text", sk, "request_field",
                          reasoning ? "reasoning " : "text ", "' has no slot in Chat");
             }
         }
+        if (!carried) /* nothing of it reaches Chat: the object itself does not come back */
+            lose_s(e, reasoning ? "/reasoning" : "/text", reasoning ? 10 : 5, "request_field",
+                   reasoning ? "'reasoning' has nothing Chat can hold" : "'text' has nothing Chat can hold");
     } else if (!e->anthropic && key_is(k, "service_tier")) { /* a Responses tier Chat takes */
         static const char *const tiers[] = {CHAT_SERVICE_TIERS, NULL};
         if (yyjson_is_str(v) && key_in(v, tiers)) {

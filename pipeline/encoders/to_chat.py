@@ -454,19 +454,25 @@ def _nested(ctx: Ctx, body: dict[str, Any], key: str, value: Any) -> None:
     """A Responses request's ``reasoning`` / ``text`` object (a non-empty one; any other value is
     reported whole): each key Chat types at its top level goes there (``effort`` as
     ``reasoning_effort``, ``verbosity``, ``format`` as ``response_format``), in the object's
-    order; any other key (``summary``, ...) has no Chat slot and is reported."""
+    order; any other key (``summary``, ...) has no Chat slot and is reported. When none of its keys
+    reaches Chat the object itself is reported too: the way back has nothing to rebuild it from."""
     if not isinstance(value, dict):
         ctx.lose(pointer(key), "request_field", f"'{key}' is not carried to Chat")
         return
+    carried = False
     for sub, v in value.items():
         name = RESPONSES_NESTED_KEYS.get((key, sub))
         if (key, sub) == ("text", "format"):
             if (fmt := format_to_chat(ctx, v)) is not None:
                 body["response_format"] = fmt
+                carried = True
         elif name is not None:
             body[name] = v
+            carried = True
         else:
             ctx.lose(pointer(key, sub), "request_field", f"{key} '{sub}' has no slot in Chat")
+    if not carried:
+        ctx.lose(pointer(key), "request_field", f"'{key}' has nothing Chat can hold")
 
 
 def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:

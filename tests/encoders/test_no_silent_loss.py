@@ -127,8 +127,6 @@ def test_anthropic_url_image_holding_a_data_url(b: str) -> None:
     assert uncovered(record, back.record, there[0].losses) == []
 
 
-@pytest.mark.xfail(strict=True, reason="open: a Responses reasoning object whose only key has no Chat slot "
-                   "is reported at that key, but the whole object does not come back (found by hypothesis)")
 @pytest.mark.parametrize("native", ["1", "0"])
 def test_responses_reasoning_with_only_a_null_summary_to_chat(
     native: str, monkeypatch: pytest.MonkeyPatch

@@ -330,3 +330,19 @@ def test_the_article_before_a_type_is_the_per_record_one() -> None:
     assert all(res.native.to_pylist())
     details = [d for d in res.losses.column("detail").to_pylist() if "tool has no equivalent" in d]
     assert any(d.startswith("an 'unsupported'") for d in details), details
+
+
+def test_a_responses_settings_object_with_nothing_chat_holds_is_reported_whole() -> None:
+    """A ``reasoning`` / ``text`` object none of whose keys reaches Chat is reported at the object
+    itself (the way back cannot rebuild it), in the compiled encoder as in the Python one; one
+    with a carried key is not."""
+    records = [
+        {"input": "hi", "reasoning": {"summary": None}},
+        {"input": "hi", "text": {"format": {"type": "bogus"}}},
+        {"input": "hi", "reasoning": {"summary": "auto", "effort": "low"}, "text": {"verbosity": "low"}},
+    ]
+    res = compare_encode(decode_records(records, "responses").table, "chat")
+    assert all(res.native.to_pylist())
+    losses = res.losses.to_pylist()
+    whole = {(x["row"], x["path"]) for x in losses if x["detail"].endswith("has nothing Chat can hold")}
+    assert whole == {(0, "/reasoning"), (1, "/text")}
