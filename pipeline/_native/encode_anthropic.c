@@ -1996,7 +1996,8 @@ static int request_fields(Enc *e, Buf *out, size_t mt_at) {
         yyjson_obj_foreach(yyjson_doc_get_root(doc), idx, max, k, v) {
             if (key_in(k, token_keys(e))) continue;
             if (e->chat && key_is(k, "stop") && stop_sequences(e, v, out)) {
-                lose_c(e, "/stop", "request_field", "kept as stop_sequences, which does not map back to Chat");
+                if (!stop_fits(v)) /* a list of 1 to 4 strings comes back as it is; a string as a list */
+                    lose_c(e, "/stop", "request_field", "kept as stop_sequences, which does not map back to Chat");
                 continue;
             }
             lose_key(e, NULL, NULL, k, "request_field", "", "' is not carried to Anthropic");

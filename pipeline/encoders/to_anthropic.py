@@ -70,6 +70,7 @@ from pipeline.encoders._context import (
     Ctx,
     instruction_items,
     keys_except,
+    stop_fits,
 )
 from pipeline.encoders.call_ids import CallIds
 from pipeline.errors import a_or_an, quoted
@@ -1082,7 +1083,8 @@ def _top(ctx: Ctx, body: dict[str, Any]) -> dict[str, Any]:
     for key, value in extra.items():
         if key == "stop" and ctx.source == "chat" and _stop_sequences(value) is not None:
             out["stop_sequences"] = _stop_sequences(value)
-            ctx.lose("/stop", "request_field", "kept as stop_sequences, which does not map back to Chat")
+            if not stop_fits(value):  # a list of 1 to 4 strings comes back as it is; a string as a list
+                ctx.lose("/stop", "request_field", "kept as stop_sequences, which does not map back to Chat")
         else:
             ctx.lose(pointer(key), "request_field", f"'{key}' is not carried to Anthropic")
     return out

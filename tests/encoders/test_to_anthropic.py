@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import orjson
 import pytest
 
 from pipeline.encoders import convert_table, to_anthropic
@@ -341,6 +342,25 @@ def test_request_fields() -> None:
     assert body["stop_sequences"] == ["END"]
     assert "temperature" not in body  # not in the pinned SDK's MessageCreateParams
     assert {("/max_completion_tokens", "filled_default"), ("/temperature", "request_field")} <= set(losses)
+    assert ("/stop", "request_field") in losses  # a string comes back from Anthropic as a list
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_a_chat_stop_list_goes_to_anthropic_and_back_unreported(
+    native: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chat's ``stop`` as a list of 1 to 4 strings is Anthropic's ``stop_sequences`` and comes back
+    as the same list (Anthropic -> Chat carries it), so it is not reported; both codecs."""
+    from pipeline.encoders.encode_rows import encode_rows
+
+    monkeypatch.setenv("CHATLAKE_NATIVE", native)
+    record = {"model": "m", "messages": [{"role": "user", "content": "q"}], "stop": ["END", "STOP"]}
+    there = encode_rows(decode_records([record], "chat").table, "anthropic")
+    body = orjson.loads(there.records[0].as_py())
+    assert body["stop_sequences"] == ["END", "STOP"]
+    assert [x for x in there.losses.to_pylist() if x["path"] == "/stop"] == []
+    back = encode_rows(decode_records([body], "anthropic").table, "chat")
+    assert orjson.loads(back.records[0].as_py())["stop"] == ["END", "STOP"]
 
 
 # ---------------------------------------------------------------------------------------------
