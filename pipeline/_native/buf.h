@@ -67,9 +67,10 @@ static inline void reserve(St *st, Buf *b, size_t n) {
     b->cap = b->len + n;
 }
 
-/* A JSON string as orjson writes it: only '"', '\\' and control characters are escaped. */
-static inline void put_json_str(St *st, Buf *b, const char *s, size_t n) {
-    put_byte(st, b, '"');
+/* The characters of a JSON string as orjson writes them, without the quotes: only '"', '\\' and
+ * control characters are escaped, so several texts written one after the other are the JSON text
+ * of their concatenation. */
+static inline void put_json_chars(St *st, Buf *b, const char *s, size_t n) {
     size_t k = 0;
     while (k < n) { /* plain runs copied whole (orjson_plain_prefix), then the one byte to escape */
         size_t run = orjson_plain_prefix(s + k, n - k);
@@ -80,6 +81,12 @@ static inline void put_json_str(St *st, Buf *b, const char *s, size_t n) {
         put(st, b, esc, orjson_escape((unsigned char)s[k], esc));
         k++;
     }
+}
+
+/* A JSON string as orjson writes it. */
+static inline void put_json_str(St *st, Buf *b, const char *s, size_t n) {
+    put_byte(st, b, '"');
+    put_json_chars(st, b, s, n);
     put_byte(st, b, '"');
 }
 

@@ -1045,46 +1045,6 @@ static int output_item(Enc *e, int64_t i) {
     return 0;
 }
 
-/* An item Chat has no message for (reasoning, compaction, references, hosted and unknown items):
- * its losses. Returns whether it ends the assistant message calls attach to. */
-static int dropped_item(Enc *e, int64_t i, const char *t, size_t tl) {
-    St *st = &e->st;
-    Buf *base = &e->base;
-    if (str_eq(t, tl, "reasoning")) {
-        lose_s(e, base->p, base->len, "reasoning", "Chat has no reasoning");
-        size_t bl = base->len;
-        if (col_valid(&e->encrypted_content, i)) {
-            size_t nl; /* Ctx.wire_key: a redacted thinking block's data */
-            const char *nt = col_str(&e->native_type, i, &nl);
-            int data = e->anthropic && str_eq(nt, nl, "redacted_thinking");
-            puts_(st, base, data ? "/data" : "/encrypted_content");
-            lose_s(e, base->p, base->len, "encrypted_reasoning", "dropped");
-            base->len = bl;
-        }
-        if (col_valid(&e->signature, i)) {
-            puts_(st, base, "/signature");
-            lose_s(e, base->p, base->len, "thinking_signature", "dropped");
-            base->len = bl;
-        }
-        return 0;
-    }
-    if (str_eq(t, tl, "compaction")) {
-        lose_s(e, base->p, base->len, "compaction", "Chat has no compaction items");
-        return 1;
-    }
-    if (str_eq(t, tl, "item_reference")) {
-        lose_s(e, base->p, base->len, "unknown_item", "an item reference cannot be resolved here");
-        return 0;
-    }
-    int hosted = ends_with(t, tl, "_call") || ends_with(t, tl, "_call_output") || ends_with(t, tl, "_tool_result") ||
-                 ends_with(t, tl, "_tool_use") || (tl >= 4 && memcmp(t, "mcp_", 4) == 0);
-    e->tmp.len = 0;
-    put(st, &e->tmp, "'", 1);
-    put(st, &e->tmp, t, tl);
-    puts_(st, &e->tmp, "' has no equivalent in Chat");
-    lose(e, base->p, base->len, hosted ? "hosted_tool" : "unknown_item", e->tmp.p, e->tmp.len);
-    return 1;
-}
 
 /* The row's items, in order, as messages (e->msgs) and their tool calls. */
 static int items(Enc *e) {
@@ -1101,7 +1061,7 @@ static int items(Enc *e) {
         } else if (is_output(t, tl)) {
             if (output_item(e, i)) return FALLBACK;
             cur.msg = cur.first = -1;
-        } else if (dropped_item(e, i, t, tl)) {
+        } else if (dropped_item(e, i, t, tl, "Chat")) {
             cur.msg = cur.first = -1;
         }
     }

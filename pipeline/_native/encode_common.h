@@ -826,6 +826,58 @@ static inline int ends_with(const char *t, size_t n, const char *suffix) {
     return n >= m && memcmp(t + n - m, suffix, m) == 0;
 }
 
+/* An item the target (Chat, HF) has no message for -- reasoning, compaction, references, hosted and
+ * unknown items -- and its losses at e->base (to_chat's and to_hf.lose_item's, the target named in
+ * the details). Returns whether it ends the assistant message calls attach to. */
+static inline int dropped_item(Enc *e, int64_t i, const char *t, size_t tl, const char *target) {
+    St *st = &e->st;
+    Buf *base = &e->base;
+    if (str_eq(t, tl, "reasoning")) {
+        e->tmp.len = 0;
+        puts_(st, &e->tmp, target);
+        puts_(st, &e->tmp, " has no reasoning");
+        lose(e, base->p, base->len, "reasoning", e->tmp.p, e->tmp.len);
+        size_t bl = base->len;
+        if (col_valid(&e->encrypted_content, i)) {
+            int data = 0; /* Ctx.wire_key: a redacted thinking block's data */
+            if (e->anthropic) {
+                size_t nl;
+                const char *nt = col_str(&e->native_type, i, &nl);
+                data = str_eq(nt, nl, "redacted_thinking");
+            }
+            puts_(st, base, data ? "/data" : "/encrypted_content");
+            lose_s(e, base->p, base->len, "encrypted_reasoning", "dropped");
+            base->len = bl;
+        }
+        if (col_valid(&e->signature, i)) {
+            puts_(st, base, "/signature");
+            lose_s(e, base->p, base->len, "thinking_signature", "dropped");
+            base->len = bl;
+        }
+        return 0;
+    }
+    if (str_eq(t, tl, "compaction")) {
+        e->tmp.len = 0;
+        puts_(st, &e->tmp, target);
+        puts_(st, &e->tmp, " has no compaction items");
+        lose(e, base->p, base->len, "compaction", e->tmp.p, e->tmp.len);
+        return 1;
+    }
+    if (str_eq(t, tl, "item_reference")) {
+        lose_s(e, base->p, base->len, "unknown_item", "an item reference cannot be resolved here");
+        return 0;
+    }
+    int hosted = ends_with(t, tl, "_call") || ends_with(t, tl, "_call_output") || ends_with(t, tl, "_tool_result") ||
+                 ends_with(t, tl, "_tool_use") || (tl >= 4 && memcmp(t, "mcp_", 4) == 0);
+    e->tmp.len = 0;
+    put_byte(st, &e->tmp, '\'');
+    put(st, &e->tmp, t, tl);
+    puts_(st, &e->tmp, "' has no equivalent in ");
+    puts_(st, &e->tmp, target);
+    lose(e, base->p, base->len, hosted ? "hosted_tool" : "unknown_item", e->tmp.p, e->tmp.len);
+    return 1;
+}
+
 /* The struct array of list column `c` (schema `cs`): its validity as a Col, its array and schema. */
 static inline int list_struct(struct ArrowArray *c, struct ArrowSchema *cs, Col *valid, struct ArrowArray **sa,
                        struct ArrowSchema **ss) {

@@ -21,21 +21,6 @@
 
 #define TARGET_DETAIL " has no slot in HF"
 
-/* The characters of a JSON string as orjson writes them, without the quotes (put_json_str's body):
- * several texts written one after the other are the JSON text of their concatenation. */
-static void put_json_chars(St *st, Buf *b, const char *s, size_t n) {
-    size_t k = 0;
-    while (k < n) {
-        size_t run = orjson_plain_prefix(s + k, n - k);
-        put(st, b, s + k, run);
-        k += run;
-        if (k == n) break;
-        char esc[6];
-        put(st, b, esc, orjson_escape((unsigned char)s[k], esc));
-        k++;
-    }
-}
-
 /* to_hf.KEY_KINDS: an unmodelled key whose loss has its own kind. */
 static const char *key_kind(yyjson_val *k) {
     static const char *const kinds[][2] = {
@@ -469,43 +454,6 @@ static int output_item(Enc *e, int64_t i, int first) {
     return item_fields(e, i, base, NULL);
 }
 
-/* to_hf.lose_item: an item no chat template holds (reasoning, compaction, references, hosted and
- * unknown items). Returns whether it ends the message tool calls attach to. */
-static int dropped_item(Enc *e, int64_t i, const char *t, size_t tl) {
-    St *st = &e->st;
-    Buf *base = &e->base;
-    if (str_eq(t, tl, "reasoning")) {
-        lose_s(e, base->p, base->len, "reasoning", "HF has no reasoning");
-        size_t bl = base->len;
-        if (col_valid(&e->encrypted_content, i)) {
-            puts_(st, base, "/encrypted_content");
-            lose_s(e, base->p, base->len, "encrypted_reasoning", "dropped");
-            base->len = bl;
-        }
-        if (col_valid(&e->signature, i)) {
-            puts_(st, base, "/signature");
-            lose_s(e, base->p, base->len, "thinking_signature", "dropped");
-            base->len = bl;
-        }
-        return 0;
-    }
-    if (str_eq(t, tl, "compaction")) {
-        lose_s(e, base->p, base->len, "compaction", "HF has no compaction items");
-        return 1;
-    }
-    if (str_eq(t, tl, "item_reference")) {
-        lose_s(e, base->p, base->len, "unknown_item", "an item reference cannot be resolved here");
-        return 0;
-    }
-    int hosted = ends_with(t, tl, "_call") || ends_with(t, tl, "_call_output") || ends_with(t, tl, "_tool_result") ||
-                 ends_with(t, tl, "_tool_use") || (tl >= 4 && memcmp(t, "mcp_", 4) == 0);
-    e->tmp.len = 0;
-    put_byte(st, &e->tmp, '\'');
-    put(st, &e->tmp, t, tl);
-    puts_(st, &e->tmp, "' has no equivalent in HF");
-    lose(e, base->p, base->len, hosted ? "hosted_tool" : "unknown_item", e->tmp.p, e->tmp.len);
-    return 1;
-}
 
 /* Whether call i is answered by id (call_ids.pair_outputs): the first call with its id, and an
  * output with that id comes after it. */
@@ -650,7 +598,7 @@ static int items(Enc *e, int first) {
             close_msg(e, &cur);
             if (output_item(e, i, first)) return FALLBACK;
             first = 0;
-        } else if (dropped_item(e, i, t, tl)) {
+        } else if (dropped_item(e, i, t, tl, "HF")) {
             close_msg(e, &cur);
         }
     }
